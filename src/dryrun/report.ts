@@ -1,0 +1,89 @@
+// The --dry-run result (DESIGN.md contract): checks, the mutating commands in order, and the
+// desired ipvs table. Text is for people; JSON is for scripts and the node smoke check.
+
+import type { Check } from "../mode/check.ts";
+
+export interface PlannedCommand {
+  readonly argv: readonly string[];
+  readonly stdin?: string;
+}
+
+export interface IpvsRealServerPlan {
+  readonly address: string;
+  readonly port: number;
+  readonly weight: number;
+}
+
+export interface IpvsVirtualServerPlan {
+  readonly address: string;
+  readonly port: number;
+  readonly protocol: string;
+  readonly scheduler: string;
+  readonly flags: string[];
+  readonly timeout: number;
+  readonly realServers: IpvsRealServerPlan[];
+}
+
+export interface DryRunReport {
+  readonly mode: "iptables" | "ipvs";
+  readonly checks: Check[];
+  readonly commands: PlannedCommand[];
+  readonly ipvs?: { virtualServers: IpvsVirtualServerPlan[] };
+  /** Lines an operator should read (e.g. which cluster source was used). */
+  readonly notes: string[];
+}
+
+/** 0: every prerequisite met; 3: the plan was computed but a prerequisite failed. */
+export function dryRunExitCode(report: DryRunReport): 0 | 3 {
+  return report.checks.every((c) => c.ok) ? 0 : 3;
+}
+
+export function renderJson(report: DryRunReport): string {
+  const body: Record<string, unknown> = {
+    mode: report.mode,
+    checks: report.checks,
+    commands: report.commands.map((c) =>
+      c.stdin === undefined ? { argv: c.argv } : { argv: c.argv, stdin: c.stdin },
+    ),
+  };
+  if (report.ipvs) body.ipvs = report.ipvs;
+  body.notes = report.notes;
+  return `${JSON.stringify(body, null, 2)}\n`;
+}
+
+/** Quote an argv element the way a person would type it into a POSIX shell. */
+export function shellQuote(arg: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`;
+}
+
+function renderCommand(c: PlannedCommand): string {
+  const line = c.argv.map(shellQuote).join(" ");
+  if (c.stdin === undefined) return line;
+  const body = c.stdin.endsWith("\n") ? c.stdin : `${c.stdin}\n`;
+  return `${line} <<'EOF'\n${body}EOF`;
+}
+
+export function renderText(report: DryRunReport): string {
+  const out: string[] = [`kube-proxy-ts dry run: mode ${report.mode}`, "", "Checks:"];
+  for (const c of report.checks) out.push(`  [${c.ok ? " OK " : "FAIL"}] ${c.name}: ${c.detail}`);
+  for (const n of report.notes) out.push(`  note: ${n}`);
+  out.push("", `Commands that a real run would execute (${report.commands.length}):`);
+  for (const c of report.commands) out.push(renderCommand(c));
+  if (report.ipvs) {
+    out.push("", `IPVS virtual servers (${report.ipvs.virtualServers.length}):`);
+    for (const vs of report.ipvs.virtualServers) {
+      const flags = vs.flags.length ? ` flags ${vs.flags.join("|")}` : "";
+      const persist = vs.timeout > 0 ? ` persistent ${vs.timeout}s` : "";
+      out.push(`  ${vs.protocol} ${vs.address}:${vs.port} ${vs.scheduler}${flags}${persist}`);
+      for (const rs of vs.realServers) out.push(`    -> ${rs.address}:${rs.port} weight ${rs.weight}`);
+    }
+  }
+  const code = dryRunExitCode(report);
+  out.push(
+    "",
+    code === 0
+      ? "Result: every prerequisite is met (exit 0)."
+      : `Result: ${report.checks.filter((c) => !c.ok).length} prerequisite check(s) failed (exit 3).`,
+  );
+  return `${out.join("\n")}\n`;
+}

@@ -1,0 +1,169 @@
+// --dry-run: read the host for real, change nothing. Read-only commands go to the real Exec;
+// every other command is recorded (and reported to the operator) instead of run. Anything the
+// classifier does not recognise counts as mutating, so a new call site can never slip through.
+
+import type { Exec, ExecRequest, ExecResult } from "./types.ts";
+
+export interface RecordedCommand {
+  /** argv[0] is the program as the caller named it. */
+  argv: string[];
+  stdin?: string;
+}
+
+type Args = readonly string[];
+
+function baseName(cmd: string): string {
+  const slash = cmd.lastIndexOf("/");
+  return slash < 0 ? cmd : cmd.slice(slash + 1);
+}
+
+// Options end at "--"; what follows is operands (module names, set names).
+function options(args: Args): Args {
+  const end = args.indexOf("--");
+  return end < 0 ? args : args.slice(0, end);
+}
+
+// Short options may be bundled ("-nL", "-Ln"); split them so each letter is seen.
+function shortFlags(args: Args): Set<string> {
+  const out = new Set<string>();
+  for (const a of options(args)) {
+    if (/^-[A-Za-z]+$/.test(a)) for (const ch of a.slice(1)) out.add(`-${ch}`);
+  }
+  return out;
+}
+
+function hasAny(args: Args, flags: Set<string>, names: readonly string[]): boolean {
+  const opts = options(args);
+  const long = (n: string) => opts.some((a) => a === n || a.startsWith(`${n}=`));
+  return names.some((n) => (n.startsWith("--") ? long(n) : flags.has(n)));
+}
+
+// Read-only iff a listing/checking command is present and no mutating command rides along
+// (e.g. "iptables -L -Z" lists and also zeroes the counters).
+function commandIsReadOnly(args: Args, readOnly: readonly string[], mutating: readonly string[]): boolean {
+  const flags = shortFlags(args);
+  return hasAny(args, flags, readOnly) && !hasAny(args, flags, mutating);
+}
+
+const IPTABLES_READ = ["-C", "--check", "-L", "--list", "-S", "--list-rules", "-V", "--version"];
+const IPTABLES_WRITE = [
+  ...["-A", "--append", "-D", "--delete", "-I", "--insert", "-R", "--replace", "-F", "--flush"],
+  ...["-Z", "--zero", "-N", "--new-chain", "-X", "--delete-chain", "-P", "--policy"],
+  ...["-E", "--rename-chain"],
+];
+
+const IPVSADM_READ = ["-S", "--save", "-L", "-l", "--list", "-v", "--version"];
+const IPVSADM_WRITE = [
+  ...["-A", "--add-service", "-E", "--edit-service", "-D", "--delete-service", "-C", "--clear"],
+  ...["-R", "--restore", "-a", "--add-server", "-e", "--edit-server", "-d", "--delete-server"],
+  ...["-Z", "--zero", "--set", "--start-daemon", "--stop-daemon"],
+];
+
+const CONNTRACK_READ = ["-L", "--dump", "-C", "--count", "-S", "--stats", "-V", "--version"];
+// -z zeroes counters while listing; -E streams events forever and is never a one-shot read.
+const CONNTRACK_WRITE = [
+  ...["-D", "--delete", "-F", "--flush", "-U", "--update", "-I", "--create", "-R", "--load-file"],
+  ...["-z", "--zero", "-E", "--event"],
+];
+
+function ipsetIsReadOnly(args: Args): boolean {
+  // Output options carry no meaning for safety; -o/-output take a value.
+  const plain = new Set([
+    ...["-n", "-name", "-t", "-terse", "-s", "-sorted", "-q", "-quiet", "-r", "-resolve"],
+    ...["-exist", "-!"],
+  ]);
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === "-f" || a === "-file") return false; // writes the listing to a file
+    if (a === "-o" || a === "-output") i++;
+    else if (!plain.has(a)) rest.push(a);
+  }
+  const command = rest[0];
+  if (command === undefined) return false;
+  if (["--version", "-v", "-V", "version"].includes(command)) return rest.length === 1;
+  return ["list", "-L", "save", "-S"].includes(command);
+}
+
+const IP_OBJECTS = new Set(["addr", "address", "a", "link", "l", "route", "r", "rule"]);
+const IP_FLAG_OPTIONS = new Set([
+  ...["-o", "-oneline", "-4", "-6", "-j", "-json", "-br", "-brief", "-d", "-details"],
+  ...["-s", "-stats", "-p", "-pretty", "-N", "-numeric", "-c", "-color"],
+]);
+
+function ipIsReadOnly(args: Args): boolean {
+  let i = 0;
+  for (; i < args.length && args[i]!.startsWith("-"); i++) {
+    const a = args[i]!;
+    if (a === "-f" || a === "-family") i++;
+    else if (!IP_FLAG_OPTIONS.has(a)) return false; // -batch, -force, -netns, ...
+  }
+  const object = args[i];
+  if (object === undefined || !IP_OBJECTS.has(object)) return false;
+  const verb = args[i + 1];
+  if (verb === undefined) return true;
+  if (["show", "list", "ls"].includes(verb)) return true;
+  return verb === "get" && (object === "route" || object === "r");
+}
+
+function nfacctIsReadOnly(args: Args): boolean {
+  // "nfacct list reset" / "nfacct get NAME reset" zero the counters they print.
+  return (args[0] === "list" || args[0] === "get") && !args.includes("reset");
+}
+
+function modprobeIsReadOnly(args: Args): boolean {
+  return hasAny(args, shortFlags(args), ["-n", "--dry-run", "--show", "-D", "--show-depends"]);
+}
+
+// The save tools only print, unless told to write their dump into a file.
+function saveIsReadOnly(args: Args): boolean {
+  return !hasAny(args, shortFlags(args), ["-f", "--file"]);
+}
+
+const IPTABLES_FAMILY = /^ip6?tables(-legacy|-nft)?$/;
+const IPTABLES_SAVE = /^ip6?tables(-legacy|-nft)?-save$/;
+
+/** True when running the command cannot change host state. Unknown commands are mutating. */
+export function isReadOnlyCommand(req: Pick<ExecRequest, "cmd" | "args">): boolean {
+  const cmd = baseName(req.cmd);
+  const args = req.args;
+  if (IPTABLES_SAVE.test(cmd)) return saveIsReadOnly(args);
+  if (IPTABLES_FAMILY.test(cmd)) return commandIsReadOnly(args, IPTABLES_READ, IPTABLES_WRITE);
+  switch (cmd) {
+    case "ipset":
+      return ipsetIsReadOnly(args);
+    case "ipvsadm":
+      return commandIsReadOnly(args, IPVSADM_READ, IPVSADM_WRITE);
+    case "ip":
+      return ipIsReadOnly(args);
+    case "conntrack":
+      return commandIsReadOnly(args, CONNTRACK_READ, CONNTRACK_WRITE);
+    case "nfacct":
+      return nfacctIsReadOnly(args);
+    case "modprobe":
+      return modprobeIsReadOnly(args);
+    case "uname":
+    case "cat":
+      return true;
+    default:
+      return false;
+  }
+}
+
+const NOT_RUN: ExecResult = { code: 0, stdout: "", stderr: "" };
+
+export class DryRunRecorder implements Exec {
+  /** Mutating commands in the order they were requested. */
+  readonly commands: RecordedCommand[] = [];
+
+  /** `inner` answers read-only commands (usually the real Exec). */
+  constructor(private readonly inner: Exec) {}
+
+  async run(req: ExecRequest): Promise<ExecResult> {
+    if (isReadOnlyCommand(req)) return this.inner.run(req);
+    const recorded: RecordedCommand = { argv: [req.cmd, ...req.args] };
+    if (req.stdin !== undefined) recorded.stdin = req.stdin;
+    this.commands.push(recorded);
+    return { ...NOT_RUN };
+  }
+}

@@ -1,0 +1,118 @@
+// The real Exec: spawns host tools directly (no shell, so arguments are never re-parsed) and
+// turns every way a child can end into an ExecResult instead of an exception.
+
+import { spawn } from "node:child_process";
+import { constants as osConstants } from "node:os";
+import type { Readable } from "node:stream";
+import type { Exec, ExecRequest, ExecResult } from "./types.ts";
+
+export interface RealExecOptions {
+  /** Extra environment for every child, on top of the parent's. LC_ALL=C always wins. */
+  env?: Record<string, string>;
+}
+
+/** Exit code reported when timeoutMs elapsed (the convention of coreutils `timeout`). */
+export const TIMEOUT_EXIT_CODE = 124;
+/** Exit code reported when the program could not be found (the shell convention). */
+export const NOT_FOUND_EXIT_CODE = 127;
+/** Exit code reported when the program exists but could not be executed. */
+export const CANNOT_EXECUTE_EXIT_CODE = 126;
+
+// Collect raw chunks and decode once: repeated string concatenation of a 50 MB
+// iptables-save dump is quadratic, and decoding per chunk can split multi-byte characters.
+function collect(stream: Readable | null): () => string {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  stream?.on("data", (chunk: Buffer) => {
+    chunks.push(chunk);
+    size += chunk.length;
+  });
+  return () => Buffer.concat(chunks, size).toString("utf8");
+}
+
+// A child killed by a signal has no exit code; report 128+signo like a shell does.
+function signalExitCode(signal: NodeJS.Signals | null): number {
+  if (!signal) return 1;
+  const signo = (osConstants.signals as Record<string, number | undefined>)[signal];
+  return 128 + (signo ?? 0);
+}
+
+function spawnFailure(req: ExecRequest, err: NodeJS.ErrnoException): ExecResult {
+  if (err.code === "ENOENT") {
+    return { code: NOT_FOUND_EXIT_CODE, stdout: "", stderr: `${req.cmd}: command not found` };
+  }
+  if (err.code === "EACCES") {
+    return { code: CANNOT_EXECUTE_EXIT_CODE, stdout: "", stderr: `${req.cmd}: permission denied` };
+  }
+  return { code: CANNOT_EXECUTE_EXIT_CODE, stdout: "", stderr: `${req.cmd}: ${err.message}` };
+}
+
+export function createRealExec(opts: RealExecOptions = {}): Exec {
+  const env = { ...process.env, ...opts.env, LC_ALL: "C" };
+
+  return {
+    run(req: ExecRequest): Promise<ExecResult> {
+      return new Promise((resolve) => {
+        const hasStdin = req.stdin !== undefined;
+        let child: ReturnType<typeof spawn>;
+        try {
+          child = spawn(req.cmd, [...req.args], {
+            env,
+            stdio: [hasStdin ? "pipe" : "ignore", "pipe", "pipe"],
+          });
+        } catch (err) {
+          // Invalid arguments (e.g. a NUL byte) throw synchronously; still answer with a result.
+          resolve(spawnFailure(req, err as NodeJS.ErrnoException));
+          return;
+        }
+        const stdout = collect(child.stdout);
+        const stderr = collect(child.stderr);
+
+        let settled = false;
+        let timedOut = false;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const finish = (result: ExecResult) => {
+          if (settled) return;
+          settled = true;
+          if (timer) clearTimeout(timer);
+          resolve(result);
+        };
+
+        child.on("error", (err: NodeJS.ErrnoException) => {
+          // After a successful spawn, errors (e.g. a failed kill) are not the child's result.
+          if (child.pid === undefined) finish(spawnFailure(req, err));
+        });
+
+        if (req.timeoutMs !== undefined) {
+          timer = setTimeout(() => {
+            timedOut = true;
+            child.kill("SIGKILL");
+          }, req.timeoutMs);
+        }
+
+        child.on("exit", () => {
+          // A grandchild may still hold our pipes open after a timeout kill; stop waiting on it.
+          if (timedOut) {
+            child.stdout?.destroy();
+            child.stderr?.destroy();
+          }
+        });
+
+        child.on("close", (code, signal) => {
+          if (child.pid === undefined) return; // spawn failed; the "error" handler answered
+          if (timedOut) {
+            finish({ code: TIMEOUT_EXIT_CODE, stdout: stdout(), stderr: stderr(), timedOut: true });
+          } else {
+            finish({ code: code ?? signalExitCode(signal), stdout: stdout(), stderr: stderr() });
+          }
+        });
+
+        if (hasStdin && child.stdin) {
+          // A child may exit without reading its input (EPIPE); its exit status tells the story.
+          child.stdin.on("error", () => {});
+          child.stdin.end(req.stdin, "utf8");
+        }
+      });
+    },
+  };
+}

@@ -1,0 +1,130 @@
+// Kernel tunables read and written as files under <root>/proc/sys, so a containerised proxy
+// can point at the host's /proc and tests can point at a temp directory.
+
+import { constants } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+
+export interface SysctlClient {
+  /** The value with surrounding whitespace removed; undefined when the sysctl does not exist. */
+  get(name: string): Promise<string | undefined>;
+  /** As get, parsed as an integer; raises SysctlError when the value is not one. */
+  getInt(name: string): Promise<number | undefined>;
+  set(name: string, value: number | string): Promise<void>;
+}
+
+export class SysctlError extends Error {
+  override readonly name = "SysctlError";
+  constructor(
+    readonly sysctl: string,
+    message: string,
+    readonly value?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * Accepts "net/ipv4/ip_forward" or "net.ipv4.ip_forward". Dotted names are converted only when
+ * they contain no "/", since interface names inside slash paths may hold dots ("eth0.100").
+ */
+export function normalizeSysctlName(name: string): string {
+  const path = name.includes("/") ? name : name.replace(/\./g, "/");
+  const parts = path.split("/");
+  // Refuse anything that could step outside proc/sys.
+  if (parts.some((p) => p === "" || p === "." || p === "..")) {
+    throw new SysctlError(name, `invalid sysctl name ${JSON.stringify(name)}`);
+  }
+  return path;
+}
+
+function parseIntValue(name: string, raw: string): number {
+  if (!/^-?\d+$/.test(raw)) {
+    throw new SysctlError(name, `sysctl ${name} is ${JSON.stringify(raw)}, not an integer`, raw);
+  }
+  return Number(raw);
+}
+
+export interface SysctlClientOptions {
+  /** Filesystem root holding proc/sys. */
+  root?: string;
+}
+
+export function createSysctlClient({ root = "/" }: SysctlClientOptions = {}): SysctlClient {
+  const file = (name: string) => join(root, "proc/sys", normalizeSysctlName(name));
+
+  async function get(name: string): Promise<string | undefined> {
+    try {
+      return (await readFile(file(name), "utf8")).trim();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      if (err instanceof SysctlError) throw err;
+      throw new SysctlError(name, `cannot read sysctl ${name}: ${(err as Error).message}`, undefined, {
+        cause: err,
+      });
+    }
+  }
+
+  return {
+    get,
+    async getInt(name) {
+      const raw = await get(name);
+      return raw === undefined ? undefined : parseIntValue(name, raw);
+    },
+    async set(name, value) {
+      const text = String(value);
+      try {
+        // No O_CREAT: a sysctl the kernel lacks must fail, as it would on a real /proc.
+        await writeFile(file(name), `${text}\n`, { flag: constants.O_WRONLY | constants.O_TRUNC });
+      } catch (err) {
+        if (err instanceof SysctlError) throw err;
+        throw new SysctlError(name, `cannot set sysctl ${name}=${text}: ${(err as Error).message}`, text, {
+          cause: err,
+        });
+      }
+    },
+  };
+}
+
+export interface FakeSysctlOptions {
+  /** Names whose writes fail, like a read-only /proc/sys in an unprivileged container. */
+  readOnly?: Iterable<string>;
+}
+
+export interface FakeSysctl extends SysctlClient {
+  readonly values: Map<string, string>;
+  /** Every successful write, in order. */
+  readonly writes: { name: string; value: string }[];
+}
+
+/** In-memory sysctls; names are stored in slash form. */
+export function createFakeSysctl(
+  initial: Record<string, string | number> = {},
+  opts: FakeSysctlOptions = {},
+): FakeSysctl {
+  const values = new Map<string, string>();
+  for (const [name, value] of Object.entries(initial)) values.set(normalizeSysctlName(name), String(value));
+  const readOnly = new Set([...(opts.readOnly ?? [])].map(normalizeSysctlName));
+  const writes: { name: string; value: string }[] = [];
+
+  const get = async (name: string) => values.get(normalizeSysctlName(name));
+  return {
+    values,
+    writes,
+    get,
+    async getInt(name) {
+      const raw = await get(name);
+      return raw === undefined ? undefined : parseIntValue(name, raw);
+    },
+    async set(name, value) {
+      const key = normalizeSysctlName(name);
+      const text = String(value);
+      if (readOnly.has(key)) {
+        throw new SysctlError(name, `cannot set sysctl ${name}=${text}: read-only file system`, text);
+      }
+      values.set(key, text);
+      writes.push({ name: key, value: text });
+    },
+  };
+}

@@ -1,0 +1,92 @@
+// Reads a --state snapshot (DESIGN.md): multi-document YAML or JSON holding Services,
+// EndpointSlices, Nodes (or v1 Lists of them) and at most one kube-proxy-ts/v1 HostState.
+
+import { parseAllDocuments } from "yaml";
+
+export interface KubeObject {
+  readonly apiVersion?: string;
+  readonly kind?: string;
+  readonly metadata?: { name?: string; namespace?: string; [k: string]: unknown };
+  readonly [k: string]: unknown;
+}
+
+export interface StateDocuments {
+  readonly services: KubeObject[];
+  readonly endpointSlices: KubeObject[];
+  readonly nodes: KubeObject[];
+  readonly hostState?: KubeObject;
+  /** Objects of other kinds, reported and otherwise ignored. */
+  readonly ignored: string[];
+}
+
+export class StateFileError extends Error {
+  constructor(
+    readonly source: string,
+    readonly detail: string,
+  ) {
+    super(`${source}: ${detail}`);
+    this.name = "StateFileError";
+  }
+}
+
+function describe(obj: KubeObject): string {
+  const ns = obj.metadata?.namespace ? `${obj.metadata.namespace}/` : "";
+  return `${obj.apiVersion ?? "?"} ${obj.kind ?? "?"} ${ns}${obj.metadata?.name ?? "?"}`;
+}
+
+function isObject(v: unknown): v is KubeObject {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+export function parseStateDocuments(text: string, source: string): StateDocuments {
+  const services: KubeObject[] = [];
+  const endpointSlices: KubeObject[] = [];
+  const nodes: KubeObject[] = [];
+  const ignored: string[] = [];
+  let hostState: KubeObject | undefined;
+
+  const place = (obj: KubeObject, where: string) => {
+    const key = `${obj.apiVersion ?? ""}/${obj.kind ?? ""}`;
+    switch (key) {
+      case "v1/List":
+        for (const [i, item] of (Array.isArray(obj.items) ? obj.items : []).entries()) {
+          if (isObject(item)) place(item, `${where} items[${i}]`);
+          else throw new StateFileError(source, `${where} items[${i}] is not an object`);
+        }
+        return;
+      case "v1/Service":
+        services.push(obj);
+        return;
+      case "discovery.k8s.io/v1/EndpointSlice":
+        endpointSlices.push(obj);
+        return;
+      case "v1/Node":
+        nodes.push(obj);
+        return;
+      case "kube-proxy-ts/v1/HostState":
+        if (hostState)
+          throw new StateFileError(source, `${where}: a second HostState document (only one is allowed)`);
+        hostState = obj;
+        return;
+      default:
+        ignored.push(describe(obj));
+    }
+  };
+
+  const docs = parseAllDocuments(text, { prettyErrors: true });
+  for (const [i, doc] of docs.entries()) {
+    const first = doc.errors[0];
+    if (first) {
+      const line = first.linePos?.[0]?.line;
+      throw new StateFileError(
+        source,
+        `document ${i + 1}${line ? ` line ${line}` : ""}: ${first.message.split("\n")[0]}`,
+      );
+    }
+    const value: unknown = doc.toJS();
+    if (value == null) continue;
+    if (!isObject(value)) throw new StateFileError(source, `document ${i + 1} is not an object`);
+    place(value, `document ${i + 1}`);
+  }
+  return { services, endpointSlices, nodes, ignored, ...(hostState ? { hostState } : {}) };
+}

@@ -1,0 +1,196 @@
+// Kernel settings each proxy mode depends on, decided from config and kernel version, then
+// applied through a SysctlClient (which, under --dry-run, records instead of writing).
+
+import type { SysctlClient } from "../host/sysctl.ts";
+import type { Logger } from "../log/logger.ts";
+import { compareVersions } from "../util/version.ts";
+
+export interface ConntrackSettings {
+  readonly maxPerCore: number;
+  readonly min: number;
+  readonly tcpEstablishedTimeoutMs: number;
+  readonly tcpCloseWaitTimeoutMs: number;
+  readonly tcpBeLiberal: boolean;
+  readonly udpTimeoutMs: number;
+  readonly udpStreamTimeoutMs: number;
+}
+
+export interface SysctlInputs {
+  readonly mode: "iptables" | "ipvs";
+  readonly kernelVersion: string;
+  /** iptables mode: accept NodePort traffic on 127.0.0.1 (needs route_localnet). */
+  readonly localhostNodePorts: boolean;
+  /** Whether the node proxies IPv4 at all (route_localnet is an IPv4 knob). */
+  readonly ipv4: boolean;
+  readonly strictARP: boolean;
+  readonly conntrack: ConntrackSettings;
+  readonly cpus: number;
+}
+
+export interface SysctlSetting {
+  readonly name: string;
+  readonly value: number;
+  readonly reason: string;
+  /** Raise only: never lower a value an operator set higher (nf_conntrack_max). */
+  readonly raiseOnly?: boolean;
+}
+
+export interface SysctlPlan {
+  readonly settings: SysctlSetting[];
+  /** Settings to read and warn about, never written by us. */
+  readonly expectations: { name: string; value: number; warning: string }[];
+  readonly notes: string[];
+}
+
+function ipvsSettings(inputs: SysctlInputs, notes: string[]): SysctlSetting[] {
+  const out: SysctlSetting[] = [
+    {
+      name: "net/ipv4/vs/conntrack",
+      value: 1,
+      reason: "ipvs: let conntrack see IPVS traffic so masquerade works",
+    },
+  ];
+  // conn_reuse_mode=0 avoids a 1 s stall on port reuse, but only kernels 4.1..5.8 need and
+  // accept it; older ones lack the knob and newer ones fixed the stall.
+  if (compareVersions(inputs.kernelVersion, "4.1") < 0) {
+    notes.push(`kernel ${inputs.kernelVersion} is older than 4.1: net/ipv4/vs/conn_reuse_mode cannot be set`);
+  } else if (compareVersions(inputs.kernelVersion, "5.9") < 0) {
+    out.push({
+      name: "net/ipv4/vs/conn_reuse_mode",
+      value: 0,
+      reason: "ipvs: avoid connection reuse stalls",
+    });
+  }
+  out.push(
+    {
+      name: "net/ipv4/vs/expire_nodest_conn",
+      value: 1,
+      reason: "ipvs: drop connections to removed real servers",
+    },
+    {
+      name: "net/ipv4/vs/expire_quiescent_template",
+      value: 1,
+      reason: "ipvs: expire affinity to weight-0 servers",
+    },
+    { name: "net/ipv4/ip_forward", value: 1, reason: "ipvs: forward service traffic" },
+  );
+  if (inputs.strictARP) {
+    out.push(
+      {
+        name: "net/ipv4/conf/all/arp_ignore",
+        value: 1,
+        reason: "ipvs strict ARP: answer only for own addresses",
+      },
+      {
+        name: "net/ipv4/conf/all/arp_announce",
+        value: 2,
+        reason: "ipvs strict ARP: announce best local address",
+      },
+    );
+  }
+  return out;
+}
+
+function iptablesSettings(inputs: SysctlInputs): SysctlSetting[] {
+  if (!inputs.localhostNodePorts || !inputs.ipv4) return [];
+  return [
+    {
+      name: "net/ipv4/conf/all/route_localnet",
+      value: 1,
+      reason: "iptables: NodePorts reachable on 127.0.0.1",
+    },
+  ];
+}
+
+function conntrackSettings(ct: ConntrackSettings, cpus: number): SysctlSetting[] {
+  const out: SysctlSetting[] = [];
+  if (ct.maxPerCore > 0) {
+    const max = Math.max(ct.maxPerCore * cpus, ct.min);
+    out.push({
+      name: "net/netfilter/nf_conntrack_max",
+      value: max,
+      reason: "conntrack table size",
+      raiseOnly: true,
+    });
+  }
+  const seconds = (ms: number) => Math.floor(ms / 1000);
+  const timeouts: [string, number, string][] = [
+    ["nf_conntrack_tcp_timeout_established", ct.tcpEstablishedTimeoutMs, "conntrack: idle established TCP"],
+    ["nf_conntrack_tcp_timeout_close_wait", ct.tcpCloseWaitTimeoutMs, "conntrack: TCP in CLOSE_WAIT"],
+    ["nf_conntrack_udp_timeout", ct.udpTimeoutMs, "conntrack: unreplied UDP"],
+    ["nf_conntrack_udp_timeout_stream", ct.udpStreamTimeoutMs, "conntrack: UDP streams"],
+  ];
+  for (const [name, ms, reason] of timeouts) {
+    if (ms > 0) out.push({ name: `net/netfilter/${name}`, value: seconds(ms), reason });
+  }
+  if (ct.tcpBeLiberal) {
+    out.push({
+      name: "net/netfilter/nf_conntrack_tcp_be_liberal",
+      value: 1,
+      reason: "conntrack: liberal TCP window",
+    });
+  }
+  return out;
+}
+
+export function planSysctls(inputs: SysctlInputs): SysctlPlan {
+  const notes: string[] = [];
+  const modeSettings = inputs.mode === "ipvs" ? ipvsSettings(inputs, notes) : iptablesSettings(inputs);
+  return {
+    settings: [...conntrackSettings(inputs.conntrack, inputs.cpus), ...modeSettings],
+    expectations: [
+      {
+        name: "net/bridge/bridge-nf-call-iptables",
+        value: 1,
+        warning:
+          "br_netfilter is missing or bridge-nf-call-iptables is not 1: traffic between pods on one bridge may bypass the proxy rules",
+      },
+    ],
+    notes,
+  };
+}
+
+export interface SysctlOutcome {
+  readonly name: string;
+  readonly from: string | undefined;
+  readonly to: number;
+  readonly action: "set" | "unchanged" | "kept-higher" | "failed";
+  readonly detail?: string;
+}
+
+/** Writes what differs; reports every setting so --dry-run can show the whole picture. */
+export async function applySysctls(
+  plan: SysctlPlan,
+  sysctl: SysctlClient,
+  log: Logger,
+): Promise<SysctlOutcome[]> {
+  const outcomes: SysctlOutcome[] = [];
+  for (const s of plan.settings) {
+    const current = await sysctl.get(s.name);
+    const cur = current === undefined ? undefined : Number(current.trim());
+    if (cur === s.value) {
+      outcomes.push({ name: s.name, from: current, to: s.value, action: "unchanged" });
+      continue;
+    }
+    if (s.raiseOnly && cur !== undefined && cur > s.value) {
+      outcomes.push({ name: s.name, from: current, to: s.value, action: "kept-higher" });
+      continue;
+    }
+    try {
+      await sysctl.set(s.name, s.value);
+      log.v(1).info("Set sysctl", { name: s.name, value: s.value, previous: current, reason: s.reason });
+      outcomes.push({ name: s.name, from: current, to: s.value, action: "set" });
+    } catch (err) {
+      const detail = err instanceof Error ? err.message : String(err);
+      log.error("Failed to set sysctl", { name: s.name, value: s.value, err: detail });
+      outcomes.push({ name: s.name, from: current, to: s.value, action: "failed", detail });
+    }
+  }
+  for (const e of plan.expectations) {
+    const current = await sysctl.get(e.name);
+    if (current === undefined || Number(current.trim()) !== e.value)
+      log.warn(e.warning, { sysctl: e.name, value: current });
+  }
+  for (const n of plan.notes) log.warn(n);
+  return outcomes;
+}

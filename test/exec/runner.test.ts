@@ -1,0 +1,83 @@
+import { describe, expect, test } from "bun:test";
+import { createRealExec } from "../../src/exec/runner.ts";
+
+const exec = createRealExec();
+
+describe("createRealExec", () => {
+  test("captures stdout and stderr separately", async () => {
+    const res = await exec.run({ cmd: "/bin/sh", args: ["-c", "echo out; echo err >&2"] });
+    expect(res).toEqual({ code: 0, stdout: "out\n", stderr: "err\n" });
+  });
+
+  test("passes arguments verbatim without a shell", async () => {
+    const res = await exec.run({
+      cmd: "/bin/sh",
+      args: ["-c", 'printf "%s|" "$@"', "sh", "a b", "$HOME", "*"],
+    });
+    expect(res.stdout).toBe("a b|$HOME|*|");
+  });
+
+  test("pipes stdin: cat round-trips a 5 MB string", async () => {
+    const line = "-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -j KUBE-SVC-NPX46M4PTMTKRN6Y é\n";
+    const input = line.repeat(Math.ceil((5 * 1024 * 1024) / line.length));
+    const res = await exec.run({ cmd: "cat", args: [], stdin: input });
+    expect(res.code).toBe(0);
+    expect(res.stdout.length).toBe(input.length);
+    expect(res.stdout === input).toBe(true);
+  });
+
+  test("captures a large stdout (30 MB) intact", async () => {
+    const size = 30 * 1024 * 1024;
+    const res = await exec.run({ cmd: "/bin/sh", args: ["-c", `head -c ${size} /dev/zero | tr '\\0' a`] });
+    expect(res.code).toBe(0);
+    expect(res.stdout.length).toBe(size);
+    expect(res.stdout.endsWith("aaa")).toBe(true);
+  });
+
+  test("closes stdin when none is given, so a reader sees EOF at once", async () => {
+    const res = await exec.run({ cmd: "cat", args: [], timeoutMs: 5000 });
+    expect(res).toEqual({ code: 0, stdout: "", stderr: "" });
+  });
+
+  test("a child that exits without reading stdin does not crash the runner (EPIPE)", async () => {
+    const res = await exec.run({ cmd: "true", args: [], stdin: "x".repeat(4 * 1024 * 1024) });
+    expect(res.code).toBe(0);
+  });
+
+  test("returns a non-zero exit code instead of throwing", async () => {
+    expect((await exec.run({ cmd: "false", args: [] })).code).toBe(1);
+    const res = await exec.run({ cmd: "/bin/sh", args: ["-c", "echo bad >&2; exit 3"] });
+    expect(res).toEqual({ code: 3, stdout: "", stderr: "bad\n" });
+  });
+
+  test("reports a child killed by a signal as 128+signo", async () => {
+    const res = await exec.run({ cmd: "/bin/sh", args: ["-c", "kill -TERM $$"] });
+    expect(res.code).toBe(128 + 15);
+  });
+
+  test("kills a child that outlives timeoutMs and reports 124", async () => {
+    const start = Date.now();
+    const res = await exec.run({ cmd: "sleep", args: ["10"], timeoutMs: 200 });
+    expect(Date.now() - start).toBeLessThan(2000);
+    expect(res.code).toBe(124);
+    expect(res.timedOut).toBe(true);
+  });
+
+  test("a timeout does not wait for a grandchild that holds the pipes", async () => {
+    const start = Date.now();
+    const res = await exec.run({ cmd: "/bin/sh", args: ["-c", "sleep 3 & sleep 3"], timeoutMs: 200 });
+    expect(Date.now() - start).toBeLessThan(2000);
+    expect(res.code).toBe(124);
+  });
+
+  test("a missing binary resolves to 127 with a shell-like message", async () => {
+    const res = await exec.run({ cmd: "kube-proxy-ts-no-such-tool", args: ["--version"] });
+    expect(res).toEqual({ code: 127, stdout: "", stderr: "kube-proxy-ts-no-such-tool: command not found" });
+  });
+
+  test("sets LC_ALL=C and adds extra env for the child", async () => {
+    const withEnv = createRealExec({ env: { KPT_TEST: "yes", LC_ALL: "de_DE.UTF-8" } });
+    const res = await withEnv.run({ cmd: "/bin/sh", args: ["-c", 'echo "$LC_ALL $KPT_TEST"'] });
+    expect(res.stdout).toBe("C yes\n");
+  });
+});
