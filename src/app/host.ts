@@ -1,0 +1,47 @@
+// Builds the host clients a run needs. Under --dry-run every client sits on the recorder, so
+// reads reach the real host and writes become planned commands; a HostState replaces probes.
+
+import { createRecordingSysctl } from "../dryrun/recording-sysctl.ts";
+import { DryRunRecorder } from "../exec/dry-run.ts";
+import { createRealExec } from "../exec/runner.ts";
+import type { Exec } from "../exec/types.ts";
+import { type HostState, ipsetFromHostState, kernelFromHostState } from "../host/host-state.ts";
+import { createIpsetClient, type IpsetClient } from "../host/ipset.ts";
+import { createKernelClient, type KernelClient } from "../host/kernel.ts";
+import { createSysctlClient, type SysctlClient } from "../host/sysctl.ts";
+
+export interface Host {
+  readonly exec: Exec;
+  /** Present under --dry-run: the ordered list of mutating commands. */
+  readonly recorder?: DryRunRecorder;
+  readonly kernel: KernelClient;
+  readonly sysctl: SysctlClient;
+  readonly ipset: IpsetClient;
+}
+
+export interface HostOptions {
+  readonly dryRun: boolean;
+  readonly hostState?: HostState;
+  /** Test hook: the exec real commands go to (default: child processes). */
+  readonly exec?: Exec;
+  /** Test hook: filesystem root for /proc and /lib/modules. */
+  readonly root?: string;
+}
+
+export function createHost(opts: HostOptions): Host {
+  const real = opts.exec ?? createRealExec();
+  const recorder = opts.dryRun ? new DryRunRecorder(real) : undefined;
+  const exec: Exec = recorder ?? real;
+  const root = opts.root ?? "/";
+  let kernel = createKernelClient({ exec, root });
+  let ipset = createIpsetClient({ exec });
+  if (opts.hostState) {
+    kernel = kernelFromHostState(opts.hostState, kernel);
+    ipset = ipsetFromHostState(opts.hostState, ipset);
+  }
+  const liveSysctl = createSysctlClient({ root });
+  const sysctl = recorder
+    ? createRecordingSysctl(liveSysctl, (argv) => recorder.commands.push({ argv }))
+    : liveSysctl;
+  return { exec, kernel, sysctl, ipset, ...(recorder ? { recorder } : {}) };
+}

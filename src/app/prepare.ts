@@ -1,0 +1,96 @@
+// Node preparation shared by real runs and --dry-run: decide the proxy mode, verify its
+// prerequisites, and bring the kernel settings it needs into line.
+
+import { availableParallelism } from "node:os";
+import type { ProxyConfig } from "../config/types.ts";
+import type { Logger } from "../log/logger.ts";
+import type { Check } from "../mode/check.ts";
+import { canUseIpvsProxier } from "../mode/ipvs-prereqs.ts";
+import { applySysctls, planSysctls, type SysctlOutcome } from "../mode/sysctls.ts";
+import type { Host } from "./host.ts";
+
+export type RunnableMode = "iptables" | "ipvs";
+
+export interface Preparation {
+  readonly mode: RunnableMode;
+  readonly checks: Check[];
+  readonly sysctls: SysctlOutcome[];
+  /** Set when a real run must not continue; the message names every failed prerequisite. */
+  readonly fatal?: string;
+}
+
+function runnableMode(config: ProxyConfig): RunnableMode {
+  // Validation already rejected nftables and kernelspace with a clear message.
+  return config.mode === "ipvs" ? "ipvs" : "iptables";
+}
+
+function proxiesIpv4(config: ProxyConfig): boolean {
+  // Single-stack IPv6 nodes are told apart by an IPv6 bind address or IPv6-only cluster CIDRs.
+  if (config.bindAddress.includes(":") && config.bindAddress !== "::") return false;
+  if (config.clusterCIDRs.length > 0) return config.clusterCIDRs.some((c) => !c.includes(":"));
+  return true;
+}
+
+export async function prepareNode(
+  config: ProxyConfig,
+  host: Host,
+  log: Logger,
+  dryRun: boolean,
+): Promise<Preparation> {
+  const mode = runnableMode(config);
+  const checks: Check[] = [];
+  let fatal: string | undefined;
+  log.info("Using proxy mode", { mode });
+
+  if (mode === "ipvs") {
+    const verdict = await canUseIpvsProxier(
+      { kernel: host.kernel, ipset: host.ipset, dryRun },
+      config.ipvs.scheduler,
+    );
+    checks.push(...verdict.checks);
+    if (!verdict.ok) {
+      const failed = verdict.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
+      fatal = `can't use the IPVS proxier: ${failed.join("; ")}; ipset version found: ${verdict.ipsetVersion ?? "none"}`;
+    }
+  }
+
+  const kernelVersion = await host.kernel.version();
+  const plan = planSysctls({
+    mode,
+    kernelVersion,
+    localhostNodePorts: config.iptables.localhostNodePorts,
+    ipv4: proxiesIpv4(config),
+    strictARP: config.ipvs.strictARP,
+    cpus: availableParallelism(),
+    conntrack: {
+      maxPerCore: config.conntrack.maxPerCore,
+      min: config.conntrack.min,
+      tcpEstablishedTimeoutMs: config.conntrack.tcpEstablishedTimeout,
+      tcpCloseWaitTimeoutMs: config.conntrack.tcpCloseWaitTimeout,
+      tcpBeLiberal: config.conntrack.tcpBeLiberal,
+      udpTimeoutMs: config.conntrack.udpTimeout,
+      udpStreamTimeoutMs: config.conntrack.udpStreamTimeout,
+    },
+  });
+  // A real run does not touch the kernel for a mode it cannot run.
+  const sysctls = fatal && !dryRun ? [] : await applySysctls(plan, host.sysctl, log.named("sysctl"));
+  const failedSysctls = sysctls.filter((s) => s.action === "failed");
+  checks.push({
+    name: "sysctls",
+    ok: failedSysctls.length === 0,
+    detail: describeSysctls(sysctls, kernelVersion),
+  });
+  if (!fatal && failedSysctls.length > 0)
+    fatal = `failed to set required sysctls: ${failedSysctls.map((s) => s.name).join(", ")}`;
+  return { mode, checks, sysctls, ...(fatal ? { fatal } : {}) };
+}
+
+function describeSysctls(sysctls: readonly SysctlOutcome[], kernelVersion: string): string {
+  const failed = sysctls.filter((s) => s.action === "failed");
+  if (failed.length > 0) return `failed: ${failed.map((s) => `${s.name} (${s.detail})`).join("; ")}`;
+  const toWrite = sysctls.filter((s) => s.action === "set");
+  // A knob that does not exist yet (net/ipv4/vs/* before ip_vs is loaded) is worth saying.
+  const absent = toWrite.filter((s) => s.from === undefined).map((s) => s.name);
+  const absentNote = absent.length ? `; not present on this kernel now: ${absent.join(", ")}` : "";
+  return `${toWrite.length} to write, ${sysctls.length} checked (kernel ${kernelVersion})${absentNote}`;
+}

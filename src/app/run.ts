@@ -1,0 +1,138 @@
+// The program: flags -> config -> host -> mode -> sysctls -> (proxier and sources arrive with
+// their issues). Returns the exit code; nothing touches the host before config is valid.
+
+import { readFileSync, writeFileSync } from "node:fs";
+import { formatIssues, resolveCommandLine } from "../cli/index.ts";
+import type { ProxyConfig } from "../config/types.ts";
+import { serializeConfig } from "../config/write.ts";
+import { dryRunExitCode, renderJson, renderText } from "../dryrun/report.ts";
+import { createLogger, type Logger, parseVmodule } from "../log/logger.ts";
+import { formatVersion, versionInfo } from "../version.ts";
+import { describeSnapshot, loadSnapshot } from "./cluster-source.ts";
+import { createHost, type HostOptions } from "./host.ts";
+import { prepareNode } from "./prepare.ts";
+
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  readFile(path: string): string;
+}
+
+export const processIo: Io = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  readFile: (p) => readFileSync(p, "utf8"),
+};
+
+function loggerFor(config: ProxyConfig, io: Io): Logger {
+  return createLogger({
+    format: config.logging.format,
+    verbosity: config.logging.verbosity,
+    vmodule: parseVmodule(config.logging.vmodule),
+    sink: { write: (line) => io.stderr(`${line}\n`) },
+  });
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export async function run(
+  argv: readonly string[],
+  io: Io = processIo,
+  hostOverrides: Partial<HostOptions> = {},
+) {
+  const cl = resolveCommandLine(argv, io.readFile);
+  switch (cl.kind) {
+    case "help":
+      io.stdout(cl.text);
+      return 0;
+    case "version":
+      io.stdout(`${formatVersion()}\n`);
+      return 0;
+    case "error":
+      io.stderr(`kube-proxy-ts: invalid configuration:\n${formatIssues(cl.errors)}\n`);
+      return 1;
+  }
+  const { config, run: opts } = cl;
+  const log = loggerFor(config, io);
+  const v = versionInfo();
+  log.info("Starting kube-proxy-ts", { version: v.version, gitCommit: v.gitCommit, runtime: v.runtime });
+  for (const o of cl.overrides) {
+    log.info("Flag overrides config file", {
+      flag: o.flag,
+      field: o.path,
+      fileValue: o.fileValue,
+      value: o.flagValue,
+    });
+  }
+  for (const n of cl.notices) log.info(n);
+
+  if (opts.writeConfigTo) {
+    writeFileSync(opts.writeConfigTo, serializeConfig(config));
+    log.info("Wrote effective configuration", { file: opts.writeConfigTo });
+    return 0;
+  }
+  if (opts.dryRun) return dryRun(config, opts.stateFile, opts.output, log, io, hostOverrides);
+  if (opts.cleanup) {
+    log.error(
+      "--cleanup is not available in this build yet: rule cleanup arrives with the iptables and ipvs proxiers",
+    );
+    return 1;
+  }
+
+  const host = createHost({ dryRun: false, ...hostOverrides });
+  const prep = await prepareNode(config, host, log, false);
+  if (prep.fatal) {
+    log.error(prep.fatal);
+    return 1;
+  }
+  applyOomScoreAdj(config.oomScoreAdj, log);
+  if (opts.initOnly) {
+    log.info("Initialization done (--init-only); exiting");
+    return 0;
+  }
+  log.error("This build prepares the node but has no sync loop yet: the proxiers arrive in later releases");
+  return 1;
+}
+
+async function dryRun(
+  config: ProxyConfig,
+  stateFile: string | undefined,
+  output: "text" | "json",
+  log: Logger,
+  io: Io,
+  hostOverrides: Partial<HostOptions>,
+): Promise<number> {
+  let snapshot: Awaited<ReturnType<typeof loadSnapshot>>;
+  try {
+    snapshot = await loadSnapshot(stateFile);
+  } catch (err) {
+    io.stderr(`kube-proxy-ts: cannot read --state: ${message(err)}\n`);
+    return 1;
+  }
+  const host = createHost({
+    dryRun: true,
+    ...(snapshot.hostState ? { hostState: snapshot.hostState } : {}),
+    ...hostOverrides,
+  });
+  const prep = await prepareNode(config, host, log, true);
+  const report = {
+    mode: prep.mode,
+    checks: prep.checks,
+    commands: host.recorder?.commands ?? [],
+    ...(prep.mode === "ipvs" ? { ipvs: { virtualServers: [] } } : {}),
+    notes: [describeSnapshot(snapshot)],
+  };
+  io.stdout(output === "json" ? renderJson(report) : renderText(report));
+  return dryRunExitCode(report);
+}
+
+function applyOomScoreAdj(value: number, log: Logger): void {
+  try {
+    writeFileSync("/proc/self/oom_score_adj", String(value));
+  } catch (err) {
+    // Upstream treats this as best effort too (e.g. unprivileged containers).
+    log.v(2).info("Failed to apply oom_score_adj", { value, err: message(err) });
+  }
+}

@@ -1,0 +1,144 @@
+// Entry API for main: argv (without the program name) in, one decision out: show help, show
+// the version, report every problem, or run with a validated config and run options.
+
+import { type FlagSetting, loadConfig, type PortSetting } from "../config/load.ts";
+import type { ConfigIssue } from "../config/types.ts";
+import { FLAGS } from "./flags.ts";
+import { renderHelp } from "./help.ts";
+import { type ParsedArgs, parseArgs } from "./parse.ts";
+import type { CommandLine, FlagSpec, FlagValue, IptablesBackend, OutputFormat, RunOptions } from "./types.ts";
+
+export { defaultProxyConfig } from "../config/defaults.ts";
+export { formatIssue, formatIssues } from "../config/issues.ts";
+export type { ConfigIssue, Override, ProxyConfig } from "../config/types.ts";
+export { lossyFields, serializeConfig } from "../config/write.ts";
+export { FLAGS } from "./flags.ts";
+export { renderFlagReferenceMarkdown, renderHelp } from "./help.ts";
+export type { CommandLine, FlagSpec, RunOptions } from "./types.ts";
+
+/** Turns a flag's parsed value into the config file's representation of its field. */
+function settingValue(spec: FlagSpec, value: FlagValue): unknown {
+  if (spec.config === "logging.vmodule") {
+    return Object.entries(value as Record<string, number>).map(([filePattern, verbosity]) => ({
+      filePattern,
+      verbosity,
+    }));
+  }
+  return Array.isArray(value) ? [...value] : value;
+}
+
+function configInputs(parsed: ParsedArgs): { settings: FlagSetting[]; ports: PortSetting[] } {
+  const settings: FlagSetting[] = [];
+  const ports: PortSetting[] = [];
+  for (const spec of FLAGS) {
+    const value = parsed.values.get(spec.name);
+    if (value === undefined || spec.config === "runOption" || spec.config === "compat") continue;
+    const flag = parsed.spelled.get(spec.name) ?? `--${spec.name}`;
+    if (spec.portOf) ports.push({ flag, path: spec.portOf, port: value as number });
+    else settings.push({ flag, path: spec.config, value: settingValue(spec, value) });
+  }
+  return { settings, ports };
+}
+
+function runOptions(parsed: ParsedArgs): RunOptions {
+  const str = (name: string): string | undefined => {
+    const value = parsed.values.get(name);
+    return typeof value === "string" && value !== "" ? value : undefined;
+  };
+  const bool = (name: string): boolean => parsed.values.get(name) === true;
+  const run: RunOptions = {
+    dryRun: bool("dry-run"),
+    output: (str("output") ?? "text") as OutputFormat,
+    cleanup: bool("cleanup"),
+    initOnly: bool("init-only"),
+    iptablesBackend: (str("iptables-backend") ?? "auto") as IptablesBackend,
+  };
+  const optional: [keyof RunOptions, string][] = [
+    ["configFile", "config"],
+    ["writeConfigTo", "write-config-to"],
+    ["stateFile", "state"],
+    ["dumpStateFile", "dump-state"],
+    ["master", "master"],
+  ];
+  for (const [key, name] of optional) {
+    const value = str(name);
+    if (value !== undefined) Object.assign(run, { [key]: value });
+  }
+  return run;
+}
+
+/** --version accepts true/false, "raw", or a version string that upstream would report instead. */
+function versionRequest(
+  parsed: ParsedArgs,
+  issues: ConfigIssue[],
+  notices: string[],
+): "raw" | "plain" | undefined {
+  const value = parsed.values.get("version");
+  if (value === undefined || value === "false" || value === "0" || value === "f" || value === "F")
+    return undefined;
+  if (value === "raw") return "raw";
+  if (["true", "1", "t", "T", "TRUE", "True"].includes(String(value))) return "plain";
+  if (/^v\d+\.\d+\.\d+/.test(String(value))) {
+    notices.push(
+      `--version=${String(value)} (overriding the reported version) is not supported and is ignored`,
+    );
+    return undefined;
+  }
+  issues.push({
+    path: "",
+    flag: "--version",
+    value,
+    message: "must be true, false, raw or a version such as v1.31.0",
+  });
+  return undefined;
+}
+
+/**
+ * Parses `argv` (the arguments after the program name), reads the --config file through
+ * `readFile`, merges defaults < file < explicit flags and validates the result.
+ */
+export function resolveCommandLine(argv: readonly string[], readFile: (path: string) => string): CommandLine {
+  const parsed = parseArgs(argv);
+  if (parsed.values.get("help") === true) return { kind: "help", text: renderHelp() };
+
+  const issues: ConfigIssue[] = [...parsed.issues];
+  const notices: string[] = [...parsed.notices];
+  const version = versionRequest(parsed, issues, notices);
+  if (version !== undefined && issues.length === 0) return { kind: "version", raw: version === "raw" };
+
+  if (parsed.positional.length > 0) {
+    issues.push({
+      path: "",
+      value: parsed.positional,
+      message: "kube-proxy takes no positional arguments (flags need a leading --)",
+    });
+  }
+
+  const run = runOptions(parsed);
+  let file: { name: string; text: string } | undefined;
+  if (run.configFile !== undefined) {
+    try {
+      file = { name: run.configFile, text: readFile(run.configFile) };
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      issues.push({
+        path: "",
+        flag: "--config",
+        value: run.configFile,
+        message: `cannot read the file: ${reason}`,
+      });
+    }
+  }
+
+  const loaded = loadConfig({ ...configInputs(parsed), ...(file ? { file } : {}) });
+  issues.push(...loaded.issues);
+  if (issues.length > 0 || loaded.config === undefined) return { kind: "error", errors: issues };
+  return {
+    kind: "run",
+    config: loaded.config,
+    run,
+    overrides: loaded.overrides,
+    notices: [...notices, ...loaded.notices],
+    explicitFlags: [...parsed.order],
+  };
+}

@@ -1,0 +1,127 @@
+// End-to-end checks of the compiled binary: what an operator types, what they get back.
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runBinary, tempDir } from "../support/binary.ts";
+
+const kernelHasIpvs = existsSync("/proc/net/ip_vs");
+
+describe("dist/kube-proxy-ts", () => {
+  test("--version prints version, git commit and runtime", () => {
+    const r = runBinary(["--version"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /^kube-proxy-ts v\d+\.\d+\.\d+ \(git commit [0-9a-f]{7,}(-dirty)?, built .*runtime bun \d/,
+    );
+  });
+
+  test("--help lists upstream flags and ours", () => {
+    const r = runBinary(["--help"]);
+    expect(r.code).toBe(0);
+    for (const flag of [
+      "--proxy-mode",
+      "--ipvs-scheduler",
+      "--iptables-masquerade-bit",
+      "--dry-run",
+      "--state",
+    ]) {
+      expect(r.stdout).toContain(flag);
+    }
+  });
+
+  test(`--proxy-mode=ipvs --dry-run --output=json: the real kernel check (IPVS in kernel: ${kernelHasIpvs})`, () => {
+    const r = runBinary(["--proxy-mode=ipvs", "--dry-run", "--output=json"]);
+    const report = JSON.parse(r.stdout);
+    expect(report.mode).toBe("ipvs");
+    const modules = report.checks.find((c: { name: string }) => c.name === "ipvs kernel modules");
+    if (kernelHasIpvs) {
+      expect(modules.detail).not.toContain("missing required kernel modules: ip_vs,");
+    } else {
+      expect(r.code).toBe(3);
+      expect(modules.ok).toBe(false);
+      expect(modules.detail).toContain(
+        "missing required kernel modules: ip_vs, ip_vs_rr, ip_vs_wrr, ip_vs_sh",
+      );
+    }
+    expect(Array.isArray(report.commands)).toBe(true);
+    expect(report.ipvs.virtualServers).toEqual([]);
+  });
+
+  test("a HostState that provides the modules and ipset makes the ipvs smoke check pass (exit 0)", () => {
+    const dir = tempDir();
+    const state = join(dir, "state.yaml");
+    writeFileSync(
+      state,
+      `${readFileSync("examples/cluster.yaml", "utf8")}---
+apiVersion: kube-proxy-ts/v1
+kind: HostState
+kernelVersion: 6.1.0
+modules: [ip_vs, ip_vs_rr, ip_vs_wrr, ip_vs_sh, nf_conntrack]
+ipsetVersion: v7.17
+`,
+    );
+    const r = runBinary(["--mode=ipvs", "--dry-run", "--state", state, "--output=json"]);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report.checks.every((c: { ok: boolean }) => c.ok)).toBe(true);
+    expect(report.commands).toContainEqual({ argv: ["sysctl", "-w", "net.ipv4.vs.conntrack=1"] });
+    expect(report.notes[0]).toContain("6 Services");
+  });
+
+  test("--config with three mistakes exits 1 and names all three fields", () => {
+    const dir = tempDir();
+    const file = join(dir, "bad.yaml");
+    writeFileSync(
+      file,
+      [
+        "apiVersion: kubeproxy.config.k8s.io/v1alpha1",
+        "kind: KubeProxyConfiguration",
+        "mode: ipvs",
+        "iptables:",
+        "  masqueradeBit: 40",
+        "ipvs:",
+        "  scheduler: bogus",
+        "clusterCIDR: 198.51.100.0/33",
+        "",
+      ].join("\n"),
+    );
+    const r = runBinary(["--config", file]);
+    expect(r.code).toBe(1);
+    for (const needle of [
+      "iptables.masqueradeBit",
+      "40",
+      "ipvs.scheduler",
+      "bogus",
+      "clusterCIDR",
+      "198.51.100.0/33",
+    ]) {
+      expect(r.stderr).toContain(needle);
+    }
+  });
+
+  test("--proxy-mode=nftables is refused clearly", () => {
+    const r = runBinary(["--proxy-mode=nftables", "--dry-run"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("not supported by this build");
+  });
+
+  test("--write-config-to writes the effective config, which loads back", () => {
+    const dir = tempDir();
+    const out = join(dir, "effective.yaml");
+    const r = runBinary(["--ipvs-scheduler=lc", "--iptables-sync-period=1m30s", `--write-config-to=${out}`]);
+    expect(r.code).toBe(0);
+    const text = readFileSync(out, "utf8");
+    expect(text).toContain("kind: KubeProxyConfiguration");
+    expect(text).toContain("scheduler: lc");
+    expect(text).toContain("syncPeriod: 1m30s");
+    const again = runBinary(["--config", out, "--write-config-to", join(dir, "again.yaml")]);
+    expect(again.code).toBe(0);
+    expect(readFileSync(join(dir, "again.yaml"), "utf8")).toBe(text);
+  });
+
+  test("an unknown flag exits 1 and names it", () => {
+    const r = runBinary(["--no-such-flag=1"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("--no-such-flag");
+  });
+});

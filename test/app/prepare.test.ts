@@ -1,0 +1,64 @@
+import { describe, expect, test } from "bun:test";
+import type { Host } from "../../src/app/host.ts";
+import { prepareNode } from "../../src/app/prepare.ts";
+import { defaultProxyConfig } from "../../src/cli/index.ts";
+import type { ProxyConfig } from "../../src/config/types.ts";
+import { FakeExec } from "../../src/exec/fake.ts";
+import { createIpsetClient } from "../../src/host/ipset.ts";
+import { createFakeIpset } from "../../src/host/ipset-fake.ts";
+import { createFakeKernel } from "../../src/host/kernel.ts";
+import { createFakeSysctl } from "../../src/host/sysctl.ts";
+import { memoryLogger } from "../../src/log/logger.ts";
+
+const ipvsMods = ["ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_sh", "nf_conntrack"];
+
+function host(loaded: string[]): Host & { sysctl: ReturnType<typeof createFakeSysctl> } {
+  return {
+    exec: new FakeExec(),
+    kernel: createFakeKernel({ version: "6.1.0", loaded }),
+    sysctl: createFakeSysctl({ "net/bridge/bridge-nf-call-iptables": 1 }),
+    ipset: createIpsetClient({ exec: createFakeIpset({ version: "7.17" }).install() }),
+  };
+}
+
+function config(patch: (c: ProxyConfig) => void = () => {}): ProxyConfig {
+  const c = defaultProxyConfig();
+  patch(c);
+  return c;
+}
+
+describe("prepareNode", () => {
+  test("iptables is the default mode and sets route_localnet", async () => {
+    const h = host([]);
+    const prep = await prepareNode(config(), h, memoryLogger(), false);
+    expect(prep.mode).toBe("iptables");
+    expect(prep.fatal).toBeUndefined();
+    expect(h.sysctl.values.get("net/ipv4/conf/all/route_localnet")).toBe("1");
+  });
+
+  test("ipvs on a capable node: checks pass and the ipvs sysctls are written", async () => {
+    const h = host(ipvsMods);
+    const prep = await prepareNode(
+      config((c) => (c.mode = "ipvs")),
+      h,
+      memoryLogger(),
+      false,
+    );
+    expect(prep.fatal).toBeUndefined();
+    expect(prep.checks.every((c) => c.ok)).toBe(true);
+    expect(h.sysctl.values.get("net/ipv4/vs/conntrack")).toBe("1");
+  });
+
+  test("ipvs without modules: fatal names the modules and ipset version; a real run writes nothing", async () => {
+    const h = host([]);
+    const prep = await prepareNode(
+      config((c) => (c.mode = "ipvs")),
+      h,
+      memoryLogger(),
+      false,
+    );
+    expect(prep.fatal).toContain("ip_vs, ip_vs_rr, ip_vs_wrr, ip_vs_sh, nf_conntrack");
+    expect(prep.fatal).toContain("ipset version found: 7.17");
+    expect(h.sysctl.writes).toEqual([]);
+  });
+});
