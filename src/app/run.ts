@@ -67,6 +67,7 @@ export async function run(
     });
   }
   for (const n of cl.notices) log.info(n);
+  for (const w of cl.warnings) log.warn(`Config file: ${w}`);
 
   if (opts.writeConfigTo) {
     writeFileSync(opts.writeConfigTo, serializeConfig(config));

@@ -139,6 +139,7 @@ export function resolveCommandLine(argv: readonly string[], readFile: (path: str
     run,
     overrides: loaded.overrides,
     notices: [...notices, ...loaded.notices],
+    warnings: loaded.warnings,
     explicitFlags: [...parsed.order],
   };
 }

@@ -31,6 +31,8 @@ export type CommandLine =
       run: RunOptions;
       overrides: Override[];
       notices: string[];
+      /** Accepted but worth a warning (unknown config fields, as upstream's lenient decoding). */
+      warnings: string[];
       /** Canonical names of the flags given on the command line, in first-seen order. */
       explicitFlags: string[];
     };

@@ -12,6 +12,11 @@ export interface ParsedConfigFile {
   /** Everything that decoded; fields with problems are absent. */
   layer: ConfigLayer;
   issues: ConfigIssue[];
+  /**
+   * Fields the schema does not know. Upstream falls back to lenient decoding and only logs
+   * them, so a file that runs upstream runs here too; they are reported as warnings.
+   */
+  unknownFields: ConfigIssue[];
   /** 1-based line of the value at `path`, when the file has it. */
   lineOf(path: string): number | undefined;
 }
@@ -62,6 +67,7 @@ export function parseConfigFile(fileName: string, text: string): ParsedConfigFil
   const empty = (issues: ConfigIssue[]): ParsedConfigFile => ({
     layer: {},
     issues,
+    unknownFields: [],
     lineOf: () => undefined,
   });
 
@@ -100,6 +106,7 @@ export function parseConfigFile(fileName: string, text: string): ParsedConfigFil
   }
 
   const issues: ConfigIssue[] = [];
+  const unknownFields: ConfigIssue[] = [];
   for (const [field, expected] of [
     ["apiVersion", API_VERSION],
     ["kind", KIND],
@@ -130,7 +137,7 @@ export function parseConfigFile(fileName: string, text: string): ParsedConfigFil
       if (zi.code === "unrecognized_keys") {
         for (const key of zi.keys) {
           const path = formatPath([...base, key]);
-          issues.push(at(path, getPath(raw, [...base, key]), "unknown field"));
+          unknownFields.push(at(path, getPath(raw, [...base, key]), "unknown field, ignored"));
           doomed.push([...base, key]);
         }
       } else {
@@ -148,6 +155,7 @@ export function parseConfigFile(fileName: string, text: string): ParsedConfigFil
   return {
     layer,
     issues,
+    unknownFields,
     lineOf,
   };
 }

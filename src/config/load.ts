@@ -5,6 +5,7 @@
 import { DEFAULT_CONTENT_TYPE, dropZeroDefaults, resolveConfig } from "./defaults.ts";
 import { formatGoDuration } from "./duration.ts";
 import { type ParsedConfigFile, parseConfigFile } from "./file.ts";
+import { formatIssue } from "./issues.ts";
 import { joinHostPort, splitHostPort } from "./net.ts";
 import { deepEqual, formatPath, getPath, mergeDeep, pathSegments, setPath } from "./paths.ts";
 import { type ConfigLayer, DURATION_PATHS } from "./schema.ts";
@@ -38,6 +39,8 @@ export interface LoadResult {
   issues: ConfigIssue[];
   overrides: Override[];
   notices: string[];
+  /** Problems that do not stop a run (unknown config fields), one line each. */
+  warnings: string[];
 }
 
 /**
@@ -111,11 +114,13 @@ function applyPort(
 export function loadConfig(input: LoadInput): LoadResult {
   const issues: ConfigIssue[] = [];
   const notices: string[] = [];
+  const warnings: string[] = [];
   let parsed: ParsedConfigFile | undefined;
   let fileLayer: ConfigLayer = {};
   if (input.file) {
     parsed = parseConfigFile(input.file.name, input.file.text);
     issues.push(...parsed.issues);
+    warnings.push(...parsed.unknownFields.map((i) => formatIssue(i)));
     fileLayer = dropZeroDefaults(parsed.layer);
   }
 
@@ -167,13 +172,16 @@ export function loadConfig(input: LoadInput): LoadResult {
   }
   issues.push(...validateConfig(config, originOf));
 
-  const contentType = merged.clientConnection?.contentType;
-  if (contentType?.includes("protobuf")) {
+  // Said once per start, default included: upstream's default asks for protobuf.
+  const contentType = config.clientConnection.contentType;
+  if (contentType.includes("protobuf")) {
     notices.push(
       `clientConnection.contentType ${contentType === DEFAULT_CONTENT_TYPE ? "" : `${contentType} `}` +
         "asks for protobuf, but this build's API client speaks JSON; requests use application/json",
     );
   }
 
-  return issues.length === 0 ? { config, issues, overrides, notices } : { issues, overrides, notices };
+  return issues.length === 0
+    ? { config, issues, overrides, notices, warnings }
+    : { issues, overrides, notices, warnings };
 }

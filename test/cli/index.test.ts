@@ -61,7 +61,10 @@ describe("resolveCommandLine", () => {
       iptablesBackend: "auto",
     });
     expect(result.overrides).toEqual([]);
-    expect(result.notices).toEqual([]);
+    expect(result.notices).toEqual([
+      "clientConnection.contentType asks for protobuf, but this build's API client speaks JSON; requests use application/json",
+    ]);
+    expect(result.warnings).toEqual([]);
     expect(result.explicitFlags).toEqual([]);
   });
 

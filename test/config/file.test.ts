@@ -48,15 +48,12 @@ describe("config file loading", () => {
     expect(json.config).toEqual(yaml.config as NonNullable<typeof yaml.config>);
   });
 
-  test("an unknown field is an error naming its path, value, file and line", () => {
-    expect(load("unknown-field.yaml").issues).toEqual([
-      {
-        path: "iptables.minSyncPeriodd",
-        value: "2s",
-        message: "unknown field",
-        file: "unknown-field.yaml",
-        line: 6,
-      },
+  test("an unknown field is ignored as upstream's lenient decoding does, and warned about with path, value, file and line", () => {
+    const result = load("unknown-field.yaml");
+    expect(result.issues).toEqual([]);
+    expect(result.config?.iptables.syncPeriod).toBe(30_000);
+    expect(result.warnings).toEqual([
+      `iptables.minSyncPeriodd: "2s": unknown field, ignored (unknown-field.yaml:6)`,
     ]);
   });
 
@@ -156,8 +153,9 @@ describe("config file loading", () => {
 
   test("decoding continues past a bad field, so later validation problems are reported too", () => {
     const text = `${HEADER}enableProfiling: maybe\noomScoreAdj: 5000\nbogus: 1\n`;
-    const paths = load("c.yaml", text).issues.map((issue) => issue.path);
-    expect(paths.sort()).toEqual(["bogus", "enableProfiling", "oomScoreAdj"]);
+    const result = load("c.yaml", text);
+    expect(result.issues.map((issue) => issue.path).sort()).toEqual(["enableProfiling", "oomScoreAdj"]);
+    expect(result.warnings).toEqual([`bogus: 1: unknown field, ignored (c.yaml:5)`]);
   });
 
   test("null counts as absent, so the default applies", () => {

