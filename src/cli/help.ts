@@ -90,7 +90,7 @@ function groups(includeHidden: boolean): [FlagGroup, FlagSpec[]][] {
 
 /** The text printed by --help: every flag that is not hidden, grouped, with type and default. */
 export function renderHelp(): string {
-  const out: string[] = [...wrap(INTRO, WIDTH), "", "Usage:", "  kube-proxy [flags]", "", "Precedence:"];
+  const out: string[] = [...wrap(INTRO, WIDTH), "", "Usage:", "  kube-proxy-ts [flags]", "", "Precedence:"];
   out.push(...wrap(PRECEDENCE, WIDTH - 2).map((l) => `  ${l}`), "");
   const visible = FLAGS.filter((spec) => !spec.hidden);
   const column = Math.min(48, Math.max(...visible.map((spec) => flagLabel(spec).length)) + 3);
