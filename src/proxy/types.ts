@@ -1,0 +1,77 @@
+// The mode-independent view of the cluster that both proxiers consume. Mirrors upstream's
+// ServicePort / Endpoint split, with one difference: a service port carries the addresses of
+// both IP families, and each per-family proxier picks its own (see clusterIP(family)).
+
+export type IPFamily = "IPv4" | "IPv6";
+export type Protocol = "TCP" | "UDP" | "SCTP";
+
+/** Identity of one port of one Service: namespace/name:portName. */
+export interface ServicePortName {
+  readonly namespace: string;
+  readonly name: string;
+  /** The Service port's name; "" for an unnamed single port. */
+  readonly port: string;
+  readonly protocol: Protocol;
+}
+
+/** "ns/name:port" — upstream's ServicePortName.String() (no port suffix when unnamed). */
+export function servicePortNameString(n: ServicePortName): string {
+  return n.port ? `${n.namespace}/${n.name}:${n.port}` : `${n.namespace}/${n.name}`;
+}
+
+/** "ns/name" — the key of a Service in trackers and the EndpointSlice cache. */
+export type ServiceKey = string;
+
+export function serviceKey(namespace: string, name: string): ServiceKey {
+  return `${namespace}/${name}`;
+}
+
+export interface ServicePortInfo {
+  readonly name: ServicePortName;
+  /** Key: ServicePortName string, unique per Service port. */
+  readonly id: string;
+  /** Cluster IPs by family (a dual-stack Service has both). */
+  readonly clusterIPs: Readonly<Partial<Record<IPFamily, string>>>;
+  readonly port: number;
+  readonly protocol: Protocol;
+  /** 0 when the Service has no NodePort for this port. */
+  readonly nodePort: number;
+  readonly externalIPs: readonly string[];
+  /** LoadBalancer ingress IPs (ipMode Proxy excluded), both families. */
+  readonly loadBalancerVIPs: readonly string[];
+  /** Source CIDRs allowed to reach the LoadBalancer VIPs; empty: everyone. */
+  readonly loadBalancerSourceRanges: readonly string[];
+  readonly sessionAffinity: { readonly type: "None" | "ClientIP"; readonly timeoutSeconds: number };
+  readonly externalPolicyLocal: boolean;
+  readonly internalPolicyLocal: boolean;
+  /** Non-zero for externalTrafficPolicy Local LoadBalancers with a health check port. */
+  readonly healthCheckNodePort: number;
+  /** Whether topology-aware routing was requested (hints annotation Auto, or trafficDistribution PreferClose). */
+  readonly topologyMode: string;
+  readonly trafficDistribution: string;
+  readonly isExternal: boolean;
+  /** Upstream's UsesClusterEndpoints / UsesLocalEndpoints helpers, precomputed. */
+  readonly serviceType: "ClusterIP" | "NodePort" | "LoadBalancer";
+}
+
+export interface EndpointInfo {
+  /** "ip:port" — unique within one service port. */
+  readonly endpoint: string;
+  readonly ip: string;
+  readonly port: number;
+  readonly family: IPFamily;
+  readonly nodeName: string;
+  readonly zone: string;
+  /** True when the endpoint runs on this node. */
+  readonly isLocal: boolean;
+  readonly ready: boolean;
+  readonly serving: boolean;
+  readonly terminating: boolean;
+  /** Zones this endpoint is hinted for; empty set: no hints. */
+  readonly zoneHints: ReadonlySet<string>;
+}
+
+/** All service ports by id. */
+export type ServicePortMap = ReadonlyMap<string, ServicePortInfo>;
+/** All endpoints by service port id. */
+export type EndpointsMap = ReadonlyMap<string, readonly EndpointInfo[]>;
