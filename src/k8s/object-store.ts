@@ -1,0 +1,63 @@
+// Remembers the current objects a source delivered, so --dump-state can write the same view
+// kube-proxy synced from. It wraps a handler and forwards every call unchanged.
+
+import { stringify } from "yaml";
+import type { HostState } from "../host/host-state.ts";
+import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
+import type { ClusterEventHandler } from "./source.ts";
+
+export interface ObjectStore {
+  readonly services: ReadonlyMap<string, ServiceObject>;
+  readonly endpointSlices: ReadonlyMap<string, EndpointSliceObject>;
+  readonly node: NodeObject | undefined;
+}
+
+function keyOf(o: { metadata?: { namespace?: string; name?: string } }): string {
+  return `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
+}
+
+export function recordingHandler(inner: ClusterEventHandler): {
+  handler: ClusterEventHandler;
+  store: ObjectStore;
+} {
+  const services = new Map<string, ServiceObject>();
+  const endpointSlices = new Map<string, EndpointSliceObject>();
+  const store = { services, endpointSlices, node: undefined as NodeObject | undefined };
+  const handler: ClusterEventHandler = {
+    onServiceChange(previous, current) {
+      if (current) services.set(keyOf(current), current);
+      else if (previous) services.delete(keyOf(previous));
+      inner.onServiceChange(previous, current);
+    },
+    onEndpointSliceChange(slice, removed) {
+      if (removed) endpointSlices.delete(keyOf(slice));
+      else endpointSlices.set(keyOf(slice), slice);
+      inner.onEndpointSliceChange(slice, removed);
+    },
+    onNodeChange(node) {
+      store.node = node;
+      inner.onNodeChange(node);
+    },
+    onServicesSynced: () => inner.onServicesSynced(),
+    onEndpointSlicesSynced: () => inner.onEndpointSlicesSynced(),
+  };
+  return { handler, store };
+}
+
+function withKind<T extends object>(obj: T, apiVersion: string, kind: string): T {
+  return { apiVersion, kind, ...obj };
+}
+
+/** Multi-document YAML in the --state format: objects sorted by key, then the HostState. */
+export function renderStateFile(store: ObjectStore, hostState?: HostState): string {
+  const sorted = <T>(m: ReadonlyMap<string, T>) =>
+    [...m].sort(([a], [b]) => a.localeCompare(b)).map(([, v]) => v);
+  const docs: object[] = [];
+  if (store.node) docs.push(withKind(store.node, "v1", "Node"));
+  for (const s of sorted(store.services)) docs.push(withKind(s, "v1", "Service"));
+  for (const s of sorted(store.endpointSlices))
+    docs.push(withKind(s, "discovery.k8s.io/v1", "EndpointSlice"));
+  if (hostState) docs.push(hostState);
+  // Round-trip through JSON: informer objects may carry Date instances and class prototypes.
+  return docs.map((d) => stringify(JSON.parse(JSON.stringify(d)), { lineWidth: 0 })).join("---\n");
+}

@@ -1,0 +1,30 @@
+// A ClusterSource over a --state snapshot: delivers every object once, then reports both
+// caches synced, exactly as informers do after their initial list.
+
+import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
+import type { ClusterEventHandler, ClusterSource } from "./source.ts";
+import type { StateDocuments } from "./state-file.ts";
+
+export function createSnapshotSource(docs: StateDocuments, nodeName: string): ClusterSource {
+  let stopped = false;
+  return {
+    async start(handler: ClusterEventHandler) {
+      if (stopped) return;
+      for (const svc of docs.services) handler.onServiceChange(undefined, svc as ServiceObject);
+      handler.onServicesSynced();
+      for (const slice of docs.endpointSlices)
+        handler.onEndpointSliceChange(slice as EndpointSliceObject, false);
+      handler.onEndpointSlicesSynced();
+      const node = docs.nodes.find((n) => n.metadata?.name === nodeName);
+      if (node) handler.onNodeChange(node as NodeObject);
+    },
+    async stop() {
+      stopped = true;
+    },
+  };
+}
+
+/** The node a snapshot describes when no --hostname-override names one: its only Node. */
+export function snapshotNodeName(docs: StateDocuments): string | undefined {
+  return docs.nodes.length === 1 ? docs.nodes[0]?.metadata?.name : undefined;
+}
