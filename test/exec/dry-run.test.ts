@@ -49,7 +49,7 @@ const cases: [string, boolean][] = [
   ["ipset save -file /tmp/sets", false],
   ["ipset restore -exist", false],
   ["ipset create KUBE-CLUSTER-IP hash:ip,port", false],
-  ["ipset add KUBE-CLUSTER-IP 10.96.0.1,tcp:443", false],
+  ["ipset add KUBE-CLUSTER-IP 198.51.100.1,tcp:443", false],
   ["ipset destroy KUBE-CLUSTER-IP", false],
   ["ipset flush", false],
   ["ipset", false],
@@ -58,13 +58,13 @@ const cases: [string, boolean][] = [
   ["ipvsadm -S -n", true],
   ["ipvsadm --save", true],
   ["ipvsadm -Ln", true],
-  ["ipvsadm -L -n -t 10.96.0.1:443", true],
+  ["ipvsadm -L -n -t 198.51.100.1:443", true],
   ["ipvsadm -l --stats", true],
   ["ipvsadm --list --numeric", true],
   ["ipvsadm --version", true],
-  ["ipvsadm -A -t 10.96.0.1:443 -s rr", false],
-  ["ipvsadm -a -t 10.96.0.1:443 -r 10.0.0.5:6443 -m -w 1", false],
-  ["ipvsadm -d -t 10.96.0.1:443 -r 10.0.0.5:6443", false],
+  ["ipvsadm -A -t 198.51.100.1:443 -s rr", false],
+  ["ipvsadm -a -t 198.51.100.1:443 -r 203.0.113.5:6443 -m -w 1", false],
+  ["ipvsadm -d -t 198.51.100.1:443 -r 203.0.113.5:6443", false],
   ["ipvsadm -C", false],
   ["ipvsadm -R", false],
   ["ipvsadm -Z", false],
@@ -80,13 +80,13 @@ const cases: [string, boolean][] = [
   ["ip a ls", true],
   ["ip route show table local", true],
   ["ip -4 r list", true],
-  ["ip route get 10.96.0.1", true],
+  ["ip route get 198.51.100.1", true],
   ["ip rule", true],
   ["ip -f inet addr show", true],
   ["ip link add kube-ipvs0 type dummy", false],
   ["ip link set kube-ipvs0 up", false],
-  ["ip addr add 10.96.0.1/32 dev kube-ipvs0", false],
-  ["ip addr del 10.96.0.1/32 dev kube-ipvs0", false],
+  ["ip addr add 198.51.100.1/32 dev kube-ipvs0", false],
+  ["ip addr del 198.51.100.1/32 dev kube-ipvs0", false],
   ["ip -o addr flush dev kube-ipvs0", false],
   ["ip -batch /tmp/cmds", false],
   ["ip -force -batch -", false],
@@ -94,12 +94,12 @@ const cases: [string, boolean][] = [
   ["ip", false],
   // conntrack
   ["conntrack -L", true],
-  ["conntrack -L -p udp --orig-dst 10.96.0.10", true],
+  ["conntrack -L -p udp --orig-dst 198.51.100.10", true],
   ["conntrack --dump -f ipv6", true],
   ["conntrack -C", true],
   ["conntrack --count", true],
   ["conntrack --version", true],
-  ["conntrack -D -p udp --orig-dst 10.96.0.10", false],
+  ["conntrack -D -p udp --orig-dst 198.51.100.10", false],
   ["conntrack -F", false],
   ["conntrack -L -z", false],
   ["conntrack -E", false],
@@ -162,14 +162,14 @@ describe("DryRunRecorder", () => {
     const dry = new DryRunRecorder(real);
     const restore = "*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -j RETURN\nCOMMIT\n";
     const r1 = await dry.run({ cmd: "iptables-restore", args: ["--noflush", "--counters"], stdin: restore });
-    await dry.run({ cmd: "ipvsadm", args: ["-A", "-t", "10.96.0.1:443", "-s", "rr"] });
+    await dry.run({ cmd: "ipvsadm", args: ["-A", "-t", "198.51.100.1:443", "-s", "rr"] });
     await dry.run({ cmd: "ipset", args: ["list"] });
     await dry.run({ cmd: "ipset", args: ["restore"], stdin: "" });
 
     expect(r1).toEqual({ code: 0, stdout: "", stderr: "" });
     expect(dry.commands).toEqual([
       { argv: ["iptables-restore", "--noflush", "--counters"], stdin: restore },
-      { argv: ["ipvsadm", "-A", "-t", "10.96.0.1:443", "-s", "rr"] },
+      { argv: ["ipvsadm", "-A", "-t", "198.51.100.1:443", "-s", "rr"] },
       { argv: ["ipset", "restore"], stdin: "" },
     ]);
     expect(real.calls.map((c) => c.cmd)).toEqual(["ipset"]);

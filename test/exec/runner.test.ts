@@ -18,7 +18,7 @@ describe("createRealExec", () => {
   });
 
   test("pipes stdin: cat round-trips a 5 MB string", async () => {
-    const line = "-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -j KUBE-SVC-NPX46M4PTMTKRN6Y é\n";
+    const line = "-A KUBE-SERVICES -d 198.51.100.1/32 -p tcp -j KUBE-SVC-NPX46M4PTMTKRN6Y é\n";
     const input = line.repeat(Math.ceil((5 * 1024 * 1024) / line.length));
     const res = await exec.run({ cmd: "cat", args: [], stdin: input });
     expect(res.code).toBe(0);

@@ -1,0 +1,165 @@
+// The EndpointSlices of every Service, as applied at the last sync plus what is pending since.
+// Endpoints can move between slices of one Service, so the cache keeps slices separately and
+// merges them per Service only when that Service has pending changes.
+
+import type { Logger } from "../log/logger.ts";
+import type { ParsedSlice, SliceEndpoint, SlicePort } from "./endpoint-slice.ts";
+import { endpointString } from "./net.ts";
+import { type EndpointInfo, type ServiceKey, type ServicePortName, servicePortNameString } from "./types.ts";
+
+interface SliceState {
+  readonly applied: Map<string, ParsedSlice>;
+  /** null: the slice is to be removed. */
+  readonly pending: Map<string, ParsedSlice | null>;
+}
+
+/** The endpoints of one service port, sorted by "ip:port". */
+export interface PortEndpoints {
+  readonly name: ServicePortName;
+  readonly endpoints: readonly EndpointInfo[];
+}
+
+function sameSlice(a: ParsedSlice | null | undefined, b: ParsedSlice | null): boolean {
+  return (a ?? null) === null ? b === null : b !== null && a!.fingerprint === b.fingerprint;
+}
+
+export class EndpointSliceCache {
+  private readonly services = new Map<ServiceKey, SliceState>();
+  /** Services with at least one pending slice: the only ones the next checkout visits. */
+  private readonly touched = new Set<ServiceKey>();
+
+  /**
+   * Sets the pending state of one slice (null: removed). Returns true when that changes what
+   * the next checkout yields; a change back to the applied state cancels the pending entry.
+   */
+  setPending(key: ServiceKey, sliceName: string, slice: ParsedSlice | null): boolean {
+    let state = this.services.get(key);
+    if (!state) {
+      if (slice === null) return false;
+      state = { applied: new Map(), pending: new Map() };
+      this.services.set(key, state);
+    }
+    const base = state.pending.has(sliceName) ? state.pending.get(sliceName) : state.applied.get(sliceName);
+    if (sameSlice(base, slice)) return false;
+    if (sameSlice(state.applied.get(sliceName), slice)) state.pending.delete(sliceName);
+    else state.pending.set(sliceName, slice);
+    if (state.pending.size > 0) this.touched.add(key);
+    else this.touched.delete(key);
+    if (state.pending.size === 0 && state.applied.size === 0) this.services.delete(key);
+    return true;
+  }
+
+  pendingServices(): Set<ServiceKey> {
+    return new Set(this.touched);
+  }
+
+  /** Applies every pending slice; returns the applied slices of each Service that had some. */
+  checkout(): Map<ServiceKey, ReadonlyMap<string, ParsedSlice>> {
+    const out = new Map<ServiceKey, ReadonlyMap<string, ParsedSlice>>();
+    for (const key of this.touched) {
+      const state = this.services.get(key);
+      if (!state) continue;
+      for (const [name, slice] of state.pending) {
+        if (slice) state.applied.set(name, slice);
+        else state.applied.delete(name);
+      }
+      state.pending.clear();
+      out.set(key, state.applied);
+      if (state.applied.size === 0) this.services.delete(key);
+    }
+    this.touched.clear();
+    return out;
+  }
+}
+
+interface MergeTarget {
+  readonly name: ServicePortName;
+  readonly byEndpoint: Map<string, EndpointInfo>;
+}
+
+function endpointInfo(e: SliceEndpoint, port: number, nodeName: string): EndpointInfo {
+  return {
+    endpoint: endpointString(e.ip, port),
+    ip: e.ip,
+    port,
+    family: e.family,
+    nodeName: e.nodeName,
+    zone: e.zone,
+    isLocal: nodeName !== "" && e.nodeName === nodeName,
+    ready: e.ready,
+    serving: e.serving,
+    terminating: e.terminating,
+    zoneHints: e.zoneHints,
+  };
+}
+
+function addPort(
+  target: MergeTarget,
+  port: SlicePort,
+  endpoints: readonly SliceEndpoint[],
+  nodeName: string,
+): void {
+  for (const e of endpoints) {
+    const info = endpointInfo(e, port.port, nodeName);
+    const seen = target.byEndpoint.get(info.endpoint);
+    // An endpoint listed by two slices (mid-move): the first slice by name wins, except that a
+    // copy on this node beats one that is not, as upstream favours isLocal.
+    if (!seen || (info.isLocal && !seen.isLocal)) target.byEndpoint.set(info.endpoint, info);
+  }
+}
+
+export interface MergeContext {
+  readonly namespace: string;
+  readonly service: string;
+  readonly nodeName: string;
+  readonly logger: Logger;
+}
+
+// The merge target for one slice port; undefined when the name is already taken by another
+// protocol (Service port names are unique, so such a slice is malformed).
+function targetFor(targets: Map<string, MergeTarget>, port: SlicePort, sliceName: string, ctx: MergeContext) {
+  const name: ServicePortName = {
+    namespace: ctx.namespace,
+    name: ctx.service,
+    port: port.name,
+    protocol: port.protocol,
+  };
+  const id = servicePortNameString(name);
+  const target = targets.get(id);
+  if (!target) {
+    const created = { name, byEndpoint: new Map<string, EndpointInfo>() };
+    targets.set(id, created);
+    return created;
+  }
+  if (target.name.protocol === port.protocol) return target;
+  ctx.logger.warn("Ignoring EndpointSlice port whose name is used with another protocol", {
+    endpointSlice: `${ctx.namespace}/${sliceName}`,
+    port: port.name,
+    protocol: port.protocol,
+  });
+  return undefined;
+}
+
+const byEndpoint = (a: EndpointInfo, b: EndpointInfo) =>
+  a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
+
+/** Merges the slices of one Service into endpoints per service port id. */
+export function mergeSlices(
+  slices: ReadonlyMap<string, ParsedSlice>,
+  ctx: MergeContext,
+): Map<string, PortEndpoints> {
+  const targets = new Map<string, MergeTarget>();
+  for (const sliceName of [...slices.keys()].sort()) {
+    const slice = slices.get(sliceName)!;
+    for (const port of slice.ports) {
+      const target = targetFor(targets, port, sliceName, ctx);
+      if (target) addPort(target, port, slice.endpoints, ctx.nodeName);
+    }
+  }
+  const out = new Map<string, PortEndpoints>();
+  for (const [id, t] of targets) {
+    if (t.byEndpoint.size > 0)
+      out.set(id, { name: t.name, endpoints: [...t.byEndpoint.values()].sort(byEndpoint) });
+  }
+  return out;
+}

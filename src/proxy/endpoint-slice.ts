@@ -1,0 +1,139 @@
+// Reads one EndpointSlice into the small, validated form the cache keeps: its usable ports and
+// endpoints, and a fingerprint so that re-delivered or reordered slices count as unchanged.
+
+import type { EndpointSliceObject } from "../k8s/objects.ts";
+import { isPortNumber, parseIP, parseProtocol } from "./net.ts";
+import { type ProblemList, REASON_INCORRECT_IP_VERSION } from "./problems.ts";
+import type { IPFamily, Protocol } from "./types.ts";
+
+export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+export const TRIGGER_TIME_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time";
+
+export interface SlicePort {
+  readonly name: string;
+  readonly port: number;
+  readonly protocol: Protocol;
+}
+
+/** One endpoint of a slice, before it is paired with a port. */
+export interface SliceEndpoint {
+  readonly ip: string;
+  readonly family: IPFamily;
+  readonly nodeName: string;
+  readonly zone: string;
+  readonly ready: boolean;
+  readonly serving: boolean;
+  readonly terminating: boolean;
+  readonly zoneHints: ReadonlySet<string>;
+}
+
+export interface ParsedSlice {
+  readonly ports: readonly SlicePort[];
+  readonly endpoints: readonly SliceEndpoint[];
+  readonly fingerprint: string;
+}
+
+type RawPort = NonNullable<EndpointSliceObject["ports"]>[number];
+type RawEndpoint = NonNullable<EndpointSliceObject["endpoints"]>[number];
+
+// Upstream skips ports with a nil name or a nil/zero port, and relies on the API default (TCP)
+// for the protocol; a value that is not a port or protocol at all is a bad field.
+function readSlicePort(raw: RawPort, path: string, problems: ProblemList): SlicePort | undefined {
+  if (typeof raw !== "object" || raw === null)
+    return problems.invalid(path, raw, "not a port object; port skipped");
+  if (raw.name === undefined || raw.name === null)
+    return problems.note(`${path}.name`, raw.name, "nil port name; port skipped");
+  if (typeof raw.name !== "string")
+    return problems.invalid(`${path}.name`, raw.name, "not a string; port skipped");
+  if (raw.port === undefined || raw.port === null || raw.port === 0) {
+    return problems.note(`${path}.port`, raw.port, "nil or zero port; port skipped");
+  }
+  if (!isPortNumber(raw.port))
+    return problems.invalid(`${path}.port`, raw.port, "not a port number; port skipped");
+  const protocol = parseProtocol(raw.protocol);
+  if (!protocol) return problems.invalid(`${path}.protocol`, raw.protocol, "unknown protocol; port skipped");
+  return { name: raw.name, port: raw.port, protocol };
+}
+
+/** Upstream kube-proxy's reading of missing conditions: ready and serving unless false; terminating only if true. */
+function conditions(raw: RawEndpoint): Pick<SliceEndpoint, "ready" | "serving" | "terminating"> {
+  const c = raw.conditions ?? {};
+  const ready = c.ready !== false;
+  const serving = c.serving !== false;
+  return { ready, serving, terminating: c.terminating === true };
+}
+
+function zoneHints(raw: RawEndpoint): ReadonlySet<string> {
+  const zones = raw.hints?.forZones;
+  if (!Array.isArray(zones)) return new Set();
+  return new Set(zones.map((z) => z?.name).filter((n): n is string => typeof n === "string" && n !== ""));
+}
+
+export interface SliceContext {
+  readonly family: IPFamily;
+  readonly problems: ProblemList;
+  /** Where wrong-family addresses are reported: upstream puts that event on the Service. */
+  readonly serviceRef: ProblemList["ref"];
+}
+
+function readEndpoint(raw: RawEndpoint, path: string, ctx: SliceContext): SliceEndpoint | undefined {
+  if (typeof raw !== "object" || raw === null)
+    return ctx.problems.invalid(path, raw, "not an endpoint object; skipped");
+  const address = Array.isArray(raw.addresses) ? raw.addresses[0] : undefined;
+  if (address === undefined)
+    return ctx.problems.note(`${path}.addresses`, raw.addresses, "no address; endpoint skipped");
+  const parsed = parseIP(address);
+  if (!parsed)
+    return ctx.problems.invalid(`${path}.addresses[0]`, address, "not an IP address; endpoint skipped");
+  if (parsed.family !== ctx.family) {
+    const detail = `${address} in endpointslice has incorrect IP version; endpoint skipped`;
+    ctx.problems.add({
+      ref: ctx.serviceRef,
+      field: `${path}.addresses[0]`,
+      value: address,
+      detail,
+      eventReason: REASON_INCORRECT_IP_VERSION,
+    });
+    return undefined;
+  }
+  return {
+    ip: parsed.ip,
+    family: parsed.family,
+    nodeName: typeof raw.nodeName === "string" ? raw.nodeName : "",
+    zone: typeof raw.zone === "string" ? raw.zone : "",
+    ...conditions(raw),
+    zoneHints: zoneHints(raw),
+  };
+}
+
+function endpointFingerprint(e: SliceEndpoint): string {
+  const flags = `${+e.ready}${+e.serving}${+e.terminating}`;
+  return `${e.ip}|${e.nodeName}|${e.zone}|${flags}|${[...e.zoneHints].sort().join(",")}`;
+}
+
+/** Parses the ports and endpoints of an IPv4 or IPv6 slice (the caller checked addressType). */
+export function parseSlice(slice: EndpointSliceObject, ctx: SliceContext): ParsedSlice {
+  const rawPorts = Array.isArray(slice.ports) ? slice.ports : [];
+  const ports = rawPorts
+    .map((p, i) => readSlicePort(p, `ports[${i}]`, ctx.problems))
+    .filter((p): p is SlicePort => p !== undefined)
+    .sort((a, b) => a.port - b.port || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const rawEndpoints = Array.isArray(slice.endpoints) ? slice.endpoints : [];
+  const endpoints = rawEndpoints
+    .map((e, i) => readEndpoint(e, `endpoints[${i}]`, ctx))
+    .filter((e): e is SliceEndpoint => e !== undefined);
+  const portPart = ports.map((p) => `${p.name}/${p.port}/${p.protocol}`).join(";");
+  const epPart = endpoints.map(endpointFingerprint).sort().join(";");
+  return { ports, endpoints, fingerprint: `${portPart}#${epPart}` };
+}
+
+/** Parses the trigger-time annotation (RFC 3339, fraction optional); undefined when absent or bad. */
+export function parseTriggerTime(value: unknown): Date | undefined {
+  if (typeof value !== "string") return undefined;
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/i.exec(value);
+  if (!m) return undefined;
+  // Date parsing of more than 3 fraction digits differs between engines; keep milliseconds.
+  const ms = (m[2] ?? "").slice(0, 3).padEnd(3, "0");
+  const date = new Date(`${m[1]}.${ms}${m[3]!.toUpperCase()}`);
+  return Number.isNaN(date.getTime()) ? undefined : date;
+}

@@ -1,0 +1,166 @@
+// The applied endpoints per service port, updated from an EndpointsChangeTracker once per sync.
+// Besides the endpoints, an update reports what the conntrack cleanup needs for UDP (endpoints
+// traffic may still be pinned to, and services that just got their first endpoint) and keeps
+// the per-Service count of local ready endpoints for the health check servers.
+
+import { mergeSlices, type PortEndpoints } from "./endpoint-slice-cache.ts";
+import type { EndpointsChangeTracker } from "./endpoints-tracker.ts";
+import type { EndpointInfo, EndpointsMap as EndpointsMapView, ServiceKey, ServicePortName } from "./types.ts";
+
+/** An endpoint of one service port, e.g. a UDP endpoint whose conntrack entries must go. */
+export interface ServiceEndpoint {
+  readonly servicePortName: ServicePortName;
+  readonly endpoint: string;
+}
+
+export interface EndpointsUpdateResult {
+  /** Services whose endpoints were added, changed or removed since the last update. */
+  readonly updatedServices: Set<ServiceKey>;
+  /** UDP endpoints that were serving and now are gone or not serving. */
+  readonly deletedUDPEndpoints: ServiceEndpoint[];
+  /** UDP service ports that went from no serving endpoint to at least one. */
+  readonly newlyActiveUDPServices: ServicePortName[];
+  readonly lastChangeTriggerTimes: Map<ServiceKey, Date[]>;
+}
+
+function sameEndpoint(a: EndpointInfo, b: EndpointInfo): boolean {
+  if (a.endpoint !== b.endpoint || a.nodeName !== b.nodeName || a.zone !== b.zone || a.isLocal !== b.isLocal)
+    return false;
+  if (a.ready !== b.ready || a.serving !== b.serving || a.terminating !== b.terminating) return false;
+  if (a.zoneHints.size !== b.zoneHints.size) return false;
+  for (const z of a.zoneHints) if (!b.zoneHints.has(z)) return false;
+  return true;
+}
+
+function samePort(a: PortEndpoints | undefined, b: PortEndpoints | undefined): boolean {
+  if (!a || !b) return a === b;
+  if (a.name.protocol !== b.name.protocol || a.endpoints.length !== b.endpoints.length) return false;
+  return a.endpoints.every((e, i) => sameEndpoint(e, b.endpoints[i]!));
+}
+
+const servingCount = (p: PortEndpoints | undefined) => (p ? p.endpoints.filter((e) => e.serving).length : 0);
+
+/** Upstream's stale-conntrack detection for one service port (UDP only). */
+function detectStaleUDP(
+  old: PortEndpoints | undefined,
+  cur: PortEndpoints | undefined,
+  result: EndpointsUpdateResult,
+): void {
+  if (old?.name.protocol === "UDP") {
+    const stillServing = new Set(
+      cur?.name.protocol === "UDP" ? cur.endpoints.filter((e) => e.serving).map((e) => e.endpoint) : [],
+    );
+    for (const e of old.endpoints) {
+      if (e.serving && !stillServing.has(e.endpoint)) {
+        result.deletedUDPEndpoints.push({ servicePortName: old.name, endpoint: e.endpoint });
+      }
+    }
+  }
+  if (cur?.name.protocol === "UDP") {
+    const before = old?.name.protocol === "UDP" ? servingCount(old) : 0;
+    if (before === 0 && servingCount(cur) > 0) result.newlyActiveUDPServices.push(cur.name);
+  }
+}
+
+export class EndpointsMap implements EndpointsMapView {
+  private readonly ports = new Map<string, PortEndpoints>();
+  private readonly idsByService = new Map<ServiceKey, readonly string[]>();
+  private readonly localReady = new Map<ServiceKey, number>();
+
+  update(tracker: EndpointsChangeTracker): EndpointsUpdateResult {
+    const { slices, triggerTimes } = tracker.checkout();
+    const result: EndpointsUpdateResult = {
+      updatedServices: new Set(),
+      deletedUDPEndpoints: [],
+      newlyActiveUDPServices: [],
+      lastChangeTriggerTimes: triggerTimes,
+    };
+    for (const [key, applied] of slices) {
+      const slash = key.indexOf("/");
+      const ctx = {
+        namespace: key.slice(0, slash),
+        service: key.slice(slash + 1),
+        nodeName: tracker.nodeName,
+        logger: tracker.logger,
+      };
+      if (this.replace(key, mergeSlices(applied, ctx), result)) result.updatedServices.add(key);
+    }
+    return result;
+  }
+
+  /** Service -> number of distinct IPs of ready endpoints on this node (only Services with some). */
+  localReadyEndpoints(): ReadonlyMap<ServiceKey, number> {
+    return this.localReady;
+  }
+
+  /** The service port name (with the protocol the slices gave) behind an id. */
+  portName(id: string): ServicePortName | undefined {
+    return this.ports.get(id)?.name;
+  }
+
+  // Compares against what this map holds for the Service; returns whether anything differed.
+  private replace(
+    key: ServiceKey,
+    current: Map<string, PortEndpoints>,
+    result: EndpointsUpdateResult,
+  ): boolean {
+    let changed = false;
+    for (const id of this.idsByService.get(key) ?? []) {
+      if (current.has(id)) continue;
+      changed = true;
+      detectStaleUDP(this.ports.get(id), undefined, result);
+      this.ports.delete(id);
+    }
+    for (const [id, cur] of current) {
+      const old = this.ports.get(id);
+      if (samePort(old, cur)) continue;
+      changed = true;
+      detectStaleUDP(old, cur, result);
+      this.ports.set(id, cur);
+    }
+    if (current.size > 0) this.idsByService.set(key, [...current.keys()]);
+    else this.idsByService.delete(key);
+    if (changed) this.countLocalReady(key, current);
+    return changed;
+  }
+
+  // Distinct IPs, not ip:port pairs: one pod serving two ports is one endpoint to the health check.
+  private countLocalReady(key: ServiceKey, current: Map<string, PortEndpoints>): void {
+    const ips = new Set<string>();
+    for (const p of current.values()) for (const e of p.endpoints) if (e.ready && e.isLocal) ips.add(e.ip);
+    if (ips.size > 0) this.localReady.set(key, ips.size);
+    else this.localReady.delete(key);
+  }
+
+  // ReadonlyMap<id, EndpointInfo[]>, the shape the proxiers read.
+  get size(): number {
+    return this.ports.size;
+  }
+  get(id: string): readonly EndpointInfo[] | undefined {
+    return this.ports.get(id)?.endpoints;
+  }
+  has(id: string): boolean {
+    return this.ports.has(id);
+  }
+  keys(): MapIterator<string> {
+    return this.ports.keys();
+  }
+  *values(): MapIterator<readonly EndpointInfo[]> {
+    for (const p of this.ports.values()) yield p.endpoints;
+  }
+  *entries(): MapIterator<[string, readonly EndpointInfo[]]> {
+    for (const [id, p] of this.ports) yield [id, p.endpoints];
+  }
+  [Symbol.iterator](): MapIterator<[string, readonly EndpointInfo[]]> {
+    return this.entries();
+  }
+  forEach(
+    fn: (
+      value: readonly EndpointInfo[],
+      key: string,
+      map: ReadonlyMap<string, readonly EndpointInfo[]>,
+    ) => void,
+  ): void {
+    for (const [id, p] of this.ports) fn(p.endpoints, id, this);
+  }
+}

@@ -1,0 +1,138 @@
+// Collects EndpointSlice changes between syncs, per Service, and the trigger times behind them
+// (for the network-programming-latency metric). Both address families are tracked together;
+// every endpoint carries its family and each per-family proxier takes its own.
+
+import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
+import type { EndpointSliceObject } from "../k8s/objects.ts";
+import { type Logger, nullLogger } from "../log/logger.ts";
+import {
+  type ParsedSlice,
+  parseSlice,
+  parseTriggerTime,
+  SERVICE_NAME_LABEL,
+  TRIGGER_TIME_ANNOTATION,
+} from "./endpoint-slice.ts";
+import { EndpointSliceCache } from "./endpoint-slice-cache.ts";
+import { guarded, objectName } from "./guard.ts";
+import { ProblemList, ProblemReporter } from "./problems.ts";
+import { type IPFamily, type ServiceKey, serviceKey } from "./types.ts";
+
+export interface EndpointsTrackerOptions {
+  /** This node's name: endpoints whose nodeName equals it are local. */
+  readonly nodeName: string;
+  readonly logger?: Logger;
+  readonly recorder?: EventRecorder;
+  /** Clock for the tracker's start time (trigger times before it are not reported). */
+  readonly now?: () => Date;
+}
+
+export interface EndpointsCheckout {
+  readonly slices: Map<ServiceKey, ReadonlyMap<string, ParsedSlice>>;
+  readonly triggerTimes: Map<ServiceKey, Date[]>;
+}
+
+interface SliceKeys {
+  readonly key: ServiceKey;
+  readonly namespace: string;
+  readonly service: string;
+  readonly sliceName: string;
+}
+
+const FAMILIES: Readonly<Record<string, IPFamily>> = { IPv4: "IPv4", IPv6: "IPv6" };
+
+export class EndpointsChangeTracker {
+  readonly nodeName: string;
+  readonly logger: Logger;
+  private readonly cache = new EndpointSliceCache();
+  private triggerTimes = new Map<ServiceKey, Date[]>();
+  private readonly startTime: number;
+  private readonly reporter: ProblemReporter;
+
+  constructor(opts: EndpointsTrackerOptions) {
+    this.nodeName = opts.nodeName;
+    this.logger = opts.logger ?? nullLogger;
+    this.startTime = (opts.now ?? (() => new Date()))().getTime();
+    this.reporter = new ProblemReporter(this.logger, opts.recorder ?? nullRecorder, "GatherEndpoints");
+  }
+
+  /** Records an added/updated slice, or a deleted one (removed). True when pending state changed. */
+  endpointSliceChanged(slice: EndpointSliceObject, removed: boolean): boolean {
+    return guarded(this.logger, "endpointSliceChanged", false, () => this.record(slice, removed));
+  }
+
+  /** Services whose endpoints have changes waiting for the next update. */
+  pendingChanges(): Set<ServiceKey> {
+    return this.cache.pendingServices();
+  }
+
+  /** Applies pending slices and hands out what changed, with the trigger times collected. */
+  checkout(): EndpointsCheckout {
+    const triggerTimes = this.triggerTimes;
+    this.triggerTimes = new Map();
+    return { slices: this.cache.checkout(), triggerTimes };
+  }
+
+  private keysOf(slice: EndpointSliceObject): SliceKeys | undefined {
+    const id = objectName(slice?.metadata);
+    const service = slice?.metadata?.labels?.[SERVICE_NAME_LABEL];
+    if (!id || typeof service !== "string" || service === "") {
+      this.logger.v(4).info("Ignoring EndpointSlice without a name or service-name label", {
+        endpointSlice: id ? `${id.namespace}/${id.name}` : "<unnamed>",
+      });
+      return undefined;
+    }
+    return { key: serviceKey(id.namespace, service), namespace: id.namespace, service, sliceName: id.name };
+  }
+
+  private record(slice: EndpointSliceObject, removed: boolean): boolean {
+    const family = FAMILIES[String(slice?.addressType)];
+    if (!family) {
+      this.logger
+        .v(4)
+        .info("EndpointSlice address type not supported by kube-proxy", { addressType: slice?.addressType });
+      return false;
+    }
+    const keys = this.keysOf(slice);
+    if (!keys) return false;
+    const reportKey = `${keys.namespace}/${keys.sliceName}`;
+    let parsed: ParsedSlice | null = null;
+    if (removed) this.reporter.forget(reportKey);
+    else {
+      const problems = new ProblemList({
+        kind: "EndpointSlice",
+        namespace: keys.namespace,
+        name: keys.sliceName,
+        uid: slice.metadata?.uid,
+      });
+      parsed = parseSlice(slice, {
+        family,
+        problems,
+        serviceRef: { kind: "Service", namespace: keys.namespace, name: keys.service },
+      });
+      this.reporter.report(reportKey, problems);
+    }
+    const changed = this.cache.setPending(keys.key, keys.sliceName, parsed);
+    if (changed) this.noteTriggerTime(keys.key, slice, removed);
+    return changed;
+  }
+
+  // A deleted slice's annotation dates from its last update, not the deletion, so removals
+  // clear the Service's times rather than report a misleading latency (as upstream does).
+  private noteTriggerTime(key: ServiceKey, slice: EndpointSliceObject, removed: boolean): void {
+    if (removed) {
+      this.triggerTimes.delete(key);
+      return;
+    }
+    const raw = slice.metadata?.annotations?.[TRIGGER_TIME_ANNOTATION];
+    if (raw === undefined) return;
+    const t = parseTriggerTime(raw);
+    if (!t) {
+      this.logger.warn("Error while parsing EndpointsLastChangeTriggerTimeAnnotation", { value: raw });
+      return;
+    }
+    if (t.getTime() <= this.startTime) return;
+    const list = this.triggerTimes.get(key);
+    if (list) list.push(t);
+    else this.triggerTimes.set(key, [t]);
+  }
+}

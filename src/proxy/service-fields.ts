@@ -1,0 +1,134 @@
+// Readers for the Service fields that feed a service port. Each takes the raw (unvalidated)
+// wire value, keeps what parses, and files a problem for what does not: a bad entry costs
+// that entry, never the rest of the Service.
+
+import type { ServiceObject } from "../k8s/objects.ts";
+import { parseCIDR, parseIP } from "./net.ts";
+import type { ProblemList } from "./problems.ts";
+import type { IPFamily } from "./types.ts";
+
+type Spec = NonNullable<ServiceObject["spec"]>;
+
+/** Upstream's default ClientIP affinity timeout (3 hours), used when no config is given. */
+export const DEFAULT_STICKY_SECONDS = 10800;
+const MAX_STICKY_SECONDS = 86400;
+
+function listOf(value: unknown, field: string, problems: ProblemList): unknown[] {
+  if (value === undefined || value === null) return [];
+  if (Array.isArray(value)) return value;
+  problems.invalid(field, value, "not a list; ignored");
+  return [];
+}
+
+export type ClusterIPs = Partial<Record<IPFamily, string>>;
+
+/**
+ * Cluster IPs by family. undefined: the primary cluster IP is not an IP, so the whole Service is
+ * dropped (programming half a Service under a wrong address would be worse than none).
+ */
+export function readClusterIPs(spec: Spec, problems: ProblemList): ClusterIPs | undefined {
+  const list =
+    Array.isArray(spec.clusterIPs) && spec.clusterIPs.length > 0 ? spec.clusterIPs : [spec.clusterIP];
+  const field = list === spec.clusterIPs ? "spec.clusterIPs" : "spec.clusterIP";
+  const out: ClusterIPs = {};
+  for (const [i, raw] of list.entries()) {
+    const path = field === "spec.clusterIP" ? field : `${field}[${i}]`;
+    const parsed = parseIP(raw);
+    if (!parsed) {
+      if (i === 0) {
+        problems.invalid(path, raw, "cluster IP is not an IP address; Service skipped");
+        return undefined;
+      }
+      problems.invalid(path, raw, "secondary cluster IP is not an IP address; ignored");
+      continue;
+    }
+    if (out[parsed.family]) {
+      problems.note(path, raw, `second ${parsed.family} cluster IP; ignored`);
+      continue;
+    }
+    out[parsed.family] = parsed.ip;
+  }
+  return out;
+}
+
+/** A list of IPs (spec.externalIPs): bad entries dropped, duplicates folded. */
+export function readIPList(value: unknown, field: string, problems: ProblemList): string[] {
+  const out: string[] = [];
+  for (const [i, raw] of listOf(value, field, problems).entries()) {
+    const parsed = parseIP(raw);
+    if (!parsed) problems.invalid(`${field}[${i}]`, raw, "not an IP address; ignored");
+    else if (!out.includes(parsed.ip)) out.push(parsed.ip);
+  }
+  return out;
+}
+
+/** LoadBalancer ingress IPs that kube-proxy must program: VIP mode only, not ipMode Proxy. */
+export function readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList): string[] {
+  const field = "status.loadBalancer.ingress";
+  const out: string[] = [];
+  for (const [i, ing] of listOf(svc.status?.loadBalancer?.ingress, field, problems).entries()) {
+    if (typeof ing !== "object" || ing === null) continue;
+    const { ip, ipMode } = ing as { ip?: unknown; ipMode?: unknown };
+    // hostname-only ingress and proxy-mode load balancers need no VIP rules on the node.
+    if (ip === undefined || ip === "" || ipMode === "Proxy") continue;
+    const parsed = parseIP(ip);
+    if (!parsed) problems.invalid(`${field}[${i}].ip`, ip, "not an IP address; ignored");
+    else if (!out.includes(parsed.ip)) out.push(parsed.ip);
+  }
+  return out;
+}
+
+export interface SourceRanges {
+  readonly ranges: string[];
+  /** Ranges were given but none parsed: the LoadBalancer must stay closed, not open to all. */
+  readonly allInvalid: boolean;
+}
+
+export function readSourceRanges(spec: Spec, problems: ProblemList): SourceRanges {
+  const field = "spec.loadBalancerSourceRanges";
+  const raw = listOf(spec.loadBalancerSourceRanges, field, problems);
+  const ranges: string[] = [];
+  for (const [i, text] of raw.entries()) {
+    const parsed = parseCIDR(text);
+    if (!parsed) problems.invalid(`${field}[${i}]`, text, "not a CIDR; ignored");
+    else if (!ranges.includes(parsed.cidr)) ranges.push(parsed.cidr);
+  }
+  return { ranges, allInvalid: raw.length > 0 && ranges.length === 0 };
+}
+
+export interface Affinity {
+  readonly type: "None" | "ClientIP";
+  readonly timeoutSeconds: number;
+}
+
+export function readSessionAffinity(spec: Spec, problems: ProblemList): Affinity {
+  const type = spec.sessionAffinity;
+  if (type === undefined || type === null || type === "" || type === "None") {
+    return { type: "None", timeoutSeconds: 0 };
+  }
+  if (type !== "ClientIP") {
+    problems.invalid("spec.sessionAffinity", type, "unknown session affinity; using None");
+    return { type: "None", timeoutSeconds: 0 };
+  }
+  const timeout = spec.sessionAffinityConfig?.clientIP?.timeoutSeconds;
+  if (timeout === undefined || timeout === null) return { type, timeoutSeconds: DEFAULT_STICKY_SECONDS };
+  if (!Number.isInteger(timeout) || timeout < 1 || timeout > MAX_STICKY_SECONDS) {
+    const field = "spec.sessionAffinityConfig.clientIP.timeoutSeconds";
+    problems.invalid(
+      field,
+      timeout,
+      `not an integer in 1..${MAX_STICKY_SECONDS}; using ${DEFAULT_STICKY_SECONDS}`,
+    );
+    return { type, timeoutSeconds: DEFAULT_STICKY_SECONDS };
+  }
+  return { type, timeoutSeconds: timeout };
+}
+
+/** The value upstream reads for topology-aware routing; the deprecated annotation wins. */
+export function readTopologyMode(svc: ServiceObject): string {
+  const annotations = svc.metadata?.annotations ?? {};
+  const hints = annotations["service.kubernetes.io/topology-aware-hints"];
+  if (typeof hints === "string") return hints;
+  const mode = annotations["service.kubernetes.io/topology-mode"];
+  return typeof mode === "string" ? mode : "";
+}

@@ -1,0 +1,168 @@
+// Turns one Service object into its service ports: the unit both proxiers program. Follows
+// upstream's newBaseServiceInfo, with both address families in one model.
+
+import type { ServiceObject, ServicePortSpec } from "../k8s/objects.ts";
+import { isPortNumber, parseProtocol } from "./net.ts";
+import type { ProblemList } from "./problems.ts";
+import {
+  type Affinity,
+  type ClusterIPs,
+  readClusterIPs,
+  readIPList,
+  readLoadBalancerVIPs,
+  readSessionAffinity,
+  readSourceRanges,
+  readTopologyMode,
+} from "./service-fields.ts";
+import { type ServicePortInfo, type ServicePortName, servicePortNameString } from "./types.ts";
+
+type ServiceType = ServicePortInfo["serviceType"];
+type Spec = NonNullable<ServiceObject["spec"]>;
+
+/** Fields shared by every port of one Service. */
+interface ServiceWide {
+  readonly clusterIPs: ClusterIPs;
+  readonly externalIPs: readonly string[];
+  readonly loadBalancerVIPs: readonly string[];
+  readonly loadBalancerSourceRanges: readonly string[];
+  readonly sessionAffinity: Affinity;
+  readonly externalPolicyLocal: boolean;
+  readonly internalPolicyLocal: boolean;
+  readonly healthCheckNodePort: number;
+  readonly topologyMode: string;
+  readonly trafficDistribution: string;
+  readonly serviceType: ServiceType;
+}
+
+/** Upstream proxies nothing for headless, IP-less and ExternalName Services. */
+export function isProxiable(svc: ServiceObject): boolean {
+  const ip = svc.spec?.clusterIP;
+  return ip !== undefined && ip !== null && ip !== "" && ip !== "None" && svc.spec?.type !== "ExternalName";
+}
+
+function readServiceType(spec: Spec, problems: ProblemList): ServiceType {
+  const t = spec.type;
+  if (t === undefined || t === null || t === "" || t === "ClusterIP") return "ClusterIP";
+  if (t === "NodePort" || t === "LoadBalancer") return t;
+  problems.invalid("spec.type", t, "unknown Service type; treated as ClusterIP");
+  return "ClusterIP";
+}
+
+function readHealthCheckNodePort(svc: ServiceObject, needed: boolean, problems: ProblemList): number {
+  if (!needed) return 0;
+  const port = svc.spec?.healthCheckNodePort;
+  if (port === undefined || port === null || port === 0) {
+    problems.note("spec.healthCheckNodePort", port, "LoadBalancer with externalTrafficPolicy Local has none");
+    return 0;
+  }
+  if (isPortNumber(port)) return port;
+  problems.invalid("spec.healthCheckNodePort", port, "not a port number; no health check served");
+  return 0;
+}
+
+function readServiceWide(svc: ServiceObject, spec: Spec, problems: ProblemList): ServiceWide | undefined {
+  const clusterIPs = readClusterIPs(spec, problems);
+  if (!clusterIPs) return undefined;
+  const serviceType = readServiceType(spec, problems);
+  const externalIPs = readIPList(spec.externalIPs, "spec.externalIPs", problems);
+  const sources = readSourceRanges(spec, problems);
+  // Ranges that all failed to parse must not turn into "open to everyone": drop the VIPs instead.
+  const lbVIPs = sources.allInvalid ? [] : readLoadBalancerVIPs(svc, problems);
+  const externallyReachable = serviceType !== "ClusterIP" || externalIPs.length > 0;
+  const externalPolicyLocal = externallyReachable && spec.externalTrafficPolicy === "Local";
+  const needsHealthCheck = serviceType === "LoadBalancer" && externalPolicyLocal;
+  return {
+    clusterIPs,
+    externalIPs,
+    loadBalancerVIPs: lbVIPs,
+    loadBalancerSourceRanges: sources.ranges,
+    sessionAffinity: readSessionAffinity(spec, problems),
+    externalPolicyLocal,
+    internalPolicyLocal: spec.internalTrafficPolicy === "Local",
+    healthCheckNodePort: readHealthCheckNodePort(svc, needsHealthCheck, problems),
+    topologyMode: readTopologyMode(svc),
+    trafficDistribution: typeof spec.trafficDistribution === "string" ? spec.trafficDistribution : "",
+    serviceType,
+  };
+}
+
+interface PortFields {
+  readonly name: string;
+  readonly port: number;
+  readonly protocol: ServicePortName["protocol"];
+  readonly nodePort: number;
+}
+
+// A bad port number, protocol or nodePort drops the port entry: a half-valid port could
+// expose traffic somewhere the Service never asked for.
+function readPort(raw: ServicePortSpec, path: string, problems: ProblemList): PortFields | undefined {
+  if (typeof raw !== "object" || raw === null) {
+    problems.invalid(path, raw, "not a port object; port skipped");
+    return undefined;
+  }
+  const name = raw.name ?? "";
+  if (typeof name !== "string") return problems.invalid(`${path}.name`, name, "not a string; port skipped");
+  if (!isPortNumber(raw.port))
+    return problems.invalid(`${path}.port`, raw.port, "not a port number; port skipped");
+  const protocol = parseProtocol(raw.protocol);
+  if (!protocol) return problems.invalid(`${path}.protocol`, raw.protocol, "unknown protocol; port skipped");
+  const nodePort = raw.nodePort ?? 0;
+  if (nodePort !== 0 && !isPortNumber(nodePort)) {
+    return problems.invalid(`${path}.nodePort`, nodePort, "not a port number; port skipped");
+  }
+  return { name, port: raw.port, protocol, nodePort };
+}
+
+function portInfo(ns: string, svcName: string, p: PortFields, wide: ServiceWide): ServicePortInfo {
+  const name: ServicePortName = { namespace: ns, name: svcName, port: p.name, protocol: p.protocol };
+  return {
+    name,
+    id: servicePortNameString(name),
+    port: p.port,
+    protocol: p.protocol,
+    nodePort: p.nodePort,
+    isExternal: p.nodePort !== 0 || wide.loadBalancerVIPs.length > 0 || wide.externalIPs.length > 0,
+    ...wide,
+  };
+}
+
+/**
+ * The service ports of `svc`; empty when it is not proxied or unusable. `ns`/`name` are the
+ * tracker's key for it. Problems are filed in `problems`; nothing here throws on bad input.
+ */
+export function servicePorts(
+  svc: ServiceObject,
+  ns: string,
+  name: string,
+  problems: ProblemList,
+): ServicePortInfo[] {
+  const spec = svc.spec;
+  if (!spec || !isProxiable(svc)) return [];
+  const wide = readServiceWide(svc, spec, problems);
+  if (!wide) return [];
+  const out: ServicePortInfo[] = [];
+  const rawPorts = Array.isArray(spec.ports) ? spec.ports : [];
+  if (spec.ports != null && !Array.isArray(spec.ports))
+    problems.invalid("spec.ports", spec.ports, "not a list; no ports");
+  for (const [i, raw] of rawPorts.entries()) {
+    const fields = readPort(raw, `spec.ports[${i}]`, problems);
+    if (!fields) continue;
+    const info = portInfo(ns, name, fields, wide);
+    if (out.some((p) => p.id === info.id)) {
+      problems.invalid(`spec.ports[${i}].name`, fields.name, "duplicate port name; port skipped");
+      continue;
+    }
+    out.push(info);
+  }
+  return out;
+}
+
+/** Upstream's UsesClusterEndpoints: cluster-wide endpoints are needed for this port. */
+export function usesClusterEndpoints(info: ServicePortInfo): boolean {
+  return !info.internalPolicyLocal || info.isExternal;
+}
+
+/** Upstream's UsesLocalEndpoints: node-local endpoints are needed for this port. */
+export function usesLocalEndpoints(info: ServicePortInfo): boolean {
+  return info.internalPolicyLocal || (info.externalPolicyLocal && info.isExternal);
+}

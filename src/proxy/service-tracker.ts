@@ -1,0 +1,97 @@
+// Collects Service changes between syncs. Per Service it keeps the state the proxier last saw
+// ("previous") and the newest state ("current"); when they become equal again (add then delete,
+// update and back) the Service drops out, so a sync only touches what really changed.
+
+import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
+import type { ServiceObject } from "../k8s/objects.ts";
+import { type Logger, nullLogger } from "../log/logger.ts";
+import { guarded, objectName } from "./guard.ts";
+import { ProblemList, ProblemReporter, QuietProblemList } from "./problems.ts";
+import { servicePorts } from "./service-port.ts";
+import { type ServiceKey, type ServicePortInfo, serviceKey } from "./types.ts";
+
+/** The service ports of one Service, with a fingerprint for cheap equality. */
+export interface ServiceState {
+  readonly ports: readonly ServicePortInfo[];
+  readonly fingerprint: string;
+}
+
+export interface ServiceChange {
+  readonly previous: ServiceState;
+  current: ServiceState;
+}
+
+const EMPTY: ServiceState = { ports: [], fingerprint: "" };
+
+export interface ServiceTrackerOptions {
+  readonly logger?: Logger;
+  readonly recorder?: EventRecorder;
+}
+
+export class ServiceChangeTracker {
+  private items = new Map<ServiceKey, ServiceChange>();
+  private readonly logger: Logger;
+  private readonly reporter: ProblemReporter;
+
+  constructor(opts: ServiceTrackerOptions = {}) {
+    this.logger = opts.logger ?? nullLogger;
+    this.reporter = new ProblemReporter(this.logger, opts.recorder ?? nullRecorder, "ParseService");
+  }
+
+  /**
+   * Records an add (no previous), update, or delete (no current). Returns true when this call
+   * changed what the next update() will apply.
+   */
+  serviceChanged(previous?: ServiceObject, current?: ServiceObject): boolean {
+    return guarded(this.logger, "serviceChanged", false, () => this.record(previous, current));
+  }
+
+  /** Services with changes waiting for the next update (for partial syncs). */
+  pendingChanges(): Set<ServiceKey> {
+    return new Set(this.items.keys());
+  }
+
+  /** Hands the pending changes to a ServiceMap and starts a new window. */
+  checkout(): Map<ServiceKey, ServiceChange> {
+    const out = this.items;
+    this.items = new Map();
+    return out;
+  }
+
+  private record(previous: ServiceObject | undefined, current: ServiceObject | undefined): boolean {
+    const obj = current ?? previous;
+    const id = objectName(obj?.metadata);
+    if (!obj || !id) {
+      if (obj) this.logger.warn("Ignoring Service without a name", {});
+      return false;
+    }
+    const key = serviceKey(id.namespace, id.name);
+    const problems = new ProblemList({ kind: "Service", ...id, uid: obj.metadata?.uid });
+    const next = current ? toState(current, id.namespace, id.name, problems) : EMPTY;
+    if (current) this.reporter.report(key, problems);
+    else this.reporter.forget(key);
+
+    const item = this.items.get(key);
+    const before = item ? item.current.fingerprint : undefined;
+    if (item) item.current = next;
+    else {
+      // Its problems were told when it was current; read it quietly.
+      const prev = previous
+        ? toState(previous, id.namespace, id.name, new QuietProblemList(problems.ref))
+        : EMPTY;
+      this.items.set(key, { previous: prev, current: next });
+    }
+    const change = this.items.get(key)!;
+    const settled = change.previous.fingerprint === change.current.fingerprint;
+    if (settled) this.items.delete(key);
+    const after = settled ? undefined : next.fingerprint;
+    if (before !== after)
+      this.logger.v(4).info("Service updated ports", { service: key, portCount: next.ports.length });
+    return before !== after;
+  }
+}
+
+function toState(svc: ServiceObject, ns: string, name: string, problems: ProblemList): ServiceState {
+  const ports = servicePorts(svc, ns, name, problems);
+  return ports.length === 0 ? EMPTY : { ports, fingerprint: JSON.stringify(ports) };
+}

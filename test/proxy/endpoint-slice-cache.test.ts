@@ -1,0 +1,163 @@
+import { describe, expect, test } from "bun:test";
+import type { EndpointSliceObject } from "../../src/k8s/objects.ts";
+import { EndpointsMap } from "../../src/proxy/endpoints-map.ts";
+import { EndpointsChangeTracker } from "../../src/proxy/endpoints-tracker.ts";
+import { ep, slice } from "./builders.ts";
+
+type Change = [EndpointSliceObject, boolean];
+
+function run(setup: Change[]) {
+  const tracker = new EndpointsChangeTracker({ nodeName: "node-a" });
+  const map = new EndpointsMap();
+  for (const [s, removed] of setup) tracker.endpointSliceChanged(s, removed);
+  map.update(tracker);
+  return { tracker, map };
+}
+
+const endpointsOf = (map: EndpointsMap, id: string) => (map.get(id) ?? []).map((e) => e.endpoint);
+
+describe("EndpointSliceCache merging", () => {
+  const cases: [string, Change[], Record<string, string[]>][] = [
+    [
+      "two slices of one Service merge, sorted by ip:port",
+      [
+        [slice("web-b", [ep("192.0.2.2")]), false],
+        [slice("web-a", [ep("192.0.2.10"), ep("192.0.2.1")]), false],
+      ],
+      { "ns/web:http": ["192.0.2.10:8080", "192.0.2.1:8080", "192.0.2.2:8080"] },
+    ],
+    [
+      "an endpoint in two slices appears once",
+      [
+        [slice("web-a", [ep("192.0.2.1")]), false],
+        [slice("web-b", [ep("192.0.2.1"), ep("192.0.2.2")]), false],
+      ],
+      { "ns/web:http": ["192.0.2.1:8080", "192.0.2.2:8080"] },
+    ],
+    [
+      "IPv4 and IPv6 slices of a dual-stack Service are both kept",
+      [
+        [slice("web-v4", [ep("192.0.2.1")]), false],
+        [slice("web-v6", [ep("2001:db8::1")], { addressType: "IPv6" }), false],
+      ],
+      { "ns/web:http": ["192.0.2.1:8080", "[2001:db8::1]:8080"] },
+    ],
+    [
+      "FQDN slices are ignored",
+      [[slice("web-fqdn", [{ addresses: ["db.example.com"] }], { addressType: "FQDN" }), false]],
+      {},
+    ],
+    [
+      "slices without the service-name label are ignored",
+      [[slice("web-x", [ep("192.0.2.1")], { labels: {} }), false]],
+      {},
+    ],
+    [
+      "ports with a nil name or nil/zero port are skipped",
+      [
+        [
+          slice("web-a", [ep("192.0.2.1")], {
+            ports: [{ port: 80 }, { name: "zero", port: 0 }, { name: "nil" }, { name: "ok", port: 81 }],
+          }),
+          false,
+        ],
+      ],
+      { "ns/web:ok": ["192.0.2.1:81"] },
+    ],
+    [
+      "a slice with ports null yields nothing",
+      [[slice("web-a", [ep("192.0.2.1")], { ports: null }), false]],
+      {},
+    ],
+    [
+      "an unnamed port keys as the bare Service",
+      [[slice("web-a", [ep("192.0.2.1")], { ports: [{ name: "", port: 80, protocol: "TCP" }] }), false]],
+      { "ns/web": ["192.0.2.1:80"] },
+    ],
+    [
+      "a slice removed in the same window is gone",
+      [
+        [slice("web-a", [ep("192.0.2.1")]), false],
+        [slice("web-b", [ep("192.0.2.2")]), false],
+        [slice("web-b", [ep("192.0.2.2")]), true],
+      ],
+      { "ns/web:http": ["192.0.2.1:8080"] },
+    ],
+  ];
+
+  test.each(cases)("%s", (_name, setup, expected) => {
+    const { map } = run(setup);
+    const got = Object.fromEntries([...map.keys()].map((id) => [id, endpointsOf(map, id)]));
+    expect(got).toEqual(expected);
+  });
+
+  test("of duplicates, the first slice by name wins", () => {
+    const { map } = run([
+      [slice("web-b", [ep("192.0.2.1", "node-b", { ready: false, serving: false })]), false],
+      [slice("web-a", [ep("192.0.2.1", "node-b", { ready: true })]), false],
+    ]);
+    expect(map.get("ns/web:http")![0]!.ready).toBe(true);
+  });
+
+  test("of duplicates, a copy on this node beats one that is not", () => {
+    const { map } = run([
+      [slice("web-a", [ep("192.0.2.1", "node-b")]), false],
+      [slice("web-b", [ep("192.0.2.1", "node-a")]), false],
+    ]);
+    expect(map.get("ns/web:http")![0]!).toMatchObject({ nodeName: "node-a", isLocal: true });
+  });
+
+  test("an endpoint moving between slices stays", () => {
+    const { tracker, map } = run([[slice("web-a", [ep("192.0.2.1"), ep("192.0.2.2")]), false]]);
+    tracker.endpointSliceChanged(slice("web-b", [ep("192.0.2.2")]), false);
+    tracker.endpointSliceChanged(slice("web-a", [ep("192.0.2.1")]), false);
+    const result = map.update(tracker);
+    expect(endpointsOf(map, "ns/web:http")).toEqual(["192.0.2.1:8080", "192.0.2.2:8080"]);
+    expect(result.updatedServices.size).toBe(0);
+  });
+});
+
+describe("EndpointsChangeTracker coalescing", () => {
+  const a1 = slice("web-a", [ep("192.0.2.1")]);
+  const a2 = slice("web-a", [ep("192.0.2.1"), ep("192.0.2.2")]);
+  const cases: [string, Change[], Change[], boolean[], string[]][] = [
+    [
+      "add then delete is no change",
+      [],
+      [
+        [a1, false],
+        [a1, true],
+      ],
+      [true, true],
+      [],
+    ],
+    [
+      "update and back is no change",
+      [[a1, false]],
+      [
+        [a2, false],
+        [a1, false],
+      ],
+      [true, true],
+      [],
+    ],
+    ["resync of the same slice is no change", [[a1, false]], [[a1, false]], [false], []],
+    ["deleting an unknown slice is no change", [], [[a1, true]], [false], []],
+    ["an update is pending", [[a1, false]], [[a2, false]], [true], ["ns/web"]],
+    ["a delete is pending", [[a1, false]], [[a1, true]], [true], ["ns/web"]],
+  ];
+
+  test.each(cases)("%s", (_name, setup, calls, returns, pending) => {
+    const { tracker } = run(setup);
+    expect(calls.map(([s, removed]) => tracker.endpointSliceChanged(s, removed))).toEqual(returns);
+    expect([...tracker.pendingChanges()]).toEqual(pending);
+  });
+
+  test("after a delete is applied the Service's endpoints are gone", () => {
+    const { tracker, map } = run([[a2, false]]);
+    tracker.endpointSliceChanged(a2, true);
+    expect(map.update(tracker).updatedServices).toEqual(new Set(["ns/web"]));
+    expect(map.size).toBe(0);
+    expect(tracker.pendingChanges().size).toBe(0);
+  });
+});

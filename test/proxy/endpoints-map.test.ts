@@ -1,0 +1,179 @@
+import { describe, expect, test } from "bun:test";
+import type { EndpointSliceObject } from "../../src/k8s/objects.ts";
+import { EndpointsMap } from "../../src/proxy/endpoints-map.ts";
+import { EndpointsChangeTracker } from "../../src/proxy/endpoints-tracker.ts";
+import { ep, slice, udpPorts } from "./builders.ts";
+
+const START = new Date("2024-05-01T10:00:00Z");
+
+function setup(initial: EndpointSliceObject[]) {
+  const tracker = new EndpointsChangeTracker({ nodeName: "node-a", now: () => START });
+  const map = new EndpointsMap();
+  for (const s of initial) tracker.endpointSliceChanged(s, false);
+  const first = map.update(tracker);
+  return { tracker, map, first };
+}
+
+const udp = (name: string, eps: Parameters<typeof slice>[1]) =>
+  slice(name, eps, { service: "dns", ports: udpPorts });
+const notServing = { ready: false, serving: false, terminating: true };
+const terminatingServing = { ready: false, serving: true, terminating: true };
+
+describe("stale UDP endpoints and newly active UDP services", () => {
+  const cases: [string, EndpointSliceObject[], [EndpointSliceObject, boolean][], string[], string[]][] = [
+    [
+      "endpoint removed",
+      [udp("dns-a", [ep("192.0.2.1"), ep("192.0.2.2")])],
+      [[udp("dns-a", [ep("192.0.2.1")]), false]],
+      ["192.0.2.2:53"],
+      [],
+    ],
+    [
+      "endpoint stops serving",
+      [udp("dns-a", [ep("192.0.2.1"), ep("192.0.2.2")])],
+      [[udp("dns-a", [ep("192.0.2.1"), ep("192.0.2.2", "node-b", notServing)]), false]],
+      ["192.0.2.2:53"],
+      [],
+    ],
+    [
+      "terminating but still serving is not stale",
+      [udp("dns-a", [ep("192.0.2.1")])],
+      [[udp("dns-a", [ep("192.0.2.1", "node-b", terminatingServing)]), false]],
+      [],
+      [],
+    ],
+    [
+      "slice deleted",
+      [udp("dns-a", [ep("192.0.2.1")])],
+      [[udp("dns-a", [ep("192.0.2.1")]), true]],
+      ["192.0.2.1:53"],
+      [],
+    ],
+    [
+      "an endpoint that never served leaves nothing stale",
+      [udp("dns-a", [ep("192.0.2.1"), ep("192.0.2.2", "node-b", notServing)])],
+      [[udp("dns-a", [ep("192.0.2.1")]), false]],
+      [],
+      [],
+    ],
+    [
+      "from no endpoints to one: newly active",
+      [],
+      [[udp("dns-a", [ep("192.0.2.1")]), false]],
+      [],
+      ["ns/dns:dns"],
+    ],
+    [
+      "from only non-serving endpoints to a serving one: newly active",
+      [udp("dns-a", [ep("192.0.2.1", "node-b", notServing)])],
+      [[udp("dns-a", [ep("192.0.2.1")]), false]],
+      [],
+      ["ns/dns:dns"],
+    ],
+    [
+      "one more endpoint is not newly active",
+      [udp("dns-a", [ep("192.0.2.1")])],
+      [[udp("dns-a", [ep("192.0.2.1"), ep("192.0.2.2")]), false]],
+      [],
+      [],
+    ],
+    [
+      "TCP endpoints are never reported",
+      [slice("web-a", [ep("192.0.2.1")])],
+      [[slice("web-a", [ep("192.0.2.9")]), false]],
+      [],
+      [],
+    ],
+  ];
+
+  test.each(cases)("%s", (_name, initial, changes, stale, active) => {
+    const { tracker, map } = setup(initial);
+    for (const [s, removed] of changes) tracker.endpointSliceChanged(s, removed);
+    const result = map.update(tracker);
+    expect(result.deletedUDPEndpoints.map((d) => d.endpoint)).toEqual(stale);
+    expect(result.newlyActiveUDPServices.map((n) => `${n.namespace}/${n.name}:${n.port}`)).toEqual(active);
+    for (const d of result.deletedUDPEndpoints)
+      expect(d.servicePortName).toMatchObject({ name: "dns", protocol: "UDP" });
+  });
+
+  test("the first sync reports newly active UDP services", () => {
+    const { first } = setup([udp("dns-a", [ep("192.0.2.1")])]);
+    expect(first.newlyActiveUDPServices).toEqual([
+      { namespace: "ns", name: "dns", port: "dns", protocol: "UDP" },
+    ]);
+    expect(first.updatedServices).toEqual(new Set(["ns/dns"]));
+  });
+});
+
+describe("trigger times", () => {
+  const at = (t: string) => ({ annotations: { "endpoints.kubernetes.io/last-change-trigger-time": t } });
+
+  test("are collected per Service, cleared by update, and skipped before the tracker started", () => {
+    const { tracker, map } = setup([]);
+    tracker.endpointSliceChanged(slice("web-a", [ep("192.0.2.1")], at("2024-05-01T10:00:05Z")), false);
+    tracker.endpointSliceChanged(slice("web-b", [ep("192.0.2.2")], at("2024-05-01T10:00:07.250Z")), false);
+    tracker.endpointSliceChanged(
+      slice("old-a", [ep("192.0.2.3")], { service: "old", ...at("2024-05-01T09:00:00Z") }),
+      false,
+    );
+    const result = map.update(tracker);
+    expect(result.lastChangeTriggerTimes).toEqual(
+      new Map([["ns/web", [new Date("2024-05-01T10:00:05Z"), new Date("2024-05-01T10:00:07.250Z")]]]),
+    );
+    expect(map.update(tracker).lastChangeTriggerTimes.size).toBe(0);
+  });
+
+  test("a slice deletion drops the Service's pending times", () => {
+    const { tracker, map } = setup([slice("web-b", [ep("192.0.2.2")])]);
+    tracker.endpointSliceChanged(slice("web-a", [ep("192.0.2.1")], at("2024-05-01T10:00:05Z")), false);
+    tracker.endpointSliceChanged(slice("web-b", [ep("192.0.2.2")]), true);
+    expect(map.update(tracker).lastChangeTriggerTimes.size).toBe(0);
+  });
+
+  test("an unchanged resync adds no time", () => {
+    const s = slice("web-a", [ep("192.0.2.1")], at("2024-05-01T10:00:05Z"));
+    const { tracker, map } = setup([s]);
+    tracker.endpointSliceChanged(s, false);
+    expect(map.update(tracker).lastChangeTriggerTimes.size).toBe(0);
+  });
+});
+
+describe("local ready endpoints", () => {
+  test("counts distinct local ready IPs per Service", () => {
+    const ports = [
+      { name: "http", port: 8080, protocol: "TCP" },
+      { name: "metrics", port: 9090, protocol: "TCP" },
+    ];
+    const { tracker, map } = setup([
+      slice("web-a", [ep("192.0.2.1", "node-a"), ep("192.0.2.2", "node-a"), ep("192.0.2.3", "node-b")], {
+        ports,
+      }),
+      slice("web-b", [ep("192.0.2.4", "node-a", { ready: false, serving: true, terminating: true })]),
+      slice("api-a", [ep("192.0.2.9", "node-b")], { service: "api" }),
+    ]);
+    expect(map.localReadyEndpoints()).toEqual(new Map([["ns/web", 2]]));
+    tracker.endpointSliceChanged(slice("web-a", [ep("192.0.2.3", "node-b")], { ports }), false);
+    map.update(tracker);
+    expect(map.localReadyEndpoints().size).toBe(0);
+  });
+});
+
+describe("updatedServices", () => {
+  test("lists only Services whose endpoints changed", () => {
+    const { tracker, map } = setup([
+      slice("web-a", [ep("192.0.2.1")]),
+      slice("api-a", [ep("192.0.2.9")], { service: "api" }),
+    ]);
+    const api = map.get("ns/api:http");
+    tracker.endpointSliceChanged(slice("web-a", [ep("192.0.2.1"), ep("192.0.2.5")]), false);
+    const result = map.update(tracker);
+    expect(result.updatedServices).toEqual(new Set(["ns/web"]));
+    expect(map.get("ns/api:http")).toBe(api!);
+    expect(map.portName("ns/web:http")).toEqual({
+      namespace: "ns",
+      name: "web",
+      port: "http",
+      protocol: "TCP",
+    });
+  });
+});

@@ -1,0 +1,172 @@
+import { describe, expect, test } from "bun:test";
+import type { ServiceObject } from "../../src/k8s/objects.ts";
+import { ServiceMap } from "../../src/proxy/service-map.ts";
+import { ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
+import { service } from "./builders.ts";
+
+const web = service("web", { clusterIP: "198.51.100.10" });
+const web8080 = service("web", { clusterIP: "198.51.100.10", ports: [{ name: "http", port: 8080 }] });
+const dns = service("dns", {
+  clusterIP: "198.51.100.53",
+  clusterIPs: ["198.51.100.53", "2001:db8::53"],
+  ports: [
+    { name: "dns", port: 53, protocol: "UDP" },
+    { name: "dns-tcp", port: 53, protocol: "TCP" },
+  ],
+});
+
+type Call = [ServiceObject | undefined, ServiceObject | undefined];
+
+function applied(setup: Call[]): { tracker: ServiceChangeTracker; map: ServiceMap } {
+  const tracker = new ServiceChangeTracker();
+  const map = new ServiceMap();
+  for (const [prev, cur] of setup) tracker.serviceChanged(prev, cur);
+  map.update(tracker);
+  return { tracker, map };
+}
+
+describe("ServiceChangeTracker coalescing", () => {
+  const cases: [string, Call[], Call[], string[], boolean[]][] = [
+    [
+      "add then delete is no change",
+      [],
+      [
+        [undefined, web],
+        [web, undefined],
+      ],
+      [],
+      [true, true],
+    ],
+    [
+      "update and back is no change",
+      [[undefined, web]],
+      [
+        [web, web8080],
+        [web8080, web],
+      ],
+      [],
+      [true, true],
+    ],
+    ["resync with the same object is no change", [[undefined, web]], [[web, web]], [], [false]],
+    ["a real update is pending", [[undefined, web]], [[web, web8080]], ["ns/web"], [true]],
+    [
+      "repeating the same update changes nothing more",
+      [[undefined, web]],
+      [
+        [web, web8080],
+        [web8080, web8080],
+      ],
+      ["ns/web"],
+      [true, false],
+    ],
+    [
+      "two Services pending independently",
+      [],
+      [
+        [undefined, web],
+        [undefined, dns],
+      ],
+      ["ns/dns", "ns/web"],
+      [true, true],
+    ],
+  ];
+
+  test.each(cases)("%s", (_name, setup, calls, pending, returns) => {
+    const { tracker } = applied(setup);
+    expect(calls.map(([p, c]) => tracker.serviceChanged(p, c))).toEqual(returns);
+    expect([...tracker.pendingChanges()].sort()).toEqual(pending);
+  });
+
+  test("several updates keep the first previous: the map ends at the last current", () => {
+    const web9090 = service("web", { clusterIP: "198.51.100.10", ports: [{ name: "http", port: 9090 }] });
+    const { tracker, map } = applied([[undefined, web]]);
+    tracker.serviceChanged(web, web8080);
+    tracker.serviceChanged(web8080, web9090);
+    // Going back to the first previous (not to the intermediate state) cancels the change.
+    expect(tracker.serviceChanged(web9090, web8080)).toBe(true);
+    expect(tracker.pendingChanges().has("ns/web")).toBe(true);
+    const result = map.update(tracker);
+    expect(result.updatedServices).toEqual(new Set(["ns/web"]));
+    expect(map.get("ns/web:http")?.port).toBe(8080);
+    tracker.serviceChanged(web8080, web);
+    tracker.serviceChanged(web, web8080);
+    expect(tracker.pendingChanges().size).toBe(0);
+  });
+
+  test("a change to a Service that is not proxied is no change", () => {
+    const headless = service("db", { clusterIP: "None" });
+    const tracker = new ServiceChangeTracker();
+    expect(tracker.serviceChanged(undefined, headless)).toBe(false);
+    expect(tracker.pendingChanges().size).toBe(0);
+  });
+});
+
+describe("ServiceMap.update", () => {
+  test("adds, updates and deletes only the Services that changed", () => {
+    const { tracker, map } = applied([
+      [undefined, web],
+      [undefined, dns],
+    ]);
+    expect([...map.keys()].sort()).toEqual(["ns/dns:dns", "ns/dns:dns-tcp", "ns/web:http"]);
+    const before = map.get("ns/dns:dns");
+    tracker.serviceChanged(web, web8080);
+    const result = map.update(tracker);
+    expect(result.updatedServices).toEqual(new Set(["ns/web"]));
+    expect(map.get("ns/web:http")?.port).toBe(8080);
+    expect(map.get("ns/dns:dns")).toBe(before!);
+    expect(map.update(tracker).updatedServices.size).toBe(0);
+  });
+
+  test.each([
+    [
+      "deleting a UDP Service reports its cluster IPs of both families",
+      [dns, undefined],
+      ["198.51.100.53", "2001:db8::53"],
+    ],
+    [
+      "removing only the UDP port reports it",
+      [dns, { ...dns, spec: { ...dns.spec, ports: [{ name: "dns-tcp", port: 53, protocol: "TCP" }] } }],
+      ["198.51.100.53", "2001:db8::53"],
+    ],
+    [
+      "changing a UDP port in place reports nothing",
+      [dns, { ...dns, spec: { ...dns.spec, ports: [{ name: "dns", port: 5353, protocol: "UDP" }] } }],
+      [],
+    ],
+    ["deleting a TCP Service reports nothing", [web, undefined], []],
+  ] as [string, Call, string[]][])("%s", (_name, [prev, cur], deleted) => {
+    const { tracker, map } = applied([
+      [undefined, dns],
+      [undefined, web],
+    ]);
+    tracker.serviceChanged(prev, cur);
+    expect([...map.update(tracker).deletedUDPClusterIPs].sort()).toEqual(deleted);
+  });
+
+  test("healthCheckNodePorts follows LoadBalancers with ETP Local", () => {
+    const lb = service("lb", {
+      type: "LoadBalancer",
+      clusterIP: "198.51.100.20",
+      externalTrafficPolicy: "Local",
+      healthCheckNodePort: 32001,
+      ports: [
+        { name: "http", port: 80, nodePort: 30080 },
+        { name: "https", port: 443, nodePort: 30443 },
+      ],
+    });
+    const { tracker, map } = applied([
+      [undefined, lb],
+      [undefined, web],
+    ]);
+    expect(map.healthCheckNodePorts()).toEqual(new Map([["ns/lb", 32001]]));
+    tracker.serviceChanged(lb, { ...lb, spec: { ...lb.spec, externalTrafficPolicy: "Cluster" } });
+    map.update(tracker);
+    expect(map.healthCheckNodePorts().size).toBe(0);
+  });
+
+  test("portsOf lists one Service's ports", () => {
+    const { map } = applied([[undefined, dns]]);
+    expect(map.portsOf("ns/dns").map((p) => p.id)).toEqual(["ns/dns:dns", "ns/dns:dns-tcp"]);
+    expect(map.portsOf("ns/none")).toEqual([]);
+  });
+});
