@@ -1,0 +1,98 @@
+// The API-server-backed ClusterSource: one reflector each for Services, EndpointSlices and this
+// node's Node, wired to the ClusterEventHandler the way upstream's ServiceConfig,
+// EndpointSliceConfig and NodeConfig wire their informers to the proxier.
+
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "../log/logger.ts";
+import { type ApiClient, kubeApiClient } from "./api-client.ts";
+import type { BackoffOptions } from "./backoff.ts";
+import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
+import { tokenBucket, unlimited } from "./rate-limiter.ts";
+import { Reflector } from "./reflector.ts";
+import { nodeFieldSelector, SERVICE_AND_SLICE_SELECTOR } from "./selectors.ts";
+import type { ClusterEventHandler, ClusterSource } from "./source.ts";
+
+export interface ApiSourceOptions {
+  kubeConfig: KubeConfig;
+  nodeName: string;
+  logger: Logger;
+  /** --kube-api-qps; unset or <= 0: no client-side limit. */
+  qps?: number;
+  /** --kube-api-burst. */
+  burst?: number;
+  /** Retry pacing for lists and watches (tests shorten it). */
+  backoff?: BackoffOptions;
+  /** Overrides the HTTP client built from kubeConfig (tests, or sharing one limiter). */
+  client?: ApiClient;
+}
+
+export function createApiSource(opts: ApiSourceOptions): ClusterSource {
+  const limiter = opts.qps && opts.qps > 0 ? tokenBucket(opts.qps, opts.burst ?? opts.qps) : unlimited;
+  const client = opts.client ?? kubeApiClient(opts.kubeConfig, limiter);
+  const log = opts.logger.named("informers");
+  let reflectors: Reflector<object>[] = [];
+
+  return {
+    async start(handler: ClusterEventHandler) {
+      if (reflectors.length) throw new Error("the API source is already started");
+      const common = { client, backoff: opts.backoff ?? {} };
+      const services = new Reflector<ServiceObject>(
+        {
+          ...common,
+          kind: "Service",
+          apiVersion: "v1",
+          path: "/api/v1/services",
+          labelSelector: SERVICE_AND_SLICE_SELECTOR,
+          logger: log.named("services"),
+        },
+        {
+          added: (s) => handler.onServiceChange(undefined, s),
+          updated: (prev, cur) => handler.onServiceChange(prev, cur),
+          deleted: (s) => handler.onServiceChange(s, undefined),
+          synced: () => handler.onServicesSynced(),
+        },
+      );
+      const slices = new Reflector<EndpointSliceObject>(
+        {
+          ...common,
+          kind: "EndpointSlice",
+          apiVersion: "discovery.k8s.io/v1",
+          path: "/apis/discovery.k8s.io/v1/endpointslices",
+          labelSelector: SERVICE_AND_SLICE_SELECTOR,
+          logger: log.named("endpointslices"),
+        },
+        {
+          added: (s) => handler.onEndpointSliceChange(s, false),
+          updated: (_prev, cur) => handler.onEndpointSliceChange(cur, false),
+          deleted: (s) => handler.onEndpointSliceChange(s, true),
+          synced: () => handler.onEndpointSlicesSynced(),
+        },
+      );
+      const node = new Reflector<NodeObject>(
+        {
+          ...common,
+          kind: "Node",
+          apiVersion: "v1",
+          path: "/api/v1/nodes",
+          fieldSelector: nodeFieldSelector(opts.nodeName),
+          logger: log.named("node"),
+        },
+        {
+          added: (n) => handler.onNodeChange(n),
+          updated: (_prev, cur) => handler.onNodeChange(cur),
+          deleted: () => handler.onNodeChange(undefined),
+          synced: () => {},
+        },
+      );
+      reflectors = [services, slices, node] as Reflector<object>[];
+      // Upstream starts its informers without waiting for them; we wait only for the first
+      // list attempts, so a caller's next step (the birth cry) follows a real first contact.
+      await Promise.all(reflectors.map((r) => r.start()));
+    },
+
+    async stop() {
+      const running = reflectors;
+      await Promise.all(running.map((r) => r.stop()));
+    },
+  };
+}

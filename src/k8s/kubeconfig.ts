@@ -1,0 +1,151 @@
+// Where kube-proxy finds its API server: --kubeconfig, else $KUBECONFIG, else the in-cluster
+// service account; --master replaces the server URL of whatever was loaded (upstream's
+// ConfigOverrides.ClusterInfo.Server), and with nothing else it is the whole configuration.
+
+import { existsSync } from "node:fs";
+import { delimiter } from "node:path";
+import { type Cluster, KubeConfig } from "@kubernetes/client-node";
+
+/** Where the pod's service account is mounted (rest.InClusterConfig reads the same files). */
+export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+export interface LoadKubeConfigOptions {
+  /** --kubeconfig / clientConnection.kubeconfig. */
+  kubeconfigPath?: string;
+  /** --master. */
+  master?: string;
+  env: Readonly<Record<string, string | undefined>>;
+  /** Tests point this at a fake service account directory. */
+  serviceAccountDir?: string;
+}
+
+export type KubeConfigSource = "kubeconfig" | "KUBECONFIG" | "master" | "in-cluster";
+
+export type LoadKubeConfigResult =
+  | { ok: true; kubeConfig: KubeConfig; source: KubeConfigSource; server: string }
+  | { ok: false; error: KubeConfigError };
+
+/** No usable API server configuration; `tried` lists each place looked at and why it failed. */
+export class KubeConfigError extends Error {
+  constructor(readonly tried: readonly string[]) {
+    super(`no usable API server configuration: ${tried.join("; ")}`);
+    this.name = "KubeConfigError";
+  }
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function fromFiles(paths: readonly string[]): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(paths[0]!);
+  for (const p of paths.slice(1)) {
+    const more = new KubeConfig();
+    more.loadFromFile(p);
+    // Like client-go, the first file to set the current context wins.
+    kc.mergeConfig(more, true);
+  }
+  return kc;
+}
+
+function inCluster(env: LoadKubeConfigOptions["env"], dir: string): KubeConfig {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port) throw new Error("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined");
+  const tokenFile = `${dir}/token`;
+  if (!existsSync(tokenFile)) throw new Error(`no service account token at ${tokenFile}`);
+  const hostPart = host.includes(":") ? `[${host}]` : host;
+  const caFile = `${dir}/ca.crt`;
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [
+      {
+        name: "inCluster",
+        server: `https://${hostPart}:${port}`,
+        skipTLSVerify: false,
+        ...(existsSync(caFile) ? { caFile } : {}),
+      },
+    ],
+    // The library re-reads a tokenFile provider when the projected token rotates.
+    users: [{ name: "inClusterUser", authProvider: { name: "tokenFile", config: { tokenFile } } }],
+    contexts: [{ name: "inClusterContext", cluster: "inCluster", user: "inClusterUser" }],
+    currentContext: "inClusterContext",
+  });
+  return kc;
+}
+
+function masterOnly(master: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "master", server: master, skipTLSVerify: false }],
+    users: [{ name: "anonymous" }],
+    contexts: [{ name: "master", cluster: "master", user: "anonymous" }],
+    currentContext: "master",
+  });
+  return kc;
+}
+
+/**
+ * Rewrites the current cluster: --master's URL if given, and plain-http servers marked as not
+ * verifying TLS, because the client library refuses http:// otherwise (client-go does not).
+ */
+function finish(kc: KubeConfig, master: string | undefined): string {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error("the current context names no cluster");
+  const server = master || cluster.server;
+  if (!server) throw new Error(`cluster ${JSON.stringify(cluster.name)} has no server`);
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    throw new Error(`server ${JSON.stringify(server)} is not a URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`server ${JSON.stringify(server)} is not http or https`);
+  }
+  const updated: Cluster = {
+    ...cluster,
+    server,
+    ...(url.protocol === "http:" ? { skipTLSVerify: true } : {}),
+  };
+  kc.clusters = kc.clusters.map((c) => (c.name === cluster.name ? updated : c));
+  return server;
+}
+
+export function loadKubeConfig(opts: LoadKubeConfigOptions): LoadKubeConfigResult {
+  const tried: string[] = [];
+  const attempt = (source: KubeConfigSource, what: string, load: () => KubeConfig): LoadKubeConfigResult => {
+    try {
+      const kubeConfig = load();
+      const server = finish(kubeConfig, opts.master);
+      return { ok: true, kubeConfig, source, server };
+    } catch (err) {
+      tried.push(`${what}: ${message(err)}`);
+      return { ok: false, error: new KubeConfigError(tried) };
+    }
+  };
+
+  if (opts.kubeconfigPath) {
+    const path = opts.kubeconfigPath;
+    return attempt("kubeconfig", `--kubeconfig ${path}`, () => fromFiles([path]));
+  }
+  tried.push("--kubeconfig not set");
+
+  const envList = (opts.env.KUBECONFIG ?? "").split(delimiter).filter((p) => p !== "");
+  if (envList.length) {
+    const existing = envList.filter((p) => existsSync(p));
+    if (existing.length)
+      return attempt("KUBECONFIG", `KUBECONFIG=${opts.env.KUBECONFIG}`, () => fromFiles(existing));
+    tried.push(`KUBECONFIG=${opts.env.KUBECONFIG}: no such file`);
+  } else tried.push("KUBECONFIG not set");
+
+  // Upstream: with --master alone, the master URL (no credentials) is the configuration.
+  if (opts.master) {
+    const master = opts.master;
+    return attempt("master", `--master ${master}`, () => masterOnly(master));
+  }
+  return attempt("in-cluster", "in-cluster config", () =>
+    inCluster(opts.env, opts.serviceAccountDir ?? SERVICE_ACCOUNT_DIR),
+  );
+}

@@ -1,0 +1,80 @@
+// The informer's cache: the last known state of every object, keyed namespace/name. It turns a
+// watch event or a whole relist into add/update/delete transitions, so a relist after an outage
+// deletes only what is really gone instead of dropping and re-adding everything.
+
+export interface KubeObject {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+}
+
+export function objectKey(o: KubeObject): string {
+  const ns = o.metadata?.namespace;
+  const name = o.metadata?.name ?? "";
+  return ns ? `${ns}/${name}` : name;
+}
+
+export type Applied<T> =
+  | { change: "added" }
+  | { change: "updated"; previous: T }
+  /** Same resourceVersion as the cached copy: nothing to tell anyone. */
+  | { change: "unchanged" };
+
+export interface ReplaceResult<T> {
+  added: T[];
+  updated: { previous: T; current: T }[];
+  deleted: T[];
+}
+
+function sameVersion(a: KubeObject, b: KubeObject): boolean {
+  const rv = a.metadata?.resourceVersion;
+  return rv !== undefined && rv !== "" && rv === b.metadata?.resourceVersion;
+}
+
+export class ObjectStore<T extends KubeObject> {
+  private readonly items = new Map<string, T>();
+
+  get size(): number {
+    return this.items.size;
+  }
+
+  get(key: string): T | undefined {
+    return this.items.get(key);
+  }
+
+  values(): T[] {
+    return [...this.items.values()];
+  }
+
+  apply(obj: T): Applied<T> {
+    const key = objectKey(obj);
+    const previous = this.items.get(key);
+    if (previous && sameVersion(previous, obj)) return { change: "unchanged" };
+    this.items.set(key, obj);
+    return previous ? { change: "updated", previous } : { change: "added" };
+  }
+
+  /** Forgets an object; returns the cached copy, or undefined if it was not known. */
+  remove(obj: KubeObject): T | undefined {
+    const key = objectKey(obj);
+    const previous = this.items.get(key);
+    this.items.delete(key);
+    return previous;
+  }
+
+  /** Makes the cache equal to a fresh list; deletions carry the last known state. */
+  replace(list: readonly T[]): ReplaceResult<T> {
+    const result: ReplaceResult<T> = { added: [], updated: [], deleted: [] };
+    const seen = new Set<string>();
+    for (const obj of list) {
+      seen.add(objectKey(obj));
+      const r = this.apply(obj);
+      if (r.change === "added") result.added.push(obj);
+      else if (r.change === "updated") result.updated.push({ previous: r.previous, current: obj });
+    }
+    for (const [key, obj] of this.items) {
+      if (seen.has(key)) continue;
+      this.items.delete(key);
+      result.deleted.push(obj);
+    }
+    return result;
+  }
+}

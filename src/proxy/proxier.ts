@@ -1,0 +1,21 @@
+// What a proxier (iptables, ipvs, or the dry-run planner) is given on every sync: the whole
+// current view plus what changed since the last sync, so it can choose a full or partial sync.
+
+import type { NodeInfo } from "../k8s/node-info.ts";
+import type { EndpointsMap, EndpointsUpdateResult } from "./endpoints-map.ts";
+import type { ServiceMap, ServiceUpdateResult } from "./service-map.ts";
+
+export interface SyncInput {
+  readonly services: ServiceMap;
+  readonly endpoints: EndpointsMap;
+  readonly serviceUpdate: ServiceUpdateResult;
+  readonly endpointsUpdate: EndpointsUpdateResult;
+  /** This node as last seen; undefined until its Node object arrives (or in a snapshot without it). */
+  readonly node: NodeInfo | undefined;
+  readonly nodeName: string;
+}
+
+export interface Proxier {
+  /** Programs the kernel. Rejecting keeps the previous kernel state; the runner retries with backoff. */
+  sync(input: SyncInput): Promise<void>;
+}

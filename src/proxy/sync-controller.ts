@@ -1,0 +1,133 @@
+// Turns cluster events into coalesced syncs. Changes go to the trackers; nothing is synced
+// until both Services and EndpointSlices have been listed in full (upstream's servicesSynced
+// && endpointSlicesSynced), so a restart never programs a partial view and drops traffic.
+
+import type { EventRecorder } from "../k8s/events.ts";
+import { type NodeInfo, nodeInfo } from "../k8s/node-info.ts";
+import type { EndpointSliceObject, NodeObject, ServiceObject } from "../k8s/objects.ts";
+import type { ClusterEventHandler } from "../k8s/source.ts";
+import { type Logger, nullLogger } from "../log/logger.ts";
+import type { Clock } from "../util/clock.ts";
+import { EndpointsMap } from "./endpoints-map.ts";
+import { EndpointsChangeTracker } from "./endpoints-tracker.ts";
+import type { Proxier, SyncInput } from "./proxier.ts";
+import { BoundedFrequencyRunner } from "./runner.ts";
+import { ServiceMap } from "./service-map.ts";
+import { ServiceChangeTracker } from "./service-tracker.ts";
+
+export interface SyncControllerOptions {
+  readonly nodeName: string;
+  readonly proxier: Proxier;
+  readonly minSyncPeriodMs: number;
+  readonly syncPeriodMs: number;
+  readonly logger?: Logger;
+  readonly recorder?: EventRecorder;
+  readonly clock?: Clock;
+}
+
+export class SyncController implements ClusterEventHandler {
+  readonly services = new ServiceMap();
+  readonly endpoints = new EndpointsMap();
+  private readonly serviceTracker: ServiceChangeTracker;
+  private readonly endpointsTracker: EndpointsChangeTracker;
+  private readonly runner: BoundedFrequencyRunner;
+  private readonly log: Logger;
+  private servicesSynced = false;
+  private endpointSlicesSynced = false;
+  private node: NodeInfo | undefined;
+  private syncs = 0;
+  private readonly firstSyncWaiters: (() => void)[] = [];
+
+  constructor(private readonly opts: SyncControllerOptions) {
+    this.log = opts.logger ?? nullLogger;
+    const shared = { logger: this.log, ...(opts.recorder ? { recorder: opts.recorder } : {}) };
+    this.serviceTracker = new ServiceChangeTracker(shared);
+    this.endpointsTracker = new EndpointsChangeTracker({ nodeName: opts.nodeName, ...shared });
+    this.runner = new BoundedFrequencyRunner({
+      name: "sync-runner",
+      fn: () => this.syncNow(),
+      minIntervalMs: opts.minSyncPeriodMs,
+      maxIntervalMs: opts.syncPeriodMs,
+      burstRuns: 2,
+      logger: this.log,
+      ...(opts.clock ? { clock: opts.clock } : {}),
+    });
+  }
+
+  /** Both initial lists have been delivered: syncing now reflects the whole cluster. */
+  get initialized(): boolean {
+    return this.servicesSynced && this.endpointSlicesSynced;
+  }
+
+  get syncCount(): number {
+    return this.syncs;
+  }
+
+  onServiceChange(previous: ServiceObject | undefined, current: ServiceObject | undefined): void {
+    if (this.serviceTracker.serviceChanged(previous, current) && this.initialized) this.runner.run();
+  }
+
+  onEndpointSliceChange(slice: EndpointSliceObject, removed: boolean): void {
+    if (this.endpointsTracker.endpointSliceChanged(slice, removed) && this.initialized) this.runner.run();
+  }
+
+  onNodeChange(node: NodeObject | undefined): void {
+    const next = node ? nodeInfo(node) : undefined;
+    const labelsChanged = JSON.stringify(next?.labels ?? {}) !== JSON.stringify(this.node?.labels ?? {});
+    this.node = next;
+    // Labels drive topology; other Node changes (status heartbeats) need no sync.
+    if (labelsChanged && this.initialized) this.runner.run();
+  }
+
+  onServicesSynced(): void {
+    this.servicesSynced = true;
+    this.requestFirstSync();
+  }
+
+  onEndpointSlicesSynced(): void {
+    this.endpointSlicesSynced = true;
+    this.requestFirstSync();
+  }
+
+  private requestFirstSync(): void {
+    if (!this.initialized) return;
+    this.log.info("Services and EndpointSlices listed; syncing", { services: this.services.size });
+    this.runner.run();
+  }
+
+  /** Starts the periodic and on-demand sync loop. */
+  start(): void {
+    this.runner.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.runner.stop();
+  }
+
+  /** Resolves after the first successful sync. */
+  firstSync(): Promise<void> {
+    return this.syncs > 0 ? Promise.resolve() : new Promise((resolve) => this.firstSyncWaiters.push(resolve));
+  }
+
+  /**
+   * One sync: fold pending changes into the maps and hand them to the proxier. Before both
+   * initial lists are in, it does nothing (a partial view must never be programmed).
+   */
+  async syncNow(): Promise<void> {
+    if (!this.initialized) {
+      this.log.v(2).info("Not syncing until Services and EndpointSlices have been listed");
+      return;
+    }
+    const input: SyncInput = {
+      services: this.services,
+      endpoints: this.endpoints,
+      serviceUpdate: this.services.update(this.serviceTracker),
+      endpointsUpdate: this.endpoints.update(this.endpointsTracker),
+      node: this.node,
+      nodeName: this.opts.nodeName,
+    };
+    await this.opts.proxier.sync(input);
+    this.syncs++;
+    for (const resolve of this.firstSyncWaiters.splice(0)) resolve();
+  }
+}
