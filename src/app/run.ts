@@ -5,10 +5,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { formatIssues, resolveCommandLine } from "../cli/index.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { serializeConfig } from "../config/write.ts";
-import { dryRunExitCode, renderJson, renderText } from "../dryrun/report.ts";
 import { createLogger, type Logger, parseVmodule } from "../log/logger.ts";
 import { formatVersion, versionInfo } from "../version.ts";
-import { describeSnapshot, loadSnapshot } from "./cluster-source.ts";
+import { dryRun } from "./dry-run.ts";
 import { createHost, type HostOptions } from "./host.ts";
 import { prepareNode } from "./prepare.ts";
 
@@ -74,7 +73,7 @@ export async function run(
     log.info("Wrote effective configuration", { file: opts.writeConfigTo });
     return 0;
   }
-  if (opts.dryRun) return dryRun(config, opts.stateFile, opts.output, log, io, hostOverrides);
+  if (opts.dryRun) return dryRun(config, opts, log, io, hostOverrides);
   if (opts.cleanup) {
     log.error(
       "--cleanup is not available in this build yet: rule cleanup arrives with the iptables and ipvs proxiers",
@@ -95,38 +94,6 @@ export async function run(
   }
   log.error("This build prepares the node but has no sync loop yet: the proxiers arrive in later releases");
   return 1;
-}
-
-async function dryRun(
-  config: ProxyConfig,
-  stateFile: string | undefined,
-  output: "text" | "json",
-  log: Logger,
-  io: Io,
-  hostOverrides: Partial<HostOptions>,
-): Promise<number> {
-  let snapshot: Awaited<ReturnType<typeof loadSnapshot>>;
-  try {
-    snapshot = await loadSnapshot(stateFile);
-  } catch (err) {
-    io.stderr(`kube-proxy-ts: cannot read --state: ${message(err)}\n`);
-    return 1;
-  }
-  const host = createHost({
-    dryRun: true,
-    ...(snapshot.hostState ? { hostState: snapshot.hostState } : {}),
-    ...hostOverrides,
-  });
-  const prep = await prepareNode(config, host, log, true);
-  const report = {
-    mode: prep.mode,
-    checks: prep.checks,
-    commands: host.recorder?.commands ?? [],
-    ...(prep.mode === "ipvs" ? { ipvs: { virtualServers: [] } } : {}),
-    notes: [describeSnapshot(snapshot)],
-  };
-  io.stdout(output === "json" ? renderJson(report) : renderText(report));
-  return dryRunExitCode(report);
 }
 
 function applyOomScoreAdj(value: number, log: Logger): void {

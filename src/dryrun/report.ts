@@ -2,6 +2,7 @@
 // desired ipvs table. Text is for people; JSON is for scripts and the node smoke check.
 
 import type { Check } from "../mode/check.ts";
+import { type ListedServicePort, renderServiceListing } from "./service-listing.ts";
 
 export interface PlannedCommand {
   readonly argv: readonly string[];
@@ -28,6 +29,8 @@ export interface DryRunReport {
   readonly mode: "iptables" | "ipvs";
   readonly checks: Check[];
   readonly commands: PlannedCommand[];
+  /** The service ports the sync saw, with their endpoints (mode-independent). */
+  readonly services: ListedServicePort[];
   readonly ipvs?: { virtualServers: IpvsVirtualServerPlan[] };
   /** Lines an operator should read (e.g. which cluster source was used). */
   readonly notes: string[];
@@ -46,6 +49,7 @@ export function renderJson(report: DryRunReport): string {
       c.stdin === undefined ? { argv: c.argv } : { argv: c.argv, stdin: c.stdin },
     ),
   };
+  body.services = report.services;
   if (report.ipvs) body.ipvs = report.ipvs;
   body.notes = report.notes;
   return `${JSON.stringify(body, null, 2)}\n`;
@@ -67,6 +71,7 @@ export function renderText(report: DryRunReport): string {
   const out: string[] = [`kube-proxy-ts dry run: mode ${report.mode}`, "", "Checks:"];
   for (const c of report.checks) out.push(`  [${c.ok ? " OK " : "FAIL"}] ${c.name}: ${c.detail}`);
   for (const n of report.notes) out.push(`  note: ${n}`);
+  out.push("", ...renderServiceListing(report.services));
   out.push("", `Commands that a real run would execute (${report.commands.length}):`);
   for (const c of report.commands) out.push(renderCommand(c));
   if (report.ipvs) {

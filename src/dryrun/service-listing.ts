@@ -48,7 +48,9 @@ export function listServicePort(svc: ServicePortInfo, endpoints: readonly Endpoi
     loadBalancerIPs: nonEmpty(svc.loadBalancerVIPs),
     loadBalancerSourceRanges: nonEmpty(svc.loadBalancerSourceRanges),
     sessionAffinity:
-      svc.sessionAffinity.type === "ClientIP" ? { timeoutSeconds: svc.sessionAffinity.timeoutSeconds } : undefined,
+      svc.sessionAffinity.type === "ClientIP"
+        ? { timeoutSeconds: svc.sessionAffinity.timeoutSeconds }
+        : undefined,
     healthCheckNodePort: svc.healthCheckNodePort || undefined,
   };
   return {
@@ -75,7 +77,9 @@ export function renderServiceListing(ports: readonly ListedServicePort[]): strin
       p.internalTrafficPolicy === "Local" ? "ITP Local" : "",
       p.loadBalancerSourceRanges ? `sources ${p.loadBalancerSourceRanges.join(",")}` : "",
     ].filter(Boolean);
-    out.push(`  ${p.name} ${p.type} ${p.protocol} ${addrs}:${p.port}${extras.length ? ` (${extras.join(", ")})` : ""}`);
+    out.push(
+      `  ${p.name} ${p.type} ${p.protocol} ${addrs}:${p.port}${extras.length ? ` (${extras.join(", ")})` : ""}`,
+    );
     if (p.endpoints.length === 0) out.push("    (no endpoints: traffic is rejected)");
     for (const e of p.endpoints) {
       const state = e.ready ? "ready" : e.serving && e.terminating ? "terminating, serving" : "not ready";

@@ -91,7 +91,7 @@ export class SyncController implements ClusterEventHandler {
 
   private requestFirstSync(): void {
     if (!this.initialized) return;
-    this.log.info("Services and EndpointSlices listed; syncing", { services: this.services.size });
+    this.log.info("Services and EndpointSlices listed; syncing");
     this.runner.run();
   }
 

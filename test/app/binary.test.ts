@@ -47,6 +47,41 @@ describe("dist/kube-proxy-ts", () => {
     expect(report.ipvs.virtualServers).toEqual([]);
   });
 
+  test("--dry-run --state examples/cluster.yaml --output=json lists every service port with its endpoints", () => {
+    const r = runBinary(["--dry-run", "--state", "examples/cluster.yaml", "--output=json"]);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report.mode).toBe("iptables");
+    expect(report.services.map((s: { name: string }) => s.name)).toEqual([
+      "default/pending:grpc",
+      "default/shop:http",
+      "default/web:http",
+      "ingress/ingress:https",
+      "kube-system/dns:dns",
+      "kube-system/dns:dns-tcp",
+      "monitoring/metrics:metrics",
+    ]);
+    const ingress = report.services.find((s: { name: string }) => s.name === "ingress/ingress:https");
+    expect(ingress).toMatchObject({
+      type: "LoadBalancer",
+      externalIPs: ["192.0.2.100"],
+      loadBalancerIPs: ["192.0.2.200"],
+      loadBalancerSourceRanges: ["203.0.113.128/25"],
+      externalTrafficPolicy: "Local",
+      healthCheckNodePort: 32000,
+    });
+    const metrics = report.services.find((s: { name: string }) => s.name === "monitoring/metrics:metrics");
+    expect(metrics.endpoints).toContainEqual({
+      endpoint: "203.0.113.110:9100",
+      node: "node-b",
+      local: false,
+      ready: false,
+      serving: true,
+      terminating: true,
+    });
+    expect(report.notes).toContain("node node-a");
+  });
+
   test("a HostState that provides the modules and ipset makes the ipvs smoke check pass (exit 0)", () => {
     const dir = tempDir();
     const state = join(dir, "state.yaml");
@@ -65,7 +100,9 @@ ipsetVersion: v7.17
     const report = JSON.parse(r.stdout);
     expect(report.checks.every((c: { ok: boolean }) => c.ok)).toBe(true);
     expect(report.commands).toContainEqual({ argv: ["sysctl", "-w", "net.ipv4.vs.conntrack=1"] });
-    expect(report.notes[0]).toContain("6 Services");
+    expect(report.checks.find((c: { name: string }) => c.name === "cluster state").detail).toContain(
+      "6 Services",
+    );
   });
 
   test("--config with three mistakes exits 1 and names all three fields", () => {

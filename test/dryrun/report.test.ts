@@ -30,6 +30,38 @@ const base: DryRunReport = {
       },
     ],
   },
+  services: [
+    {
+      name: "default/web:http",
+      type: "ClusterIP",
+      protocol: "TCP",
+      port: 80,
+      clusterIPs: ["198.51.100.10"],
+      sessionAffinity: { timeoutSeconds: 10800 },
+      externalTrafficPolicy: "Cluster",
+      internalTrafficPolicy: "Cluster",
+      endpoints: [
+        {
+          endpoint: "203.0.113.11:8080",
+          node: "node-a",
+          local: true,
+          ready: true,
+          serving: true,
+          terminating: false,
+        },
+      ],
+    },
+    {
+      name: "default/pending:grpc",
+      type: "ClusterIP",
+      protocol: "TCP",
+      port: 9000,
+      clusterIPs: ["198.51.100.50"],
+      externalTrafficPolicy: "Cluster",
+      internalTrafficPolicy: "Cluster",
+      endpoints: [],
+    },
+  ],
   notes: ["cluster state: embedded example"],
 };
 
@@ -46,6 +78,10 @@ describe("dry-run report", () => {
     expect(parsed.commands[0]).toEqual({ argv: ["sysctl", "-w", "net.ipv4.ip_forward=1"] });
     expect(parsed.commands[1].stdin).toBe("create KUBE-CLUSTER-IP hash:ip,port\n");
     expect(parsed.ipvs.virtualServers[0].realServers[0].port).toBe(8080);
+    expect(parsed.services.map((s: { name: string }) => s.name)).toEqual([
+      "default/web:http",
+      "default/pending:grpc",
+    ]);
   });
 
   test("text shows failed checks, commands with heredoc stdin, and the verdict", () => {
@@ -55,6 +91,11 @@ describe("dry-run report", () => {
     expect(text).toContain("ipset restore -exist <<'EOF'\ncreate KUBE-CLUSTER-IP hash:ip,port\nEOF");
     expect(text).toContain("TCP 198.51.100.10:80 rr");
     expect(text).toContain("exit 3");
+    expect(text).toContain("default/web:http ClusterIP TCP 198.51.100.10:80 (affinity ClientIP 10800s)");
+    expect(text).toContain("-> 203.0.113.11:8080 on node-a (local) ready");
+    expect(text).toContain(
+      "default/pending:grpc ClusterIP TCP 198.51.100.50:9000\n    (no endpoints: traffic is rejected)",
+    );
   });
 
   test("shell quoting", () => {

@@ -32,3 +32,27 @@ export function runBinary(args: string[], opts: { timeoutMs?: number } = {}): Bi
 export function tempDir(prefix = "kpts-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
+
+/** Like runBinary, but without blocking the event loop (needed when the test hosts a server). */
+export async function runBinaryAsync(
+  args: string[],
+  opts: { timeoutMs?: number; env?: Record<string, string> } = {},
+): Promise<BinaryResult> {
+  const { spawn } = await import("node:child_process");
+  const child = spawn(ensureBinary(), args, {
+    env: { ...process.env, ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => {
+    stdout += d;
+  });
+  child.stderr.on("data", (d) => {
+    stderr += d;
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 30_000);
+  const code = await new Promise<number>((resolve) => child.on("close", (c) => resolve(c ?? -1)));
+  clearTimeout(timer);
+  return { code, stdout, stderr };
+}
