@@ -1,0 +1,40 @@
+// The typed iptables client both proxiers use. One client per IP family; the backend (legacy
+// or nft) is chosen once at startup. Implementations: the real one over Exec, and a stateful
+// fake that applies restore input to in-memory tables (fake.ts).
+
+export type IPTablesFamily = "IPv4" | "IPv6";
+export type IptablesBackend = "legacy" | "nft";
+export type Table = "filter" | "nat" | "mangle" | "raw" | "security";
+export type RulePosition = "prepend" | "append";
+
+export interface RestoreOptions {
+  /** --noflush: only the chains named in the input are flushed (and created if missing). */
+  readonly noFlush: boolean;
+  /** --counters: restore packet/byte counters given in the input. */
+  readonly counters: boolean;
+}
+
+export interface IptablesClient {
+  readonly family: IPTablesFamily;
+  readonly backend: IptablesBackend;
+  /** iptables-save -t TABLE output. */
+  save(table: Table): Promise<string>;
+  /** iptables-save of every table. */
+  saveAll(): Promise<string>;
+  /** One atomic iptables-restore of `data` (which holds its own *table / COMMIT sections). */
+  restoreAll(data: string, opts: RestoreOptions): Promise<void>;
+  /** Creates the chain if missing; resolves true when it already existed. */
+  ensureChain(table: Table, chain: string): Promise<boolean>;
+  chainExists(table: Table, chain: string): Promise<boolean>;
+  flushChain(table: Table, chain: string): Promise<void>;
+  /** Deletes an (empty, unreferenced) chain; missing is not an error. */
+  deleteChain(table: Table, chain: string): Promise<void>;
+  /** `-C` then `-I`/`-A`; resolves true when the rule already existed. */
+  ensureRule(position: RulePosition, table: Table, chain: string, args: readonly string[]): Promise<boolean>;
+  /** Deletes the rule if present; missing is not an error. */
+  deleteRule(table: Table, chain: string, args: readonly string[]): Promise<void>;
+  /** e.g. "1.8.9". */
+  version(): Promise<string>;
+  /** Whether MASQUERADE --random-fully is supported (iptables >= 1.6.2 and kernel support). */
+  hasRandomFully(): Promise<boolean>;
+}
