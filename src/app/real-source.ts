@@ -1,0 +1,56 @@
+// Where a real run reads the cluster: a --state file (re-read when it changes) or the API
+// server. With the API server come an event recorder and the birth cry on this Node.
+
+import type { RunOptions } from "../cli/types.ts";
+import type { ProxyConfig } from "../config/types.ts";
+import { kubeApiClient } from "../k8s/api-client.ts";
+import { createApiRecorder } from "../k8s/api-recorder.ts";
+import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
+import { createApiSource } from "../k8s/informers.ts";
+import { loadKubeConfig } from "../k8s/kubeconfig.ts";
+import { tokenBucket } from "../k8s/rate-limiter.ts";
+import type { ClusterSource } from "../k8s/source.ts";
+import { createStateFileSource } from "../k8s/state-file-source.ts";
+import type { Logger } from "../log/logger.ts";
+
+export interface RealSource {
+  readonly source: ClusterSource;
+  readonly recorder: EventRecorder;
+  readonly description: string;
+  /** Posts the "Starting kube-proxy." event where the source is an API server. */
+  birthCry(): Promise<void>;
+}
+
+export function openRealSource(
+  config: ProxyConfig,
+  opts: RunOptions,
+  nodeName: string,
+  log: Logger,
+): RealSource | { error: string } {
+  if (opts.stateFile) {
+    return {
+      source: createStateFileSource({ path: opts.stateFile, nodeName, logger: log.named("state") }),
+      recorder: nullRecorder,
+      description: `state file ${opts.stateFile}`,
+      birthCry: async () => {},
+    };
+  }
+  const kube = loadKubeConfig({
+    kubeconfigPath: config.clientConnection.kubeconfig || undefined,
+    master: opts.master,
+    env: process.env,
+  });
+  if (!kube.ok) return { error: kube.error.message };
+  // One client-side rate limit shared by watches and events, as upstream's --kube-api-qps/burst.
+  const { qps, burst } = config.clientConnection;
+  const client = kubeApiClient(kube.kubeConfig, qps > 0 ? tokenBucket(qps, burst) : undefined);
+  const recorder = createApiRecorder({ client, nodeName, logger: log.named("events") });
+  return {
+    source: createApiSource({ kubeConfig: kube.kubeConfig, nodeName, logger: log, client }),
+    recorder,
+    description: `API server ${kube.server} (${kube.source})`,
+    birthCry: async () => {
+      await recorder.postBirthCry(nodeName);
+    },
+  };
+}

@@ -1,0 +1,76 @@
+// The metrics server (metricsBindAddress, default 127.0.0.1:10249) with upstream's routes:
+// /metrics, /healthz (the apiserver-style ping check), /proxyMode, /configz, and the profiling
+// routes when enableProfiling is set. Go's pprof cannot exist here, so those answer 501 and
+// say why rather than serving something that only looks like a profile.
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Registry } from "prom-client";
+import type { ProxyMode } from "../../config/types.ts";
+import type { Logger } from "../../log/logger.ts";
+import { CONFIGZ_GROUP, goJSON } from "./configz.ts";
+import type { RunningServer } from "./healthz-server.ts";
+import { boundAddress, closeServer, notFound, reply, serveOn } from "./http.ts";
+
+export interface MetricsServerOptions {
+  bindAddress: string;
+  registry: Registry;
+  proxyMode: ProxyMode;
+  /** The effective configuration as /configz shows it (see kubeProxyConfigz). */
+  configz: () => object;
+  /** enableProfiling: answer the /debug routes (501) instead of 404. */
+  profiling: boolean;
+  logger: Logger;
+}
+
+const TEXT = "text/plain; charset=utf-8";
+
+const PROFILING_UNAVAILABLE =
+  "kube-proxy-ts cannot serve Go pprof profiles or debug flags: this is not a Go process. " +
+  "enableProfiling is accepted for compatibility only; profile the runtime with its own tools instead.\n";
+
+/** The only check upstream installs on this mux is "ping", which always passes. */
+function healthz(req: IncomingMessage, res: ServerResponse): void {
+  const query = new URL(req.url ?? "/", "http://localhost").searchParams;
+  const excluded = new Set(query.getAll("exclude"));
+  if (!query.has("verbose")) {
+    reply(res, 200, TEXT, "ok");
+    return;
+  }
+  let out = excluded.delete("ping") ? "[+]ping excluded: ok\n" : "[+]ping ok\n";
+  if (excluded.size > 0) {
+    const names = [...excluded]
+      .sort()
+      .map((n) => JSON.stringify(n))
+      .join(",");
+    out += `warn: some health checks cannot be excluded: no matches for ${names}\n`;
+  }
+  reply(res, 200, TEXT, `${out}healthz check passed\n`);
+}
+
+function isProfilingPath(path: string): boolean {
+  return path === "/debug/pprof" || path.startsWith("/debug/pprof/") || path.startsWith("/debug/flags");
+}
+
+/** Starts listening; rejects with BindError when the address cannot be bound. */
+export async function startMetricsServer(opts: MetricsServerOptions): Promise<RunningServer> {
+  const server = await serveOn(opts.bindAddress, "starting metrics server failed", async (req, res, path) => {
+    switch (path) {
+      case "/metrics":
+        return reply(res, 200, opts.registry.contentType, await opts.registry.metrics());
+      case "/healthz":
+        return healthz(req, res);
+      case "/healthz/ping":
+        return reply(res, 200, TEXT, "ok");
+      case "/proxyMode":
+        return reply(res, 200, TEXT, opts.proxyMode);
+      case "/configz":
+        return reply(res, 200, "application/json", goJSON({ [CONFIGZ_GROUP]: opts.configz() }));
+    }
+    if (opts.profiling && isProfilingPath(path)) return reply(res, 501, TEXT, PROFILING_UNAVAILABLE);
+    notFound(res);
+  });
+
+  const address = boundAddress(server);
+  opts.logger.v(3).info("Starting metrics HTTP server", { address });
+  return { address, close: () => closeServer(server) };
+}

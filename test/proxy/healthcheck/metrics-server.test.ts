@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { defaultProxyConfig } from "../../../src/config/defaults.ts";
+import { nullLogger } from "../../../src/log/logger.ts";
+import { kubeProxyConfigz } from "../../../src/proxy/healthcheck/configz.ts";
+import type { RunningServer } from "../../../src/proxy/healthcheck/healthz-server.ts";
+import { BindError } from "../../../src/proxy/healthcheck/http.ts";
+import {
+  type MetricsServerOptions,
+  startMetricsServer,
+} from "../../../src/proxy/healthcheck/metrics-server.ts";
+import { createMetrics } from "../../../src/proxy/metrics/metrics.ts";
+import { get, occupy } from "./support.ts";
+
+const running: RunningServer[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((s) => s.close()));
+});
+
+async function start(overrides: Partial<MetricsServerOptions> = {}): Promise<string> {
+  const config = defaultProxyConfig();
+  const server = await startMetricsServer({
+    bindAddress: "127.0.0.1:0",
+    registry: createMetrics().registry,
+    proxyMode: "ipvs",
+    configz: () => kubeProxyConfigz(config),
+    profiling: false,
+    logger: nullLogger,
+    ...overrides,
+  });
+  running.push(server);
+  return `http://${server.address}`;
+}
+
+describe("metrics server", () => {
+  test("/metrics is the registry in Prometheus text format", async () => {
+    const metrics = createMetrics();
+    metrics.syncProxyRulesLatency.observe(0.05);
+    const url = await start({ registry: metrics.registry });
+    const res = await get(`${url}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    const text = await res.text();
+    expect(text).toContain("# TYPE kubeproxy_sync_proxy_rules_duration_seconds histogram");
+    expect(text).toContain("kubeproxy_sync_proxy_rules_duration_seconds_count 1");
+  });
+
+  test("/healthz is the apiserver ping check", async () => {
+    const url = await start();
+    const plain = await get(`${url}/healthz`);
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    expect(await plain.text()).toBe("ok");
+    expect(await (await get(`${url}/healthz?verbose`)).text()).toBe("[+]ping ok\nhealthz check passed\n");
+    expect(await (await get(`${url}/healthz?verbose&exclude=ping&exclude=etcd`)).text()).toBe(
+      '[+]ping excluded: ok\nwarn: some health checks cannot be excluded: no matches for "etcd"\nhealthz check passed\n',
+    );
+    expect(await (await get(`${url}/healthz/ping`)).text()).toBe("ok");
+  });
+
+  test("/proxyMode is the bare mode name", async () => {
+    const url = await start({ proxyMode: "iptables" });
+    const res = await get(`${url}/proxyMode`);
+    expect(res.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    expect(await res.text()).toBe("iptables");
+  });
+
+  test("/configz nests the config under its API group, shaped like upstream's internal struct", async () => {
+    const url = await start();
+    const res = await get(`${url}/configz`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    const body = (await res.json()) as Record<string, Record<string, unknown>>;
+    expect(Object.keys(body)).toEqual(["kubeproxy.config.k8s.io"]);
+    const cfg = body["kubeproxy.config.k8s.io"]!;
+    expect(cfg.HealthzBindAddress).toBe("0.0.0.0:10256");
+    expect(cfg.MetricsBindAddress).toBe("127.0.0.1:10249");
+    expect(cfg.Mode).toBe("iptables");
+    expect(cfg.IPTables).toEqual({
+      MasqueradeBit: 14,
+      MasqueradeAll: false,
+      LocalhostNodePorts: true,
+      SyncPeriod: "30s",
+      MinSyncPeriod: "1s",
+    });
+    expect(cfg.ConfigSyncPeriod).toBe("15m0s");
+    expect(cfg.NodePortAddresses).toBeNull();
+    expect((cfg.Logging as Record<string, unknown>).flushFrequency).toBe("5s");
+  });
+
+  test("/configz escapes like Go's json.Marshal", async () => {
+    const url = await start({ configz: () => ({ Kubeconfig: "/etc/<k>&" }) });
+    expect(await (await get(`${url}/configz`)).text()).toBe(
+      '{"kubeproxy.config.k8s.io":{"Kubeconfig":"/etc/\\u003ck\\u003e\\u0026"}}',
+    );
+  });
+
+  test("a failing configz source is a 500, not a crash", async () => {
+    const url = await start({
+      configz: () => {
+        throw new Error("config unavailable");
+      },
+    });
+    const res = await get(`${url}/configz`);
+    expect(res.status).toBe(500);
+    expect(await res.text()).toContain("config unavailable");
+    expect((await get(`${url}/healthz`)).status).toBe(200);
+  });
+
+  test("unknown paths, /livez and /debug without profiling are 404", async () => {
+    const url = await start();
+    for (const path of ["/", "/livez", "/nope", "/debug/pprof/", "/metricsx"]) {
+      const res = await get(`${url}${path}`);
+      expect({ path, status: res.status }).toEqual({ path, status: 404 });
+      expect(await res.text()).toBe("404 page not found\n");
+    }
+  });
+
+  test("with profiling on, pprof routes answer 501 and say why", async () => {
+    const url = await start({ profiling: true });
+    for (const path of ["/debug/pprof", "/debug/pprof/", "/debug/pprof/heap", "/debug/flags/v"]) {
+      const res = await get(`${url}${path}`);
+      expect({ path, status: res.status }).toEqual({ path, status: 501 });
+      expect(await res.text()).toContain("cannot serve Go pprof");
+    }
+  });
+
+  test("a taken port is a BindError", async () => {
+    const held = await occupy();
+    try {
+      const err = await start({ bindAddress: `127.0.0.1:${held.port}` }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BindError);
+      expect((err as BindError).message).toBe(
+        `starting metrics server failed: listen tcp 127.0.0.1:${held.port}: bind: address already in use`,
+      );
+    } finally {
+      await held.close();
+    }
+  });
+});

@@ -1,0 +1,176 @@
+import { describe, expect, test } from "bun:test";
+import { defaultProxyConfig } from "../../../src/config/defaults.ts";
+import {
+  healthTimeoutMs,
+  ProxierHealth,
+  TO_BE_DELETED_TAINT,
+} from "../../../src/proxy/healthcheck/proxier-health.ts";
+import type { IPFamily } from "../../../src/proxy/types.ts";
+import { FakeClock } from "../../../src/util/clock.ts";
+
+const TIMEOUT = 20_000;
+const START = Date.UTC(2024, 4, 1, 10, 0, 0);
+
+interface Ctx {
+  health: ProxierHealth;
+  clock: FakeClock;
+  step: number;
+}
+type Step = (ctx: Ctx) => void;
+
+const queued =
+  (family: IPFamily): Step =>
+  ({ health }) =>
+    health.queuedUpdate(family);
+const updated =
+  (family: IPFamily): Step =>
+  ({ health }) =>
+    health.updated(family);
+const advance =
+  (ms: number): Step =>
+  ({ clock }) =>
+    clock.advance(ms);
+const healthy =
+  (want: boolean): Step =>
+  ({ health, step }) =>
+    expect({ step, healthy: health.isHealthy() }).toEqual({ step, healthy: want });
+
+function run(steps: readonly Step[]): void {
+  const clock = new FakeClock(START);
+  const health = new ProxierHealth({ healthTimeoutMs: TIMEOUT, clock });
+  steps.forEach((s, step) => {
+    s({ health, clock, step });
+  });
+}
+
+describe("ProxierHealth state machine", () => {
+  const cases: [string, Step[]][] = [
+    ["fresh start is healthy", [healthy(true)]],
+    [
+      "startup: a queued change before the first sync never fails (upstream judges synced families only)",
+      [queued("IPv4"), advance(10 * TIMEOUT), healthy(true)],
+    ],
+    ["synced and idle stays healthy", [updated("IPv4"), advance(10 * TIMEOUT), healthy(true)]],
+    [
+      "queued within the timeout is healthy",
+      [updated("IPv4"), queued("IPv4"), advance(TIMEOUT - 1), healthy(true)],
+    ],
+    [
+      "queued for exactly the timeout is unhealthy",
+      [updated("IPv4"), queued("IPv4"), advance(TIMEOUT), healthy(false)],
+    ],
+    [
+      "a successful sync clears the late change",
+      [
+        updated("IPv4"),
+        queued("IPv4"),
+        advance(TIMEOUT + 5000),
+        healthy(false),
+        updated("IPv4"),
+        healthy(true),
+      ],
+    ],
+    [
+      "the oldest queued change counts, not the newest",
+      [updated("IPv4"), queued("IPv4"), advance(15_000), queued("IPv4"), advance(15_000), healthy(false)],
+    ],
+    [
+      "per family: a late IPv6 is not cured by an IPv4 sync",
+      [
+        updated("IPv4"),
+        updated("IPv6"),
+        queued("IPv6"),
+        advance(TIMEOUT + 5000),
+        healthy(false),
+        updated("IPv4"),
+        healthy(false),
+        updated("IPv6"),
+        healthy(true),
+      ],
+    ],
+    [
+      "per family: both late need both syncs",
+      [
+        updated("IPv4"),
+        updated("IPv6"),
+        queued("IPv4"),
+        queued("IPv6"),
+        advance(TIMEOUT + 5000),
+        updated("IPv4"),
+        healthy(false),
+        updated("IPv6"),
+        healthy(true),
+      ],
+    ],
+    [
+      "per family: a family that never synced is ignored while the other is fine",
+      [updated("IPv4"), queued("IPv6"), advance(2 * TIMEOUT), healthy(true)],
+    ],
+  ];
+  test.each(cases)("%s", (_name, steps) => run(steps));
+});
+
+describe("ProxierHealth responses", () => {
+  test("200 bodies echo the current time as lastUpdated, in Go's format", () => {
+    const clock = new FakeClock(START + 500);
+    const health = new ProxierHealth({ healthTimeoutMs: TIMEOUT, clock });
+    const now = '"2024-05-01 10:00:00.5 +0000 UTC"';
+    expect(health.healthzResponse()).toEqual({
+      status: 200,
+      body: `{"lastUpdated": ${now},"currentTime": ${now}, "nodeEligible": true}`,
+    });
+    expect(health.livezResponse()).toEqual({
+      status: 200,
+      body: `{"lastUpdated": ${now},"currentTime": ${now}}`,
+    });
+  });
+
+  test("503 bodies report the failing family's last sync", () => {
+    const clock = new FakeClock(START);
+    const health = new ProxierHealth({ healthTimeoutMs: TIMEOUT, clock });
+    health.updated("IPv4");
+    health.queuedUpdate("IPv4");
+    clock.advance(25_000);
+    const r = health.livezResponse();
+    expect(r.status).toBe(503);
+    expect(r.body).toBe(
+      '{"lastUpdated": "2024-05-01 10:00:00 +0000 UTC","currentTime": "2024-05-01 10:00:25 +0000 UTC"}',
+    );
+  });
+
+  test("the real clock adds Go's monotonic suffix", () => {
+    const health = new ProxierHealth({ healthTimeoutMs: TIMEOUT });
+    expect(JSON.parse(health.livezResponse().body).currentTime).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \+0000 UTC m=\+\d+\.\d{9}$/,
+    );
+  });
+});
+
+describe("node eligibility", () => {
+  const cases: [string, Parameters<ProxierHealth["syncNode"]>[0], boolean][] = [
+    ["plain node", {}, true],
+    ["other taint", { spec: { taints: [{ key: "other" }] } }, true],
+    ["autoscaler deletion taint", { spec: { taints: [{ key: TO_BE_DELETED_TAINT }] } }, false],
+    ["deletion timestamp", { metadata: { deletionTimestamp: "2024-05-01T10:00:00Z" } }, false],
+  ];
+  test.each(cases)("%s", (_name, node, eligible) => {
+    const health = new ProxierHealth({ healthTimeoutMs: TIMEOUT, clock: new FakeClock(START) });
+    health.syncNode(node);
+    expect(health.nodeEligible()).toBe(eligible);
+    expect(health.healthzResponse().status).toBe(eligible ? 200 : 503);
+    expect(JSON.parse(health.healthzResponse().body).nodeEligible).toBe(eligible);
+    // Liveness ignores the node: restarting kube-proxy on a draining node helps no one.
+    expect(health.livezResponse().status).toBe(200);
+  });
+
+  test("eligibility comes back when the node recovers", () => {
+    const health = new ProxierHealth({ healthTimeoutMs: TIMEOUT, clock: new FakeClock(START) });
+    health.syncNode({ spec: { taints: [{ key: TO_BE_DELETED_TAINT }] } });
+    health.syncNode({ spec: { taints: [{ key: "other" }] } });
+    expect(health.healthzResponse().status).toBe(200);
+  });
+});
+
+test("health timeout is twice the iptables sync period", () => {
+  expect(healthTimeoutMs(defaultProxyConfig())).toBe(60_000);
+});
