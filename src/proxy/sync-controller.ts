@@ -23,6 +23,8 @@ export interface SyncControllerOptions {
   readonly logger?: Logger;
   readonly recorder?: EventRecorder;
   readonly clock?: Clock;
+  /** Told when a sync is requested and when one succeeds (the healthz server's inputs). */
+  readonly hooks?: { queued(): void; synced(): void };
 }
 
 export class SyncController implements ClusterEventHandler {
@@ -64,11 +66,11 @@ export class SyncController implements ClusterEventHandler {
   }
 
   onServiceChange(previous: ServiceObject | undefined, current: ServiceObject | undefined): void {
-    if (this.serviceTracker.serviceChanged(previous, current) && this.initialized) this.runner.run();
+    if (this.serviceTracker.serviceChanged(previous, current) && this.initialized) this.requestSync();
   }
 
   onEndpointSliceChange(slice: EndpointSliceObject, removed: boolean): void {
-    if (this.endpointsTracker.endpointSliceChanged(slice, removed) && this.initialized) this.runner.run();
+    if (this.endpointsTracker.endpointSliceChanged(slice, removed) && this.initialized) this.requestSync();
   }
 
   onNodeChange(node: NodeObject | undefined): void {
@@ -76,7 +78,7 @@ export class SyncController implements ClusterEventHandler {
     const labelsChanged = JSON.stringify(next?.labels ?? {}) !== JSON.stringify(this.node?.labels ?? {});
     this.node = next;
     // Labels drive topology; other Node changes (status heartbeats) need no sync.
-    if (labelsChanged && this.initialized) this.runner.run();
+    if (labelsChanged && this.initialized) this.requestSync();
   }
 
   onServicesSynced(): void {
@@ -92,6 +94,11 @@ export class SyncController implements ClusterEventHandler {
   private requestFirstSync(): void {
     if (!this.initialized) return;
     this.log.info("Services and EndpointSlices listed; syncing");
+    this.requestSync();
+  }
+
+  private requestSync(): void {
+    this.opts.hooks?.queued();
     this.runner.run();
   }
 
@@ -128,6 +135,7 @@ export class SyncController implements ClusterEventHandler {
     };
     await this.opts.proxier.sync(input);
     this.syncs++;
+    this.opts.hooks?.synced();
     for (const resolve of this.firstSyncWaiters.splice(0)) resolve();
   }
 }

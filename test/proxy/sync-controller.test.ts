@@ -147,4 +147,27 @@ describe("sync controller", () => {
     expect(ctl.syncCount).toBe(1);
     await ctl.stop();
   });
+
+  test("hooks hear every requested sync and every success", async () => {
+    const clock = new FakeClock(0);
+    const proxier = recordingProxier(clock, 1);
+    const events: string[] = [];
+    const ctl = new SyncController({
+      nodeName: "node-a",
+      proxier,
+      minSyncPeriodMs: 1000,
+      syncPeriodMs: 30_000,
+      clock,
+      hooks: { queued: () => events.push("queued"), synced: () => events.push("synced") },
+    });
+    ctl.start();
+    ctl.onServicesSynced();
+    ctl.onEndpointSlicesSynced();
+    await clock.advanceAsync(5000);
+    ctl.onServiceChange(undefined, svc("a", "198.51.100.1"));
+    await clock.advanceAsync(5000);
+    expect(events).toEqual(["queued", "synced", "queued", "synced"]);
+    expect(proxier.attempts).toBe(3);
+    await ctl.stop();
+  });
 });
