@@ -1,0 +1,75 @@
+// Rule text <-> argument lists, the way iptables-restore splits its input and iptables-save
+// prints it. The fake stores rules in this canonical form so `-C` and restore agree on equality.
+
+/** Splits one restore line like iptables-restore: whitespace separates, "..." groups, \" escapes. */
+export function splitRuleLine(line: string): string[] {
+  const out: string[] = [];
+  let cur = "";
+  let inArg = false;
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (quoted) {
+      if (ch === "\\" && i + 1 < line.length) cur += line[++i];
+      else if (ch === '"') quoted = false;
+      else cur += ch;
+      continue;
+    }
+    if (ch === '"') {
+      quoted = true;
+      inArg = true;
+    } else if (ch === " " || ch === "\t" || ch === "\r") {
+      if (inArg) out.push(cur);
+      cur = "";
+      inArg = false;
+    } else {
+      cur += ch;
+      inArg = true;
+    }
+  }
+  if (inArg) out.push(cur);
+  return out;
+}
+
+// iptables-save prints a string bare only when it is made of these characters.
+const BARE = /^[A-Za-z0-9_-]+$/;
+
+/** A string argument as iptables-save prints it: bare when safe, else quoted with \" \\ \' escaped. */
+export function quoteSaveString(value: string): string {
+  if (BARE.test(value)) return value;
+  return `"${value.replace(/["\\']/g, (c) => `\\${c}`)}"`;
+}
+
+// Options whose value iptables-save prints through its string quoting (comments above all).
+const STRING_OPTIONS = new Set(["--comment"]);
+const ADDRESS_OPTIONS = new Set(["-s", "--source", "-d", "--destination"]);
+
+/**
+ * The canonical text of a rule's arguments: comment strings quoted as iptables-save does, bare
+ * addresses given their host prefix (/32 or /128), and anything else with whitespace quoted.
+ */
+export function formatRuleArgs(args: readonly string[], family: "IPv4" | "IPv6" = "IPv4"): string {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const prev = i > 0 ? args[i - 1]! : "";
+    if (STRING_OPTIONS.has(prev)) out.push(quoteSaveString(a));
+    else if (ADDRESS_OPTIONS.has(prev)) out.push(withHostPrefix(a, family));
+    else out.push(/[\s"]/.test(a) || a === "" ? `"${a.replace(/["\\]/g, (c) => `\\${c}`)}"` : a);
+  }
+  return out.join(" ");
+}
+
+function withHostPrefix(addr: string, family: "IPv4" | "IPv6"): string {
+  if (addr.includes("/")) return addr;
+  return `${addr}/${family === "IPv6" || addr.includes(":") ? 128 : 32}`;
+}
+
+/** The jump (-j) or goto (-g) target of a rule, if any. */
+export function ruleTarget(args: readonly string[]): string | undefined {
+  for (let i = 0; i < args.length - 1; i++) {
+    const a = args[i];
+    if (a === "-j" || a === "--jump" || a === "-g" || a === "--goto") return args[i + 1];
+  }
+  return undefined;
+}
