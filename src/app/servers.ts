@@ -1,0 +1,90 @@
+// The healthz and metrics listeners of a real run. Upstream either exits on a bind failure
+// (--bind-address-hard-fail) or logs it and keeps retrying; we do the same.
+
+import type { Registry } from "prom-client";
+import type { ProxyConfig } from "../config/types.ts";
+import type { Logger } from "../log/logger.ts";
+import { kubeProxyConfigz } from "../proxy/healthcheck/configz.ts";
+import { startHealthzServer } from "../proxy/healthcheck/healthz-server.ts";
+import { createHealthMetrics } from "../proxy/healthcheck/health-metrics.ts";
+import { startMetricsServer } from "../proxy/healthcheck/metrics-server.ts";
+import type { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
+
+const RETRY_MS = 5_000;
+
+export interface Servers {
+  close(): Promise<void>;
+}
+
+interface Running {
+  close(): Promise<void>;
+}
+
+/** Starts `start` now; on failure either rejects (hard fail) or retries every 5 s until closed. */
+async function keepTrying(
+  what: string,
+  start: () => Promise<Running>,
+  hardFail: boolean,
+  log: Logger,
+): Promise<() => Promise<void>> {
+  let running: Running | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let closed = false;
+  const attempt = async (first: boolean): Promise<void> => {
+    try {
+      running = await start();
+    } catch (err) {
+      if (first && hardFail) throw err;
+      log.error(`Failed to start ${what}; retrying`, { err: err instanceof Error ? err.message : String(err) });
+      if (!closed) timer = setTimeout(() => void attempt(false), RETRY_MS);
+    }
+  };
+  await attempt(true);
+  return async () => {
+    closed = true;
+    if (timer) clearTimeout(timer);
+    await running?.close();
+  };
+}
+
+export async function startServers(
+  config: ProxyConfig,
+  mode: "iptables" | "ipvs",
+  health: ProxierHealth,
+  registry: Registry,
+  log: Logger,
+): Promise<Servers> {
+  const closers: (() => Promise<void>)[] = [];
+  const hard = config.bindAddressHardFail;
+  if (config.healthzBindAddress) {
+    const metrics = createHealthMetrics(registry);
+    const bindAddress = config.healthzBindAddress;
+    closers.push(
+      await keepTrying("healthz server", () => startHealthzServer({ bindAddress, health, logger: log, metrics }), hard, log),
+    );
+  }
+  if (config.metricsBindAddress) {
+    const bindAddress = config.metricsBindAddress;
+    closers.push(
+      await keepTrying(
+        "metrics server",
+        () =>
+          startMetricsServer({
+            bindAddress,
+            registry,
+            proxyMode: mode,
+            configz: () => kubeProxyConfigz(config),
+            profiling: config.enableProfiling,
+            logger: log,
+          }),
+        hard,
+        log,
+      ),
+    );
+  }
+  return {
+    async close() {
+      await Promise.all(closers.map((c) => c()));
+    },
+  };
+}
