@@ -5,8 +5,10 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { formatIssues, resolveCommandLine } from "../cli/index.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { serializeConfig } from "../config/write.ts";
+import { renderCommand } from "../dryrun/report.ts";
 import { createLogger, type Logger, parseVmodule } from "../log/logger.ts";
 import { formatVersion, versionInfo } from "../version.ts";
+import { cleanupNode } from "./cleanup.ts";
 import { dryRun } from "./dry-run.ts";
 import { createHost, type HostOptions } from "./host.ts";
 import { prepareNode } from "./prepare.ts";
@@ -73,13 +75,8 @@ export async function run(
     log.info("Wrote effective configuration", { file: opts.writeConfigTo });
     return 0;
   }
+  if (opts.cleanup) return cleanup(opts.dryRun, log, io, hostOverrides);
   if (opts.dryRun) return dryRun(config, opts, log, io, hostOverrides);
-  if (opts.cleanup) {
-    log.error(
-      "--cleanup is not available in this build yet: rule cleanup arrives with the iptables and ipvs proxiers",
-    );
-    return 1;
-  }
 
   const host = createHost({ dryRun: false, ...hostOverrides });
   const prep = await prepareNode(config, host, log, false);
@@ -103,4 +100,20 @@ function applyOomScoreAdj(value: number, log: Logger): void {
     // Upstream treats this as best effort too (e.g. unprivileged containers).
     log.v(2).info("Failed to apply oom_score_adj", { value, err: message(err) });
   }
+}
+
+/** --cleanup (with --dry-run: print what it would remove instead). */
+async function cleanup(
+  dryRunOnly: boolean,
+  log: Logger,
+  io: Io,
+  hostOverrides: Partial<HostOptions>,
+): Promise<number> {
+  const host = createHost({ dryRun: dryRunOnly, ...hostOverrides });
+  const code = await cleanupNode(host.exec, log);
+  if (host.recorder) {
+    const lines = host.recorder.commands.map((c) => renderCommand(c));
+    io.stdout(`Cleanup would run (${lines.length} commands):\n${lines.join("\n")}\n`);
+  }
+  return code;
 }

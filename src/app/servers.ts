@@ -5,8 +5,8 @@ import type { Registry } from "prom-client";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
 import { kubeProxyConfigz } from "../proxy/healthcheck/configz.ts";
-import { startHealthzServer } from "../proxy/healthcheck/healthz-server.ts";
 import { createHealthMetrics } from "../proxy/healthcheck/health-metrics.ts";
+import { startHealthzServer } from "../proxy/healthcheck/healthz-server.ts";
 import { startMetricsServer } from "../proxy/healthcheck/metrics-server.ts";
 import type { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 
@@ -35,7 +35,9 @@ async function keepTrying(
       running = await start();
     } catch (err) {
       if (first && hardFail) throw err;
-      log.error(`Failed to start ${what}; retrying`, { err: err instanceof Error ? err.message : String(err) });
+      log.error(`Failed to start ${what}; retrying`, {
+        err: err instanceof Error ? err.message : String(err),
+      });
       if (!closed) timer = setTimeout(() => void attempt(false), RETRY_MS);
     }
   };
@@ -60,7 +62,12 @@ export async function startServers(
     const metrics = createHealthMetrics(registry);
     const bindAddress = config.healthzBindAddress;
     closers.push(
-      await keepTrying("healthz server", () => startHealthzServer({ bindAddress, health, logger: log, metrics }), hard, log),
+      await keepTrying(
+        "healthz server",
+        () => startHealthzServer({ bindAddress, health, logger: log, metrics }),
+        hard,
+        log,
+      ),
     );
   }
   if (config.metricsBindAddress) {

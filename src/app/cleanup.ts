@@ -1,0 +1,58 @@
+// --cleanup: remove what any kube-proxy (upstream or ours, iptables or ipvs mode, legacy or
+// nft backend) left on this node, then exit. Idempotent: a second run finds nothing to do.
+
+import type { Exec } from "../exec/types.ts";
+import { createIptablesClient } from "../host/iptables/client.ts";
+import { iptablesCommands } from "../host/iptables/commands.ts";
+import type { IPTablesFamily, IptablesBackend } from "../host/iptables/types.ts";
+import type { Logger } from "../log/logger.ts";
+import { cleanupIptables } from "../proxy/cleanup/iptables-cleanup.ts";
+
+async function installed(exec: Exec, cmd: string): Promise<boolean> {
+  return (await exec.run({ cmd, args: ["--version"], timeoutMs: 10_000 })).code === 0;
+}
+
+/** Sets named KUBE-*, destroyed only after the iptables rules that match on them are gone. */
+async function cleanupIpsets(exec: Exec, log: Logger): Promise<boolean> {
+  const list = await exec.run({ cmd: "ipset", args: ["list", "-n"], timeoutMs: 30_000 });
+  if (list.code !== 0) return true; // no ipset tool or no sets: nothing of ours can exist
+  let ok = true;
+  for (const name of list.stdout.split("\n").filter((n) => n.startsWith("KUBE-"))) {
+    const r = await exec.run({ cmd: "ipset", args: ["destroy", name], timeoutMs: 30_000 });
+    if (r.code !== 0) {
+      ok = false;
+      log.error("Failed to destroy ipset", { set: name, err: r.stderr.trim() });
+    }
+  }
+  return ok;
+}
+
+async function cleanupDummyDevice(exec: Exec, log: Logger): Promise<boolean> {
+  const show = await exec.run({ cmd: "ip", args: ["link", "show", "kube-ipvs0"], timeoutMs: 10_000 });
+  if (show.code !== 0) return true;
+  const del = await exec.run({ cmd: "ip", args: ["link", "del", "kube-ipvs0"], timeoutMs: 10_000 });
+  if (del.code !== 0) log.error("Failed to delete kube-ipvs0", { err: del.stderr.trim() });
+  return del.code === 0;
+}
+
+export async function cleanupNode(exec: Exec, log: Logger): Promise<number> {
+  let ok = true;
+  const families: IPTablesFamily[] = ["IPv4", "IPv6"];
+  const backends: IptablesBackend[] = ["legacy", "nft"];
+  for (const backend of backends) {
+    for (const family of families) {
+      if (!(await installed(exec, iptablesCommands(family, backend).iptables))) continue;
+      const client = createIptablesClient({ exec, family, backend, logger: log });
+      const r = await cleanupIptables(client);
+      if (r.error) {
+        ok = false;
+        log.error("Failed to clean up iptables rules", { backend, family, err: r.error });
+      } else if (r.removedChains > 0) {
+        log.info("Removed kube-proxy iptables chains", { backend, family, chains: r.removedChains });
+      }
+    }
+  }
+  ok = (await cleanupIpsets(exec, log)) && ok;
+  ok = (await cleanupDummyDevice(exec, log)) && ok;
+  return ok ? 0 : 1;
+}
