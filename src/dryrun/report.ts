@@ -60,7 +60,7 @@ export function shellQuote(arg: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`;
 }
 
-function renderCommand(c: PlannedCommand): string {
+export function renderCommand(c: PlannedCommand): string {
   const line = c.argv.map(shellQuote).join(" ");
   if (c.stdin === undefined) return line;
   const body = c.stdin.endsWith("\n") ? c.stdin : `${c.stdin}\n`;
