@@ -12,6 +12,10 @@ import { tokenBucket } from "../k8s/rate-limiter.ts";
 import type { ClusterSource } from "../k8s/source.ts";
 import { createStateFileSource } from "../k8s/state-file-source.ts";
 import type { Logger } from "../log/logger.ts";
+import { type NodeIPs, nodeIPsFromApi, nodeIPsFromStateFile } from "./node-ips.ts";
+
+/** How long startup waits for this Node's addresses from the API server. */
+const NODE_IP_TIMEOUT_MS = 30_000;
 
 export interface RealSource {
   readonly source: ClusterSource;
@@ -19,6 +23,8 @@ export interface RealSource {
   readonly description: string;
   /** Posts the "Starting kube-proxy." event where the source is an API server. */
   birthCry(): Promise<void>;
+  /** This node's IPs as the source knows them (the Node object's addresses). */
+  lookupNodeIPs(): Promise<NodeIPs>;
 }
 
 export function openRealSource(
@@ -27,12 +33,14 @@ export function openRealSource(
   nodeName: string,
   log: Logger,
 ): RealSource | { error: string } {
-  if (opts.stateFile) {
+  const stateFile = opts.stateFile;
+  if (stateFile) {
     return {
-      source: createStateFileSource({ path: opts.stateFile, nodeName, logger: log.named("state") }),
+      source: createStateFileSource({ path: stateFile, nodeName, logger: log.named("state") }),
       recorder: nullRecorder,
-      description: `state file ${opts.stateFile}`,
+      description: `state file ${stateFile}`,
       birthCry: async () => {},
+      lookupNodeIPs: async () => nodeIPsFromStateFile(stateFile, nodeName),
     };
   }
   const kube = loadKubeConfig({
@@ -52,5 +60,6 @@ export function openRealSource(
     birthCry: async () => {
       await recorder.postBirthCry(nodeName);
     },
+    lookupNodeIPs: () => nodeIPsFromApi(client, nodeName, NODE_IP_TIMEOUT_MS),
   };
 }

@@ -11,7 +11,7 @@ import { formatVersion, versionInfo } from "../version.ts";
 import { cleanupNode } from "./cleanup.ts";
 import { dryRun } from "./dry-run.ts";
 import { createHost, type HostOptions } from "./host.ts";
-import { prepareNode } from "./prepare.ts";
+import { realRun } from "./real-run.ts";
 
 export interface Io {
   stdout(text: string): void;
@@ -32,10 +32,6 @@ function loggerFor(config: ProxyConfig, io: Io): Logger {
     vmodule: parseVmodule(config.logging.vmodule),
     sink: { write: (line) => io.stderr(`${line}\n`) },
   });
-}
-
-function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 export async function run(
@@ -78,28 +74,7 @@ export async function run(
   if (opts.cleanup) return cleanup(opts.dryRun, log, io, hostOverrides);
   if (opts.dryRun) return dryRun(config, opts, log, io, hostOverrides);
 
-  const host = createHost({ dryRun: false, ...hostOverrides });
-  const prep = await prepareNode(config, host, log, false);
-  if (prep.fatal) {
-    log.error(prep.fatal);
-    return 1;
-  }
-  applyOomScoreAdj(config.oomScoreAdj, log);
-  if (opts.initOnly) {
-    log.info("Initialization done (--init-only); exiting");
-    return 0;
-  }
-  log.error("This build prepares the node but has no sync loop yet: the proxiers arrive in later releases");
-  return 1;
-}
-
-function applyOomScoreAdj(value: number, log: Logger): void {
-  try {
-    writeFileSync("/proc/self/oom_score_adj", String(value));
-  } catch (err) {
-    // Upstream treats this as best effort too (e.g. unprivileged containers).
-    log.v(2).info("Failed to apply oom_score_adj", { value, err: message(err) });
-  }
+  return realRun(config, opts, log, hostOverrides);
 }
 
 /** --cleanup (with --dry-run: print what it would remove instead). */

@@ -70,7 +70,12 @@ export interface NodeObject {
   apiVersion?: string;
   kind?: string;
   metadata?: ObjectMeta;
-  spec?: { podCIDR?: string; podCIDRs?: string[]; unschedulable?: boolean };
+  spec?: {
+    podCIDR?: string;
+    podCIDRs?: string[];
+    unschedulable?: boolean;
+    taints?: { key?: string; effect?: string }[];
+  };
   status?: { addresses?: { type?: string; address?: string }[] };
 }
 

@@ -97,7 +97,8 @@ export class SyncController implements ClusterEventHandler {
     this.requestSync();
   }
 
-  private requestSync(): void {
+  /** Queues a sync (coalesced and rate-limited by the runner). */
+  requestSync(): void {
     this.opts.hooks?.queued();
     this.runner.run();
   }

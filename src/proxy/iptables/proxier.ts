@@ -1,0 +1,457 @@
+// The iptables proxier for one IP family (a dual-stack node runs two). Each sync computes the
+// restore input (rule-set.ts), writes it with one atomic iptables-restore --noflush, then does
+// the housekeeping upstream does after a successful write. Partial syncs rewrite only the
+// chains of changed services; a full sync happens at start, after any failure, after the
+// tables were flushed (canaries), when node labels change, and hourly outside large clusters.
+
+import type { ProxyConfig } from "../../config/types.ts";
+import type { IptablesClient } from "../../host/iptables/types.ts";
+import type { NfacctClient } from "../../host/nfacct.ts";
+import type { NodeInfo } from "../../k8s/node-info.ts";
+import type { Logger } from "../../log/logger.ts";
+import { type Clock, realClock } from "../../util/clock.ts";
+import { type LocalTrafficDetector, localDetectorFor } from "../local-detect.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import { isLoopback, NodePortAddresses, resolveNodePortAddresses } from "../nodeport-addresses.ts";
+import type { Proxier, SyncInput } from "../proxier.ts";
+import type { IPFamily } from "../types.ts";
+import { CanaryMonitor, checkCanaryChains } from "./canary.ts";
+import { chainsInSave } from "./chains.ts";
+import { type ConntrackCleaner, cleanStaleEntries } from "./conntrack-cleanup.ts";
+import { ProbabilityCache } from "./probability.ts";
+import { restoreFailureFields } from "./restore-log.ts";
+import {
+  LARGE_CLUSTER_ENDPOINTS_THRESHOLD,
+  type RuleSet,
+  RuleSetBuilder,
+  type RuleSetSettings,
+  type ScopeRequest,
+  type SyncScope,
+} from "./rule-set.ts";
+import { LOCALHOST_NODEPORTS_COUNTER } from "./service-rules.ts";
+import { CT_STATE_INVALID_DROPPED_COUNTER, JUMP_CHAINS, jumpRuleArgs, masqueradeMark } from "./top-level.ts";
+
+/** Upstream's FullSyncPeriod: rewrite everything at least this often (outside large clusters). */
+export const FULL_SYNC_PERIOD_MS = 60 * 60 * 1000;
+
+/** nfacct as the proxier uses it: counters are created on full syncs and read for metrics. */
+export type NfacctCounterClient = Pick<NfacctClient, "ensure" | "get">;
+
+/** Per-service health check servers (upstream's ServiceHealthServer), fed after each success. */
+export interface ServiceHealthSink {
+  syncServices(healthCheckNodePorts: ReadonlyMap<string, number>): void | Promise<void>;
+  syncEndpoints(localReadyEndpoints: ReadonlyMap<string, number>): void | Promise<void>;
+}
+
+export interface IptablesProxierDeps {
+  readonly iptables: IptablesClient;
+  readonly family: IPFamily;
+  readonly config: ProxyConfig;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly nodeName: string;
+  /** The node's primary IPs (for nodePortAddresses "primary" and source ranges covering the node). */
+  readonly nodeIPs: Readonly<Partial<Record<IPFamily, string>>>;
+  /** All local addresses ("ip" or "ip/prefix"), e.g. from `ip -o addr`; used with nodePortAddresses. */
+  readonly localAddresses: () => Promise<readonly string[]>;
+  /** Fixed detector; by default derived from config (NodeCIDR mode: from the Node's podCIDRs). */
+  readonly localDetector?: LocalTrafficDetector;
+  readonly conntrack?: ConntrackCleaner;
+  /** Present when the node has usable nfacct; then the counters are created and matched. */
+  readonly nfacct?: NfacctCounterClient;
+  /** nf_conntrack_tcp_be_liberal as read from the kernel; defaults to config.conntrack.tcpBeLiberal. */
+  readonly conntrackTCPLiberal?: boolean;
+  readonly healthCheck?: ServiceHealthSink;
+  readonly clock?: Clock;
+  /** Wall-clock milliseconds, for network programming latency (trigger times are wall times). */
+  readonly wallClock?: () => number;
+}
+
+/** Everything that stays fixed for the life of the proxier. */
+interface FixedSettings {
+  readonly mark: string;
+  readonly localhostNodePorts: boolean;
+  readonly nodePortAddresses: NodePortAddresses;
+  readonly conntrackTCPLiberal: boolean;
+}
+
+function fixedSettings(deps: IptablesProxierDeps): FixedSettings {
+  const { config, family } = deps;
+  const npa = new NodePortAddresses(family, resolveNodePortAddresses(config.nodePortAddresses, deps.nodeIPs));
+  return {
+    mark: masqueradeMark(config.iptables.masqueradeBit),
+    // route_localnet exists for IPv4 only, and is pointless if no nodePortAddress is loopback.
+    localhostNodePorts: family === "IPv4" && config.iptables.localhostNodePorts && npa.containsIPv4Loopback,
+    nodePortAddresses: npa,
+    conntrackTCPLiberal: deps.conntrackTCPLiberal ?? config.conntrack.tcpBeLiberal,
+  };
+}
+
+function sameLabels(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  return ka.every((k) => a[k] === b[k]);
+}
+
+export class IptablesProxier implements Proxier {
+  private readonly fixed: FixedSettings;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly builder = new RuleSetBuilder();
+  private readonly probabilities = new ProbabilityCache();
+  private readonly counters = new Map<string, boolean>([
+    [CT_STATE_INVALID_DROPPED_COUNTER, false],
+    [LOCALHOST_NODEPORTS_COUNTER, false],
+  ]);
+  private needFullSync = true;
+  private lastFullSync = Number.NEGATIVE_INFINITY;
+  private lastCleanup = Number.NEGATIVE_INFINITY;
+  private nodeLabels: Readonly<Record<string, string>> = {};
+  private detector: LocalTrafficDetector;
+  private randomFully: boolean | undefined;
+  private canariesInstalled = false;
+  private largeClusterMode = false;
+
+  constructor(private readonly deps: IptablesProxierDeps) {
+    this.fixed = fixedSettings(deps);
+    this.clock = deps.clock ?? realClock;
+    this.log = deps.logger.named("iptables");
+    this.detector = deps.localDetector ?? this.configDetector(undefined);
+    this.log
+      .v(2)
+      .info("Using iptables mark for masquerade", { ipFamily: deps.family, mark: this.fixed.mark });
+  }
+
+  /** Whether the last sync saw more endpoints than upstream's large-cluster threshold. */
+  get inLargeClusterMode(): boolean {
+    return this.largeClusterMode;
+  }
+
+  /** Forces the next sync to be a full one (upstream's forceSyncProxyRules, minus the sync). */
+  requestFullSync(): void {
+    this.needFullSync = true;
+  }
+
+  async sync(input: SyncInput): Promise<void> {
+    const start = this.clock.now();
+    this.observeNode(input.node);
+    const { request, scope } = this.chooseScope(input, start);
+    const fullSync = request.fullSync;
+    this.log.v(2).info("Syncing iptables rules", { ipFamily: this.deps.family, fullSync });
+    try {
+      if (fullSync) await this.ensureBaseline();
+      const set = await this.computeRuleSet(request, scope, start);
+      this.recordRuleCounts(set, input, scope.totalEndpoints);
+      await this.restore(set.payload);
+      this.needFullSync = false;
+      if (fullSync) this.lastFullSync = start;
+      this.builder.commit(set);
+      await this.afterSuccess(input, set);
+    } catch (err) {
+      // The change sets of this sync are consumed: only a full sync can catch up.
+      this.needFullSync = true;
+      if (!fullSync) this.deps.metrics.iptablesPartialRestoreFailures.inc();
+      this.log.info("Sync failed; the next sync is a full one", { ipFamily: this.deps.family });
+      throw err;
+    } finally {
+      this.observeDuration(start, fullSync);
+    }
+  }
+
+  /**
+   * Full or partial, and how big the cluster is. The periodic full sync is skipped in large
+   * clusters, where rewriting every chain is what partial syncs exist to avoid.
+   */
+  private chooseScope(input: SyncInput, now: number): { request: ScopeRequest; scope: SyncScope } {
+    let request = this.scopeRequest(input, this.needFullSync);
+    let scope = this.builder.scope(request, this.deps.family);
+    this.largeClusterMode = scope.totalEndpoints > LARGE_CLUSTER_ENDPOINTS_THRESHOLD;
+    if (!request.fullSync && !this.largeClusterMode && now - this.lastFullSync >= FULL_SYNC_PERIOD_MS) {
+      request = { ...request, fullSync: true };
+      scope = this.builder.scope(request, this.deps.family);
+    }
+    return { request, scope };
+  }
+
+  /** One canary check; true when the tables were flushed (the next sync is then a full one). */
+  async checkCanaries(): Promise<boolean> {
+    const state = await checkCanaryChains(this.deps.iptables, this.canariesInstalled, this.log);
+    this.canariesInstalled = true;
+    if (state !== "flushed") return false;
+    this.log.v(2).info("Reloading after iptables flush", { ipFamily: this.deps.family });
+    this.needFullSync = true;
+    return true;
+  }
+
+  /** A monitor polling the canaries every iptables.syncPeriod; onFlush should queue a sync. */
+  canaryMonitor(onFlush: () => void): CanaryMonitor {
+    return new CanaryMonitor({
+      intervalMs: this.deps.config.iptables.syncPeriod,
+      clock: this.clock,
+      check: () => this.checkCanaries(),
+      onFlush,
+      logger: this.log,
+    });
+  }
+
+  /** Copies the nfacct packet counts into their gauges (call before a metrics scrape). */
+  async refreshCounterMetrics(): Promise<void> {
+    const nfacct = this.deps.nfacct;
+    if (!nfacct) return;
+    const gauges = [
+      [CT_STATE_INVALID_DROPPED_COUNTER, this.deps.metrics.iptablesCTStateInvalidDroppedPackets],
+      [LOCALHOST_NODEPORTS_COUNTER, this.deps.metrics.localhostNodePortsAcceptedPackets],
+    ] as const;
+    for (const [name, gauge] of gauges) {
+      if (!this.counters.get(name)) continue;
+      try {
+        const counters = await nfacct.get(name);
+        if (counters) gauge.set(counters.packets);
+      } catch (err) {
+        this.log.error("Failed to read nfacct counter", {
+          counter: name,
+          err: err instanceof Error ? err : String(err),
+        });
+      }
+    }
+  }
+
+  // Node labels drive topology; a change rewrites every service (upstream: needFullSync).
+  // In NodeCIDR mode without an explicit detector the Node's podCIDRs define "local".
+  private observeNode(node: NodeInfo | undefined): void {
+    const labels = node?.labels ?? {};
+    if (!sameLabels(labels, this.nodeLabels)) {
+      this.nodeLabels = { ...labels };
+      this.needFullSync = true;
+    }
+    if (this.deps.localDetector || this.deps.config.detectLocalMode !== "NodeCIDR") return;
+    const next = this.configDetector(node);
+    if (JSON.stringify(next) !== JSON.stringify(this.detector)) {
+      this.detector = next;
+      this.needFullSync = true;
+    }
+  }
+
+  private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
+    const c = this.deps.config;
+    return localDetectorFor(
+      {
+        mode: c.detectLocalMode,
+        clusterCIDRs: c.clusterCIDRs,
+        nodePodCIDRs: node?.podCIDRs ?? [],
+        bridgeInterface: c.detectLocal.bridgeInterface,
+        interfaceNamePrefix: c.detectLocal.interfaceNamePrefix,
+        logger: this.log,
+      },
+      this.deps.family,
+    );
+  }
+
+  /** Jump rules from the built-in chains and the nfacct counters: full syncs only. */
+  private async ensureBaseline(): Promise<void> {
+    const ipt = this.deps.iptables;
+    for (const j of JUMP_CHAINS) {
+      try {
+        await ipt.ensureChain(j.table, j.dstChain);
+      } catch (err) {
+        this.log.error("Failed to ensure chain exists", {
+          table: j.table,
+          chain: j.dstChain,
+          err: errText(err),
+        });
+        throw err;
+      }
+      try {
+        await ipt.ensureRule("prepend", j.table, j.srcChain, jumpRuleArgs(j));
+      } catch (err) {
+        const kv = { table: j.table, srcChain: j.srcChain, dstChain: j.dstChain, err: errText(err) };
+        this.log.error("Failed to ensure chain jumps", kv);
+        throw err;
+      }
+    }
+    await this.ensureCounters();
+  }
+
+  private async ensureCounters(): Promise<void> {
+    const nfacct = this.deps.nfacct;
+    if (!nfacct) return;
+    for (const name of this.counters.keys()) {
+      try {
+        await nfacct.ensure(name);
+        this.counters.set(name, true);
+      } catch (err) {
+        this.counters.set(name, false);
+        this.log.error("Failed to create nfacct counter; the corresponding metric will not be updated", {
+          counter: name,
+          err: errText(err),
+        });
+      }
+    }
+  }
+
+  private async settings(): Promise<RuleSetSettings> {
+    this.randomFully ??= await this.deps.iptables.hasRandomFully();
+    return {
+      family: this.deps.family,
+      mark: this.fixed.mark,
+      randomFully: this.randomFully,
+      masqueradeAll: this.deps.config.iptables.masqueradeAll,
+      localDetector: this.detector,
+      localhostNodePorts: this.fixed.localhostNodePorts,
+      countLocalhostNodePorts:
+        this.fixed.localhostNodePorts && this.counters.get(LOCALHOST_NODEPORTS_COUNTER) === true,
+      countInvalidDrops: this.counters.get(CT_STATE_INVALID_DROPPED_COUNTER) === true,
+      conntrackTCPLiberal: this.fixed.conntrackTCPLiberal,
+      nodeIP: this.deps.nodeIPs[this.deps.family],
+      probabilities: this.probabilities,
+    };
+  }
+
+  private scopeRequest(input: SyncInput, fullSync: boolean): ScopeRequest {
+    const changedServices = new Set(input.serviceUpdate.updatedServices);
+    for (const key of input.endpointsUpdate.updatedServices) changedServices.add(key);
+    return {
+      sources: input,
+      fullSync,
+      changedServices,
+      servicesChanged: input.serviceUpdate.updatedServices.size > 0,
+    };
+  }
+
+  private async computeRuleSet(req: ScopeRequest, scope: SyncScope, now: number): Promise<RuleSet> {
+    const settings = await this.settings();
+    const existingNatChains = await this.existingNatChainsIfDue(now);
+    const nodePortIPs = await this.nodePortIPs();
+    const request = {
+      ...req,
+      nodeLabels: this.nodeLabels,
+      largeClusterMode: this.largeClusterMode,
+      existingNatChains,
+      nodePortIPs,
+    };
+    return this.builder.build(request, scope, settings);
+  }
+
+  // iptables-save can take seconds on big hosts: in large clusters sweep once per sync period.
+  private async existingNatChainsIfDue(now: number): Promise<string[] | undefined> {
+    if (this.largeClusterMode && now - this.lastCleanup <= this.deps.config.iptables.syncPeriod)
+      return undefined;
+    try {
+      const chains = chainsInSave(await this.deps.iptables.save("nat"));
+      this.lastCleanup = now;
+      return chains;
+    } catch (err) {
+      this.log.error("Failed to execute iptables-save: stale chains will not be deleted", {
+        err: errText(err),
+      });
+      return undefined;
+    }
+  }
+
+  /** undefined when every local address takes NodePorts; else the matching node addresses. */
+  private async nodePortIPs(): Promise<string[] | undefined> {
+    const npa = this.fixed.nodePortAddresses;
+    if (npa.matchAll) return undefined;
+    let addresses: readonly string[] = [];
+    try {
+      addresses = await this.deps.localAddresses();
+    } catch (err) {
+      this.log.error(
+        "Failed to get node ip address matching nodeport cidrs, services with nodeport may not work as intended",
+        { CIDRs: npa.toString(), err: errText(err) },
+      );
+    }
+    return npa.nodeIPs(addresses).filter((ip) => this.acceptsNodePortsOn(ip));
+  }
+
+  private acceptsNodePortsOn(ip: string): boolean {
+    if (!isLoopback(ip)) return true;
+    if (this.deps.family === "IPv6") {
+      this.log.error(
+        "--nodeport-addresses includes localhost but localhost NodePorts are not supported on IPv6",
+        {
+          address: ip,
+        },
+      );
+      return false;
+    }
+    if (this.fixed.localhostNodePorts) return true;
+    this.log.error(
+      "--nodeport-addresses includes localhost but --iptables-localhost-nodeports=false was passed",
+      {
+        address: ip,
+      },
+    );
+    return false;
+  }
+
+  private recordRuleCounts(set: RuleSet, input: SyncInput, totalEndpoints: number): void {
+    const m = this.deps.metrics;
+    m.iptablesRulesTotal.set({ table: "filter" }, set.filterRuleLines);
+    m.iptablesRulesLastSync.set({ table: "filter" }, set.filterRuleLines);
+    m.iptablesRulesTotal.set({ table: "nat" }, set.natRuleLines + set.skippedNatRuleLines);
+    m.iptablesRulesLastSync.set({ table: "nat" }, set.natRuleLines);
+    this.log.v(2).info("Reloading service iptables data", {
+      numServices: input.services.size,
+      numEndpoints: totalEndpoints,
+      numRewrittenServicePorts: set.rewrittenPorts,
+      numFilterRules: set.filterRuleLines,
+      numNATRules: set.natRuleLines,
+      numDeletedChains: set.deletedChains.length,
+    });
+    this.log.v(9).info("Restoring iptables", { rules: set.payload });
+  }
+
+  private async restore(payload: string): Promise<void> {
+    try {
+      // --noflush: chains we do not name (other software's) are left alone.
+      await this.deps.iptables.restoreAll(payload, { noFlush: true, counters: true });
+    } catch (err) {
+      this.log.error("Failed to execute iptables-restore", restoreFailureFields(err));
+      this.deps.metrics.iptablesRestoreFailures.inc();
+      throw err;
+    }
+  }
+
+  private async afterSuccess(input: SyncInput, set: RuleSet): Promise<void> {
+    const m = this.deps.metrics;
+    const wallNow = (this.deps.wallClock ?? Date.now)();
+    for (const [service, times] of input.endpointsUpdate.lastChangeTriggerTimes) {
+      for (const t of times) {
+        const latency = Math.max(0, wallNow - t.getTime()) / 1000;
+        m.networkProgrammingLatency.observe(latency);
+        this.log.v(4).info("Network programming", { endpoint: service, elapsed: latency });
+      }
+    }
+    m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "internal" }, set.noLocalInternal);
+    m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "external" }, set.noLocalExternal);
+    m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
+    await this.syncHealthChecks(input);
+    if (this.deps.conntrack) {
+      await cleanStaleEntries(this.deps.conntrack, { ...input, family: this.deps.family }, this.log);
+    }
+  }
+
+  private async syncHealthChecks(input: SyncInput): Promise<void> {
+    const hc = this.deps.healthCheck;
+    if (!hc) return;
+    try {
+      await hc.syncServices(input.services.healthCheckNodePorts());
+      await hc.syncEndpoints(input.endpoints.localReadyEndpoints());
+    } catch (err) {
+      this.log.error("Error syncing healthcheck services", { err: errText(err) });
+    }
+  }
+
+  private observeDuration(start: number, fullSync: boolean): void {
+    const seconds = Math.max(0, this.clock.now() - start) / 1000;
+    const m = this.deps.metrics;
+    m.syncProxyRulesLatency.observe(seconds);
+    (fullSync ? m.syncFullProxyRulesLatency : m.syncPartialProxyRulesLatency).observe(seconds);
+    this.log.v(2).info("SyncProxyRules complete", { elapsed: `${seconds}s` });
+  }
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
