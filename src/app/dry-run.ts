@@ -8,13 +8,19 @@ import { PlanProxier } from "../dryrun/plan-proxier.ts";
 import { type DryRunReport, dryRunExitCode, renderJson, renderText } from "../dryrun/report.ts";
 import { probeHostState } from "../host/probe.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
+import { nodeIPs } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile } from "../k8s/object-store.ts";
+import type { NodeObject } from "../k8s/objects.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Check } from "../mode/check.ts";
+import { createMetrics } from "../proxy/metrics/metrics.ts";
+import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
-import { createHost, type HostOptions } from "./host.ts";
+import { createHost, type Host, type HostOptions } from "./host.ts";
+import { buildIptablesMode } from "./iptables-mode.ts";
+import { detectNodeIPs } from "./node-ips.ts";
 import { prepareNode } from "./prepare.ts";
 import type { Io } from "./run.ts";
 
@@ -61,16 +67,28 @@ export async function dryRun(
   const prep = await prepareNode(config, host, log, true);
   const planner = new PlanProxier();
   const nodeName = view.nodeName ?? resolveNodeName(config.hostnameOverride);
+  // The mode's proxier is built once the Node (and so the node IPs) has been delivered.
+  const proxiers: Proxier[] = [planner];
   const controller = new SyncController({
     nodeName,
-    proxier: planner,
+    proxier: { sync: async (input) => void (await Promise.all(proxiers.map((p) => p.sync(input)))) },
     minSyncPeriodMs: 0,
     syncPeriodMs: 3_600_000,
     logger: log.named("sync"),
   });
   const { handler, store } = recordingHandler(controller);
   const stateCheck = await view.deliver(handler);
-  await controller.syncNow();
+  const checks: Check[] = [...prep.checks, stateCheck];
+  if (prep.mode === "iptables") {
+    const built = await planIptables(config, opts, host, store.node, log);
+    if ("check" in built) checks.push(built.check);
+    else proxiers.push(built.proxier);
+  }
+  try {
+    await controller.syncNow();
+  } catch (err) {
+    checks.push({ name: "sync", ok: false, detail: err instanceof Error ? err.message : String(err) });
+  }
 
   if (opts.dumpStateFile) {
     writeFileSync(
@@ -80,7 +98,6 @@ export async function dryRun(
     log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
   }
 
-  const checks: Check[] = [...prep.checks, stateCheck];
   const report: DryRunReport = {
     mode: prep.mode,
     checks,
@@ -91,4 +108,35 @@ export async function dryRun(
   };
   io.stdout(opts.output === "json" ? renderJson(report) : renderText(report));
   return dryRunExitCode(report);
+}
+
+/** iptables mode on the dry-run host: reads the real tables, records every change. */
+async function planIptables(
+  config: ProxyConfig,
+  opts: RunOptions,
+  host: Host,
+  node: NodeObject | undefined,
+  log: Logger,
+): Promise<{ proxier: Proxier } | { check: Check }> {
+  const ips = nodeIPs(node ?? {});
+  const nodeIPsByFamily = {
+    ...(ips.ipv4 ? { IPv4: ips.ipv4 } : {}),
+    ...(ips.ipv6 ? { IPv6: ips.ipv6 } : {}),
+  };
+  try {
+    const mode = await buildIptablesMode({
+      exec: host.exec,
+      config,
+      metrics: createMetrics(),
+      log,
+      nodeName: node?.metadata?.name ?? "",
+      nodeIPs: await detectNodeIPs(config.bindAddress, () => nodeIPsByFamily, log),
+      backend: opts.iptablesBackend,
+    });
+    return { proxier: mode.proxier };
+  } catch (err) {
+    return {
+      check: { name: "iptables", ok: false, detail: err instanceof Error ? err.message : String(err) },
+    };
+  }
 }

@@ -7,13 +7,17 @@ export class MultiFamilyProxier implements Proxier {
   constructor(private readonly proxiers: readonly Proxier[]) {}
 
   async sync(input: SyncInput): Promise<void> {
-    const results = await Promise.allSettled(this.proxiers.map((p) => p.sync(input)));
-    const failed = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (failed.length === 1) throw failed[0]?.reason;
-    if (failed.length > 1)
-      throw new AggregateError(
-        failed.map((f) => f.reason),
-        "sync failed for every IP family",
-      );
+    // One family after the other: the kernel serialises restores anyway (xtables lock), and
+    // the --dry-run plan then reads family by family.
+    const failed: unknown[] = [];
+    for (const p of this.proxiers) {
+      try {
+        await p.sync(input);
+      } catch (err) {
+        failed.push(err);
+      }
+    }
+    if (failed.length === 1) throw failed[0];
+    if (failed.length > 1) throw new AggregateError(failed, "sync failed for every IP family");
   }
 }
