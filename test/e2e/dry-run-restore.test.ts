@@ -35,7 +35,8 @@ describe("dry-run plan replayed on a real kernel", () => {
     for (const c of iptables) {
       const done = inNs(c.argv, c.stdin);
       // -N of an existing chain exits 1, which the client reads as "already there" (as upstream).
-      if (c.argv.includes("-N") && done.status === 1 && done.stderr.includes("Chain already exists")) continue;
+      if (c.argv.includes("-N") && done.status === 1 && done.stderr.includes("Chain already exists"))
+        continue;
       // Both families ensure the same nfacct counter; the second add finds it there (EBUSY).
       if (c.argv[0] === "nfacct" && done.stderr.includes("Device or resource busy")) continue;
       expect({ argv: c.argv.join(" "), code: done.status, stderr: done.stderr }).toEqual({

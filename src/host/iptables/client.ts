@@ -111,7 +111,10 @@ export function createIptablesClient(opts: IptablesClientOptions): IptablesClien
     if (res.code === 1) return false;
     // A rule cannot exist in (or jump to) a chain that does not: under --dry-run the chain's
     // creation was only recorded, and a real run would have created it just before.
-    if (/Chain '.*' does not exist|No chain\/target\/match by that name|Couldn't load target/.test(res.stderr)) return false;
+    if (
+      /Chain '.*' does not exist|No chain\/target\/match by that name|Couldn't load target/.test(res.stderr)
+    )
+      return false;
     throw fail(res);
   }
 
