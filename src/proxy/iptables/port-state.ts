@@ -6,7 +6,8 @@ import type { EndpointInfo, IPFamily, ServicePortInfo } from "../types.ts";
 import type { FamilyServicePort } from "./service-view.ts";
 import { familyEndpoints, familyView, ServicePortNames } from "./service-view.ts";
 
-export interface PortState {
+/** The inputs of a port state, before rendering. */
+export interface PortInputs {
   /** The objects this state was computed from; identity tells whether they changed. */
   readonly source: ServicePortInfo;
   readonly endpointsSource: readonly EndpointInfo[] | undefined;
@@ -15,6 +16,12 @@ export interface PortState {
   readonly names: ServicePortNames;
   /** "ns/name": the key the change trackers report. */
   readonly serviceKey: string;
+  /** Endpoints of this family and protocol (upstream counts these for large-cluster mode). */
+  readonly endpointCount: number;
+}
+
+/** What is kept per port: its inputs, plus the rendered rules and what they imply. */
+export interface PortState extends PortInputs {
   /** Filter lines in the top-level chains, joined ("" when none). */
   readonly filterText: string;
   readonly filterLines: number;
@@ -26,22 +33,9 @@ export interface PortState {
   readonly activeChains: readonly string[];
   readonly noLocalInternal: boolean;
   readonly noLocalExternal: boolean;
-  /** Endpoints of this family and protocol (upstream counts these for large-cluster mode). */
-  readonly endpointCount: number;
 }
 
 const NO_ENDPOINTS: readonly EndpointInfo[] = Object.freeze([]);
-
-/** The inputs of a port state, before rendering. */
-export interface PortInputs {
-  readonly source: ServicePortInfo;
-  readonly endpointsSource: readonly EndpointInfo[] | undefined;
-  readonly view: FamilyServicePort;
-  readonly endpoints: readonly EndpointInfo[];
-  readonly names: ServicePortNames;
-  readonly serviceKey: string;
-  readonly endpointCount: number;
-}
 
 /**
  * Resolves one service port for a family; undefined when the family does not serve it. Endpoints
