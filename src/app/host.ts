@@ -6,6 +6,7 @@ import { DryRunRecorder } from "../exec/dry-run.ts";
 import { createRealExec } from "../exec/runner.ts";
 import type { Exec } from "../exec/types.ts";
 import { type HostState, ipsetFromHostState, kernelFromHostState } from "../host/host-state.ts";
+import { hostStateExec } from "../host/host-state-exec.ts";
 import { createIpsetClient, type IpsetClient } from "../host/ipset.ts";
 import { createKernelClient, type KernelClient } from "../host/kernel.ts";
 import { createSysctlClient, type SysctlClient } from "../host/sysctl.ts";
@@ -29,7 +30,9 @@ export interface HostOptions {
 }
 
 export function createHost(opts: HostOptions): Host {
-  const real = opts.exec ?? createRealExec();
+  const live = opts.exec ?? createRealExec();
+  // A HostState stands in for the host's read-only probes (dry runs only reach this with one).
+  const real = opts.hostState ? hostStateExec(opts.hostState, live) : live;
   const recorder = opts.dryRun ? new DryRunRecorder(real) : undefined;
   const exec: Exec = recorder ?? real;
   const root = opts.root ?? "/";
