@@ -70,6 +70,7 @@ export function kernelFromHostState(state: HostState, live: KernelClient): Kerne
 
 export function ipsetFromHostState(state: HostState, live: IpsetClient): IpsetClient {
   return {
+    ...live,
     async version() {
       return state.ipsetVersion
         ? { ok: true, version: state.ipsetVersion.replace(/^v/, "") }

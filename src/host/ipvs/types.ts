@@ -1,0 +1,69 @@
+// The typed IPVS client (over ipvsadm). The proxier reads the whole kernel table once per sync
+// and writes one batch, so exec calls per sync stay constant however many Services there are.
+
+export type IpvsProtocol = "TCP" | "UDP" | "SCTP";
+
+export interface VirtualServerKey {
+  readonly address: string;
+  readonly port: number;
+  readonly protocol: IpvsProtocol;
+}
+
+export interface VirtualServer extends VirtualServerKey {
+  /** rr, wrr, lc, wlc, lblc, lblcr, sh, dh, sed, nq, mh. */
+  readonly scheduler: string;
+  /** Scheduler flags as ipvsadm's -b takes them: "sh-fallback", "sh-port", "mh-fallback", "mh-port"... */
+  readonly flags: readonly string[];
+  /** Persistence timeout in seconds (ClientIP session affinity); 0: not persistent. */
+  readonly timeout: number;
+}
+
+export interface RealServer {
+  readonly address: string;
+  readonly port: number;
+  readonly weight: number;
+  /** Connection counts as the kernel reports them (graceful termination waits for zero). */
+  readonly activeConnections: number;
+  readonly inactiveConnections: number;
+}
+
+export interface IpvsService {
+  readonly server: VirtualServer;
+  readonly reals: readonly RealServer[];
+}
+
+export type IpvsChange =
+  | { readonly op: "add-service" | "edit-service"; readonly server: VirtualServer }
+  | { readonly op: "delete-service"; readonly key: VirtualServerKey }
+  | {
+      readonly op: "add-real" | "edit-real";
+      readonly key: VirtualServerKey;
+      readonly real: { readonly address: string; readonly port: number; readonly weight: number };
+    }
+  | {
+      readonly op: "delete-real";
+      readonly key: VirtualServerKey;
+      readonly real: { address: string; port: number };
+    };
+
+export interface IpvsTimeouts {
+  /** Seconds; 0 leaves the kernel's value. */
+  readonly tcp: number;
+  readonly tcpFin: number;
+  readonly udp: number;
+}
+
+export interface IpvsClient {
+  /** The whole table, with connection counts (one ipvsadm call). */
+  read(): Promise<IpvsService[]>;
+  /** All changes in one `ipvsadm --restore` (one call); resolves when applied. */
+  apply(changes: readonly IpvsChange[]): Promise<void>;
+  setTimeouts(t: IpvsTimeouts): Promise<void>;
+  /** Removes every virtual server (ipvsadm -C). */
+  flush(): Promise<void>;
+}
+
+export function virtualServerKeyString(k: VirtualServerKey): string {
+  const host = k.address.includes(":") ? `[${k.address}]` : k.address;
+  return `${k.protocol}/${host}:${k.port}`;
+}
