@@ -5,6 +5,7 @@
 import type { Exec, ExecRequest, ExecResult } from "../exec/types.ts";
 import type { HostState } from "./host-state.ts";
 import { parseIptablesSave } from "./iptables/save-parser.ts";
+import { ipvsListFromSave } from "./ipvs/format.ts";
 
 const ok = (stdout: string): ExecResult => ({ code: 0, stdout, stderr: "" });
 const fail = (code: number, stderr: string): ExecResult => ({ code, stdout: "", stderr });
@@ -78,8 +79,10 @@ export function hostStateExec(state: HostState, inner: Exec): Exec {
         return ok(names.map((l) => l.split(" ")[1]).join("\n"));
       }
     }
-    if (req.cmd === "ipvsadm" && state.ipvsSave !== undefined && req.args.includes("-S"))
-      return ok(state.ipvsSave);
+    if (req.cmd === "ipvsadm" && state.ipvsSave !== undefined) {
+      if (req.args.includes("-S")) return ok(state.ipvsSave);
+      if (req.args.includes("-L")) return ok(ipvsListFromSave(state.ipvsSave));
+    }
     if (req.cmd === "ip" && state.interfaces && req.args.join(" ") === "-o addr show")
       return ok(interfacesOutput(state));
     if (req.cmd === "nfacct" && state.nfacct !== undefined && req.args[0] === "list") {

@@ -70,6 +70,14 @@ const cases: [string, boolean][] = [
   ["ipvsadm -Z", false],
   ["ipvsadm --set 900 120 300", false],
   ["ipvsadm -L -Z", false],
+  // the forms the ipvs, ipset and netlink clients run
+  ["ipvsadm -L -n --exact", true],
+  ["ipvsadm --restore", false],
+  ["ipset restore -exist", false],
+  ["ip -o addr show dev kube-ipvs0", true],
+  ["ip -o addr show", true],
+  ["ip -batch -", false],
+  ["ip link del kube-ipvs0", false],
   // ip
   ["ip -o addr", true],
   ["ip -o -4 addr show dev kube-ipvs0", true],

@@ -67,6 +67,9 @@ describe("HostState answers the host's read-only probes", () => {
     expect((await run(exec, "ip6tables-legacy", ["--version"])).stdout).toBe("ip6tables v1.8.9 (legacy)\n");
     expect((await run(exec, "ipset", ["list", "-n"])).stdout).toBe("KUBE-CLUSTER-IP");
     expect((await run(exec, "ipvsadm", ["-S", "-n"])).stdout).toContain("198.51.100.10:80");
+    expect((await run(exec, "ipvsadm", ["-L", "-n", "--exact"])).stdout).toMatch(
+      /TCP\s+198\.51\.100\.10:80 rr/,
+    );
     expect((await run(exec, "ip", ["-o", "addr", "show"])).stdout).toBe(
       "1: eth0    inet 192.0.2.10/24 scope global eth0",
     );

@@ -1,0 +1,357 @@
+// The text forms of the IPVS table: `ipvsadm --restore` input (what the client writes),
+// `ipvsadm -L -n` and `ipvsadm -S -n` output (what the client reads and the fake prints).
+// Layouts follow ipvsadm 1.31's print_title()/print_service_entry().
+
+import { compareAddrs, parseAddr } from "../netlink/ip.ts";
+import { IpvsError } from "./errors.ts";
+import {
+  type DestSpec,
+  MAX_TIMEOUT,
+  parseIpvsadmArgs,
+  parseSchedFlags,
+  restoreLineWords,
+  type ServiceSpec,
+  SVC_F_ONEPACKET,
+  SVC_F_PERSISTENT,
+  SVC_F_SCHED1,
+  SVC_F_SCHED2,
+  SVC_F_SCHED3,
+  schedFlagNames,
+} from "./syntax.ts";
+import type { IpvsChange, IpvsProtocol, IpvsService, RealServer, VirtualServerKey } from "./types.ts";
+
+/** "ADDR:PORT", IPv6 in brackets, as ipvsadm prints and parses it. */
+export function hostPort(address: string, port: number): string {
+  return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+const SERVICE_OPTION: Readonly<Record<IpvsProtocol, string>> = {
+  TCP: "-t",
+  UDP: "-u",
+  SCTP: "--sctp-service",
+};
+
+/** The virtual-service words of an ipvsadm command: "-t 10.96.0.1:443". */
+export function serviceArgs(key: VirtualServerKey): string {
+  return `${SERVICE_OPTION[key.protocol]} ${hostPort(key.address, key.port)}`;
+}
+
+const SCHEDULER = /^[a-z][a-z0-9_-]{0,14}$/;
+
+function invalid(message: string): never {
+  throw new IpvsError({ kind: "invalid", message: `ipvs: ${message}` });
+}
+
+function canonical(address: string, what: string): { ip: string; family: 4 | 6 } {
+  const parsed = parseAddr(address);
+  if (!parsed) invalid(`${what} address ${JSON.stringify(address)} is not an IP address`);
+  return { ip: parsed.ip, family: parsed.family };
+}
+
+function checkPort(port: number, what: string, allowZero: boolean): void {
+  if (!Number.isInteger(port) || port < (allowZero ? 0 : 1) || port > 65535) {
+    invalid(`${what} port ${port} is out of range`);
+  }
+}
+
+function checkedKey(key: VirtualServerKey): VirtualServerKey & { family: 4 | 6 } {
+  if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
+  const addr = canonical(key.address, "virtual server");
+  checkPort(key.port, "virtual server", true);
+  return { address: addr.ip, port: key.port, protocol: key.protocol, family: addr.family };
+}
+
+function renderService(op: "-A" | "-E", change: Extract<IpvsChange, { op: "add-service" | "edit-service" }>) {
+  const s = change.server;
+  const key = checkedKey(s);
+  if (!SCHEDULER.test(s.scheduler)) invalid(`unknown scheduler ${JSON.stringify(s.scheduler)}`);
+  if (!Number.isInteger(s.timeout) || s.timeout < 0 || s.timeout > MAX_TIMEOUT) {
+    invalid(`persistence timeout ${s.timeout} is out of range 0-${MAX_TIMEOUT}`);
+  }
+  if (key.port === 0 && s.timeout === 0) invalid(`${hostPort(key.address, 0)}: port 0 needs persistence`);
+  let line = `${op} ${serviceArgs(key)} -s ${s.scheduler}`;
+  if (s.timeout > 0) line += ` -p ${s.timeout}`;
+  if (s.flags.length > 0) {
+    try {
+      parseSchedFlags(s.scheduler, s.flags.join(","));
+    } catch {
+      invalid(`scheduler flags ${s.flags.join(",")} do not apply to scheduler ${s.scheduler}`);
+    }
+    line += ` -b ${s.flags.join(",")}`;
+  }
+  return line;
+}
+
+function renderReal(
+  change: Extract<IpvsChange, { op: "add-real" | "edit-real" | "delete-real" }>,
+  op: "-a" | "-e" | "-d",
+): string {
+  const key = checkedKey(change.key);
+  const real = canonical(change.real.address, "real server");
+  if (real.family !== key.family)
+    invalid(`real server ${change.real.address} is not of the service's family`);
+  checkPort(change.real.port, "real server", true);
+  const head = `${op} ${serviceArgs(key)} -r ${hostPort(real.ip, change.real.port)}`;
+  if (change.op === "delete-real") return head;
+  const weight = change.real.weight;
+  if (!Number.isInteger(weight) || weight < 0 || weight > 65535) invalid(`weight ${weight} is out of range`);
+  // Masquerading (NAT), as upstream kube-proxy programs every real server.
+  return `${head} -m -w ${weight}`;
+}
+
+/** One change as one `ipvsadm --restore` line. Throws IpvsError(kind "invalid") for bad input. */
+export function renderChange(change: IpvsChange): string {
+  switch (change.op) {
+    case "add-service":
+      return renderService("-A", change);
+    case "edit-service":
+      return renderService("-E", change);
+    case "delete-service":
+      return `-D ${serviceArgs(checkedKey(change.key))}`;
+    case "add-real":
+      return renderReal(change, "-a");
+    case "edit-real":
+      return renderReal(change, "-e");
+    case "delete-real":
+      return renderReal(change, "-d");
+  }
+}
+
+/** Every change, in order, as `ipvsadm --restore` input (one line each, newline-terminated). */
+export function renderRestore(changes: readonly IpvsChange[]): string {
+  return changes.map((c) => `${renderChange(c)}\n`).join("");
+}
+
+// ---- reading ----
+
+function parseFailure(line: number, text: string, why: string): never {
+  throw new IpvsError({
+    kind: "parse",
+    message: `ipvsadm output line ${line}: ${why}: ${JSON.stringify(text)}`,
+  });
+}
+
+function splitHostPort(text: string): { address: string; port: number } | undefined {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:]+):(\d+)$/.exec(text);
+  if (!m) return undefined;
+  const addr = parseAddr(m[1]!);
+  const port = Number(m[2]);
+  if (!addr || port > 65535) return undefined;
+  return { address: addr.ip, port };
+}
+
+const SERVICE_LINE = /^(TCP|UDP|SCTP)\s+(\S+)\s+(\S+)(.*)$/;
+const REAL_LINE = /^\s+->\s+(\S+)\s+(Masq|Local|Route|Tunnel)\s+(-?\d+)\s+(\d+)\s+(\d+)\s*$/;
+
+/**
+ * Parses `ipvsadm -L -n [--exact]` output: virtual servers with their scheduler, flags and
+ * persistence, and real servers with weights and connection counts. Firewall-mark services
+ * (which kube-proxy never creates) are skipped with their real servers.
+ */
+export function parseIpvsList(text: string): IpvsService[] {
+  const out: { server: IpvsService["server"]; reals: RealServer[] }[] = [];
+  let current: { reals: RealServer[] } | undefined;
+  let skipping = false;
+  const lines = text.split("\n");
+  lines.forEach((raw, i) => {
+    const line = raw.replace(/\r$/, "");
+    const n = i + 1;
+    if (line.trim() === "") return;
+    if (/^IP Virtual Server version /.test(line) || /^Prot LocalAddress:Port/.test(line)) return;
+    if (/^\s+->\s+RemoteAddress:Port/.test(line)) return;
+    const svc = SERVICE_LINE.exec(line);
+    if (svc) {
+      const addr = splitHostPort(svc[2]!);
+      if (!addr) parseFailure(n, line, "bad virtual server address");
+      const scheduler = svc[3]!;
+      let flags: string[] = [];
+      let timeout = 0;
+      const rest = svc[4]!.trim();
+      const group = /^\(([^)]*)\)/.exec(rest);
+      if (group) flags = group[1]!.split(",").filter((f) => f !== "");
+      const persistent = /\bpersistent (\d+)/.exec(rest);
+      if (persistent) timeout = Number(persistent[1]);
+      const entry = {
+        server: { ...addr, protocol: svc[1] as IpvsProtocol, scheduler, flags, timeout },
+        reals: [] as RealServer[],
+      };
+      out.push(entry);
+      current = entry;
+      skipping = false;
+      return;
+    }
+    if (/^FWM\s+/.test(line)) {
+      current = undefined;
+      skipping = true;
+      return;
+    }
+    const real = REAL_LINE.exec(line);
+    if (real) {
+      if (skipping) return;
+      if (!current) parseFailure(n, line, "real server before any virtual server");
+      const addr = splitHostPort(real[1]!);
+      if (!addr) parseFailure(n, line, "bad real server address");
+      current.reals.push({
+        ...addr,
+        weight: Number(real[3]),
+        activeConnections: Number(real[4]),
+        inactiveConnections: Number(real[5]),
+      });
+      return;
+    }
+    parseFailure(n, line, "unrecognised line");
+  });
+  return out;
+}
+
+/**
+ * Parses `ipvsadm -S -n` output (restore syntax). Connection counts are not part of it and
+ * read as 0. Firewall-mark services are skipped.
+ */
+export function parseIpvsSave(text: string): IpvsService[] {
+  const services = new Map<string, { server: IpvsService["server"]; reals: RealServer[] }>();
+  const id = (k: VirtualServerKey) => `${k.protocol}/${hostPort(k.address, k.port)}`;
+  text.split("\n").forEach((raw, i) => {
+    const words = restoreLineWords(raw);
+    if (words.length === 0) return;
+    if (words.includes("-f") || words.includes("--fwmark-service")) return;
+    const res = parseIpvsadmArgs(words, "ipvsadm", { keepDestPort: true });
+    if (!res.ok) parseFailure(i + 1, raw, res.message);
+    const cmd = res.command;
+    if (cmd.kind === "add-service") {
+      services.set(id(cmd.service.key), { server: toVirtualServer(cmd.service), reals: [] });
+    } else if (cmd.kind === "add-server") {
+      const svc = services.get(id(cmd.key));
+      if (!svc) parseFailure(i + 1, raw, "real server of an unknown virtual server");
+      svc.reals.push(toRealServer(cmd.dest));
+    } else {
+      parseFailure(i + 1, raw, "not a -A or -a line");
+    }
+  });
+  return [...services.values()];
+}
+
+function toVirtualServer(s: ServiceSpec): IpvsService["server"] {
+  return {
+    ...s.key,
+    scheduler: s.scheduler,
+    flags: schedFlagNames(s.scheduler, s.flags),
+    timeout: s.flags & SVC_F_PERSISTENT ? s.timeout : 0,
+  };
+}
+
+function toRealServer(d: DestSpec): RealServer {
+  return { address: d.address, port: d.port, weight: d.weight, activeConnections: 0, inactiveConnections: 0 };
+}
+
+// ---- printing (the fake's side) ----
+
+export interface ListedDest extends DestSpec {
+  readonly activeConnections: number;
+  readonly inactiveConnections: number;
+}
+
+export interface ListedService {
+  readonly service: ServiceSpec;
+  readonly dests: readonly ListedDest[];
+}
+
+const SCHED_BITS = SVC_F_SCHED1 | SVC_F_SCHED2 | SVC_F_SCHED3;
+const PROTOCOL_NUMBER: Readonly<Record<IpvsProtocol, number>> = { TCP: 6, UDP: 17, SCTP: 132 };
+const FORWARD_NAME = { masq: "Masq", route: "Route", tunnel: "Tunnel" } as const;
+const FORWARD_SWITCH = { masq: "-m", route: "-g", tunnel: "-i" } as const;
+
+/** ipvs_cmp_services(): family, protocol number, address, port. */
+export function compareKeys(a: VirtualServerKey, b: VirtualServerKey): number {
+  const fa = a.address.includes(":") ? 1 : 0;
+  const fb = b.address.includes(":") ? 1 : 0;
+  return (
+    fa - fb ||
+    PROTOCOL_NUMBER[a.protocol] - PROTOCOL_NUMBER[b.protocol] ||
+    compareAddrs(a.address, b.address) ||
+    a.port - b.port
+  );
+}
+
+/** ipvsadm's listing order: services by compareKeys, real servers by address then port. */
+export function sortServices(services: readonly ListedService[]): ListedService[] {
+  return [...services]
+    .sort((a, b) => compareKeys(a.service.key, b.service.key))
+    .map((s) => ({
+      ...s,
+      dests: [...s.dests].sort((x, y) => compareAddrs(x.address, y.address) || x.port - y.port),
+    }));
+}
+
+/** `ipvsadm -L -n` output for these services (connection counts are printed exactly either way). */
+export function formatIpvsList(services: readonly ListedService[], opts: { header?: boolean } = {}): string {
+  const out: string[] = [];
+  if (opts.header ?? true) out.push("IP Virtual Server version 1.2.1 (size=4096)");
+  out.push("Prot LocalAddress:Port Scheduler Flags");
+  out.push("  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn");
+  for (const { service: s, dests } of sortServices(services)) {
+    const v6 = s.key.address.includes(":");
+    let name = `${s.key.protocol.padEnd(4)} ${hostPort(s.key.address, s.key.port)}`;
+    if (!v6) name = name.slice(0, 33);
+    let line = `${name} ${s.scheduler}`;
+    if (s.flags & SCHED_BITS) line += ` (${schedFlagNames(s.scheduler, s.flags).join(",")})`;
+    if (s.flags & SVC_F_PERSISTENT) {
+      line += ` persistent ${s.timeout}`;
+      if (s.netmask !== undefined) line += ` mask ${s.netmask}`;
+    }
+    if (s.flags & SVC_F_ONEPACKET) line += " ops";
+    out.push(line);
+    for (const d of dests) {
+      let dname = hostPort(d.address, d.port);
+      if (!v6) dname = dname.slice(0, 28);
+      out.push(
+        `  -> ${dname.padEnd(28)} ${FORWARD_NAME[d.forward].padEnd(7)} ${String(d.weight).padEnd(6)} ` +
+          `${String(d.activeConnections).padEnd(10)} ${String(d.inactiveConnections).padEnd(10)}`,
+      );
+    }
+  }
+  return `${out.join("\n")}\n`;
+}
+
+/** `ipvsadm -S -n` output for these services. */
+export function formatIpvsSave(services: readonly ListedService[]): string {
+  const out: string[] = [];
+  for (const { service: s, dests } of sortServices(services)) {
+    const svc = serviceArgs(s.key);
+    let line = `-A ${svc} -s ${s.scheduler}`;
+    if (s.flags & SVC_F_PERSISTENT) {
+      line += ` -p ${s.timeout}`;
+      if (s.netmask !== undefined) line += ` -M ${s.netmask}`;
+    }
+    if (s.flags & SVC_F_ONEPACKET) line += " -o";
+    if (s.flags & SCHED_BITS) line += ` -b ${schedFlagNames(s.scheduler, s.flags).join(",")}`;
+    out.push(line);
+    for (const d of dests) {
+      out.push(`-a ${svc} -r ${hostPort(d.address, d.port)} ${FORWARD_SWITCH[d.forward]} -w ${d.weight}`);
+    }
+  }
+  return out.length === 0 ? "" : `${out.join("\n")}\n`;
+}
+
+/**
+ * `ipvsadm -L -n` text for a table given as `ipvsadm -S -n` text (connection counts 0), e.g. to
+ * answer the client's read from a HostState's ipvsSave.
+ */
+export function ipvsListFromSave(save: string): string {
+  const services = new Map<string, { service: ServiceSpec; dests: ListedDest[] }>();
+  const id = (k: VirtualServerKey) => `${k.protocol}/${hostPort(k.address, k.port)}`;
+  save.split("\n").forEach((raw, i) => {
+    const words = restoreLineWords(raw);
+    if (words.length === 0 || words.includes("-f") || words.includes("--fwmark-service")) return;
+    const res = parseIpvsadmArgs(words, "ipvsadm", { keepDestPort: true });
+    if (!res.ok) parseFailure(i + 1, raw, res.message);
+    const cmd = res.command;
+    if (cmd.kind === "add-service") services.set(id(cmd.service.key), { service: cmd.service, dests: [] });
+    else if (cmd.kind === "add-server") {
+      const svc = services.get(id(cmd.key));
+      if (!svc) parseFailure(i + 1, raw, "real server of an unknown virtual server");
+      svc.dests.push({ ...cmd.dest, activeConnections: 0, inactiveConnections: 0 });
+    } else parseFailure(i + 1, raw, "not a -A or -a line");
+  });
+  return formatIpvsList([...services.values()]);
+}

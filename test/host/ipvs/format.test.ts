@@ -1,0 +1,210 @@
+import { describe, expect, test } from "bun:test";
+import { IpvsError } from "../../../src/host/ipvs/errors.ts";
+import {
+  formatIpvsList,
+  formatIpvsSave,
+  ipvsListFromSave,
+  parseIpvsList,
+  parseIpvsSave,
+  renderChange,
+  renderRestore,
+} from "../../../src/host/ipvs/format.ts";
+import { parseIpvsadmArgs, restoreLineWords } from "../../../src/host/ipvs/syntax.ts";
+import type { IpvsChange, VirtualServer, VirtualServerKey } from "../../../src/host/ipvs/types.ts";
+
+// `ipvsadm -L -n --exact` on a kind node in ipvs mode, laid out as ipvsadm 1.31 prints it
+// ("%-4s %s" service names; "  -> %-28s %-7s %-6d %-10u %-10u" real servers, trailing blanks kept).
+const LIST = `IP Virtual Server version 1.2.1 (size=4096)
+Prot LocalAddress:Port Scheduler Flags
+  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn
+TCP  10.96.0.1:443 rr
+  -> 172.18.0.2:6443              Masq    1      3          0         
+TCP  10.96.0.10:53 rr
+  -> 10.244.0.3:53                Masq    1      0          0         
+  -> 10.244.0.4:53                Masq    1      0          0         
+TCP  10.96.143.7:80 rr persistent 10800
+  -> 10.244.1.7:8080              Masq    0      2          41        
+  -> 10.244.2.9:8080              Masq    1      17         1234567890
+TCP  172.18.0.2:30080 sh (sh-fallback,sh-port)
+  -> 10.244.1.7:8080              Local   1      0          0         
+UDP  10.96.0.10:53 rr
+  -> 10.244.0.3:53                Masq    1      0          12        
+SCTP 10.96.200.1:3868 rr
+TCP  [fd00:10:96::1]:443 rr
+  -> [fc00:f853:ccd:e793::2]:6443 Masq    1      0          0         
+FWM  100 wlc
+  -> 10.0.0.5:0                   Route   1      0          0         
+`;
+
+// The same table as `ipvsadm -S -n` prints it.
+const SAVE = `-A -t 10.96.0.1:443 -s rr
+-a -t 10.96.0.1:443 -r 172.18.0.2:6443 -m -w 1
+-A -t 10.96.0.10:53 -s rr
+-a -t 10.96.0.10:53 -r 10.244.0.3:53 -m -w 1
+-a -t 10.96.0.10:53 -r 10.244.0.4:53 -m -w 1
+-A -t 10.96.143.7:80 -s rr -p 10800
+-a -t 10.96.143.7:80 -r 10.244.1.7:8080 -m -w 0
+-a -t 10.96.143.7:80 -r 10.244.2.9:8080 -m -w 1
+-A -t 172.18.0.2:30080 -s sh -b sh-fallback,sh-port
+-a -t 172.18.0.2:30080 -r 10.244.1.7:8080 -g -w 1
+-A -u 10.96.0.10:53 -s rr
+-a -u 10.96.0.10:53 -r 10.244.0.3:53 -m -w 1
+-A --sctp-service 10.96.200.1:3868 -s rr
+-A -t [fd00:10:96::1]:443 -s rr
+-a -t [fd00:10:96::1]:443 -r [fc00:f853:ccd:e793::2]:6443 -m -w 1
+-A -f 100 -s wlc
+-a -f 100 -r 10.0.0.5:0 -g -w 1
+`;
+
+const vs = (
+  address: string,
+  port: number,
+  protocol: VirtualServer["protocol"],
+  extra: Partial<VirtualServer> = {},
+) => ({
+  address,
+  port,
+  protocol,
+  scheduler: "rr",
+  flags: [],
+  timeout: 0,
+  ...extra,
+});
+const rs = (address: string, port: number, weight = 1, activeConnections = 0, inactiveConnections = 0) => ({
+  address,
+  port,
+  weight,
+  activeConnections,
+  inactiveConnections,
+});
+
+describe("parseIpvsList", () => {
+  test("reads services, flags, persistence and connection counts; skips fwmark services", () => {
+    expect(parseIpvsList(LIST)).toEqual([
+      { server: vs("10.96.0.1", 443, "TCP"), reals: [rs("172.18.0.2", 6443, 1, 3, 0)] },
+      { server: vs("10.96.0.10", 53, "TCP"), reals: [rs("10.244.0.3", 53), rs("10.244.0.4", 53)] },
+      {
+        server: vs("10.96.143.7", 80, "TCP", { timeout: 10800 }),
+        reals: [rs("10.244.1.7", 8080, 0, 2, 41), rs("10.244.2.9", 8080, 1, 17, 1234567890)],
+      },
+      {
+        server: vs("172.18.0.2", 30080, "TCP", { scheduler: "sh", flags: ["sh-fallback", "sh-port"] }),
+        reals: [rs("10.244.1.7", 8080)],
+      },
+      { server: vs("10.96.0.10", 53, "UDP"), reals: [rs("10.244.0.3", 53, 1, 0, 12)] },
+      { server: vs("10.96.200.1", 3868, "SCTP"), reals: [] },
+      { server: vs("fd00:10:96::1", 443, "TCP"), reals: [rs("fc00:f853:ccd:e793::2", 6443)] },
+    ]);
+  });
+
+  test("an empty table is just the headers", () => {
+    const empty = LIST.split("\n").slice(0, 3).join("\n");
+    expect(parseIpvsList(`${empty}\n`)).toEqual([]);
+  });
+
+  test("a line it does not understand is a typed parse error with the line number", () => {
+    const bad = `${LIST}garbage here\n`;
+    try {
+      parseIpvsList(bad);
+      throw new Error("expected a parse error");
+    } catch (err) {
+      expect(err).toBeInstanceOf(IpvsError);
+      expect((err as IpvsError).kind).toBe("parse");
+      expect((err as IpvsError).message).toContain(`line ${LIST.split("\n").length}`);
+    }
+  });
+});
+
+describe("parseIpvsSave", () => {
+  test("reads the -S form (no connection counts), skipping fwmark services", () => {
+    const fromList = parseIpvsList(LIST).map((s) => ({
+      ...s,
+      reals: s.reals.map((r) => ({ ...r, activeConnections: 0, inactiveConnections: 0 })),
+    }));
+    // "Local" real servers print as -g in -S output; the weight and address still match.
+    expect(parseIpvsSave(SAVE)).toEqual(fromList);
+  });
+});
+
+describe("renderRestore", () => {
+  const tcp: VirtualServerKey = { address: "10.96.0.1", port: 443, protocol: "TCP" };
+  const v6: VirtualServerKey = { address: "FD00:10:96:0::1", port: 53, protocol: "UDP" };
+  const sctp: VirtualServerKey = { address: "10.96.200.1", port: 3868, protocol: "SCTP" };
+  const changes: IpvsChange[] = [
+    { op: "add-service", server: { ...tcp, scheduler: "rr", flags: [], timeout: 0 } },
+    {
+      op: "add-service",
+      server: { ...v6, scheduler: "sh", flags: ["sh-fallback", "sh-port"], timeout: 10800 },
+    },
+    { op: "edit-service", server: { ...sctp, scheduler: "wrr", flags: [], timeout: 0 } },
+    { op: "delete-service", key: { ...tcp, port: 80 } },
+    { op: "add-real", key: tcp, real: { address: "172.18.0.2", port: 6443, weight: 1 } },
+    { op: "edit-real", key: v6, real: { address: "fd00:10:244::5", port: 53, weight: 0 } },
+    { op: "delete-real", key: sctp, real: { address: "10.244.3.3", port: 3868 } },
+  ];
+
+  test("one line per change, in order, masquerading real servers", () => {
+    expect(renderRestore(changes)).toBe(
+      [
+        "-A -t 10.96.0.1:443 -s rr",
+        "-A -u [fd00:10:96::1]:53 -s sh -p 10800 -b sh-fallback,sh-port",
+        "-E --sctp-service 10.96.200.1:3868 -s wrr",
+        "-D -t 10.96.0.1:80",
+        "-a -t 10.96.0.1:443 -r 172.18.0.2:6443 -m -w 1",
+        "-e -u [fd00:10:96::1]:53 -r [fd00:10:244::5]:53 -m -w 0",
+        "-d --sctp-service 10.96.200.1:3868 -r 10.244.3.3:3868",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  test("every rendered line is one ipvsadm accepts", () => {
+    for (const line of renderRestore(changes).trim().split("\n")) {
+      const res = parseIpvsadmArgs(restoreLineWords(line));
+      expect({ line, ok: res.ok }).toEqual({ line, ok: true });
+    }
+  });
+
+  const bad: [string, IpvsChange][] = [
+    ["address", { op: "delete-service", key: { address: "10.96.0", port: 80, protocol: "TCP" } }],
+    ["port", { op: "delete-service", key: { address: "10.96.0.1", port: 70000, protocol: "TCP" } }],
+    ["scheduler", { op: "add-service", server: { ...tcp, scheduler: "rr -C", flags: [], timeout: 0 } }],
+    ["timeout", { op: "add-service", server: { ...tcp, scheduler: "rr", flags: [], timeout: -1 } }],
+    ["flags", { op: "add-service", server: { ...tcp, scheduler: "rr", flags: ["sh-port"], timeout: 0 } }],
+    ["weight", { op: "add-real", key: tcp, real: { address: "10.0.0.1", port: 1, weight: 70000 } }],
+    ["family", { op: "add-real", key: tcp, real: { address: "fd00::1", port: 1, weight: 1 } }],
+  ];
+  for (const [what, change] of bad) {
+    test(`refuses a bad ${what} before anything runs`, () => {
+      expect(() => renderChange(change)).toThrow(IpvsError);
+    });
+  }
+});
+
+describe("formatIpvsList / formatIpvsSave", () => {
+  test("what the fake prints reads back to the same table", () => {
+    const services = parseIpvsSave(SAVE).map((s) => {
+      const key = { address: s.server.address, port: s.server.port, protocol: s.server.protocol };
+      const flagsLine = s.server.flags.length ? ` -b ${s.server.flags.join(",")}` : "";
+      const svc = parseIpvsadmArgs(
+        restoreLineWords(
+          `-A ${renderChange({ op: "delete-service", key }).slice(3)} -s ${s.server.scheduler}${s.server.timeout ? ` -p ${s.server.timeout}` : ""}${flagsLine}`,
+        ),
+      );
+      if (!svc.ok || svc.command.kind !== "add-service") throw new Error("bad fixture");
+      return {
+        service: svc.command.service,
+        dests: s.reals.map((r) => ({ ...r, forward: "masq" as const })),
+      };
+    });
+    expect(parseIpvsList(formatIpvsList(services))).toEqual(parseIpvsSave(SAVE));
+    expect(parseIpvsSave(formatIpvsSave(services))).toEqual(parseIpvsSave(SAVE));
+  });
+});
+
+describe("ipvsListFromSave", () => {
+  test("a saved table lists as ipvsadm -L -n would show it", () => {
+    const listed = parseIpvsList(ipvsListFromSave(SAVE));
+    expect(listed).toEqual(parseIpvsSave(SAVE));
+  });
+});
