@@ -5,7 +5,13 @@ import { writeFileSync } from "node:fs";
 import type { RunOptions } from "../cli/types.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { PlanProxier } from "../dryrun/plan-proxier.ts";
-import { type DryRunReport, dryRunExitCode, renderJson, renderText } from "../dryrun/report.ts";
+import {
+  type DryRunReport,
+  dryRunExitCode,
+  type IpvsVirtualServerPlan,
+  renderJson,
+  renderText,
+} from "../dryrun/report.ts";
 import { probeHostState } from "../host/probe.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
 import { nodeIPs } from "../k8s/node-info.ts";
@@ -20,6 +26,7 @@ import { SyncController } from "../proxy/sync-controller.ts";
 import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { buildIptablesMode } from "./iptables-mode.ts";
+import { buildIpvsMode } from "./ipvs-mode.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { prepareNode } from "./prepare.ts";
 import type { Io } from "./run.ts";
@@ -79,11 +86,9 @@ export async function dryRun(
   const { handler, store } = recordingHandler(controller);
   const stateCheck = await view.deliver(handler);
   const checks: Check[] = [...prep.checks, stateCheck];
-  if (prep.mode === "iptables") {
-    const built = await planIptables(config, opts, host, store.node, log);
-    if ("check" in built) checks.push(built.check);
-    else proxiers.push(built.proxier);
-  }
+  const built = await planMode(prep.mode, config, opts, host, store.node, log);
+  if ("check" in built) checks.push(built.check);
+  else proxiers.push(built.proxier);
   try {
     await controller.syncNow();
   } catch (err) {
@@ -103,28 +108,31 @@ export async function dryRun(
     checks,
     commands: host.recorder?.commands ?? [],
     services: planner.servicePorts,
-    ...(prep.mode === "ipvs" ? { ipvs: { virtualServers: [] } } : {}),
+    ...(prep.mode === "ipvs"
+      ? { ipvs: { virtualServers: "proxier" in built && built.virtualServers ? built.virtualServers() : [] } }
+      : {}),
     notes: [`node ${nodeName}`],
   };
   io.stdout(opts.output === "json" ? renderJson(report) : renderText(report));
   return dryRunExitCode(report);
 }
 
-/** iptables mode on the dry-run host: reads the real tables, records every change. */
-async function planIptables(
+/** The mode's proxier on the dry-run host: reads the real tables, records every change. */
+async function planMode(
+  mode: "iptables" | "ipvs",
   config: ProxyConfig,
   opts: RunOptions,
   host: Host,
   node: NodeObject | undefined,
   log: Logger,
-): Promise<{ proxier: Proxier } | { check: Check }> {
+): Promise<{ proxier: Proxier; virtualServers?: () => IpvsVirtualServerPlan[] } | { check: Check }> {
   const ips = nodeIPs(node ?? {});
   const nodeIPsByFamily = {
     ...(ips.ipv4 ? { IPv4: ips.ipv4 } : {}),
     ...(ips.ipv6 ? { IPv6: ips.ipv6 } : {}),
   };
   try {
-    const mode = await buildIptablesMode({
+    const deps = {
       exec: host.exec,
       config,
       metrics: createMetrics(),
@@ -132,11 +140,15 @@ async function planIptables(
       nodeName: node?.metadata?.name ?? "",
       nodeIPs: await detectNodeIPs(config.bindAddress, () => nodeIPsByFamily, log),
       backend: opts.iptablesBackend,
-    });
-    return { proxier: mode.proxier };
-  } catch (err) {
-    return {
-      check: { name: "iptables", ok: false, detail: err instanceof Error ? err.message : String(err) },
     };
+    if (mode === "ipvs") {
+      const ipvs = await buildIpvsMode({ ...deps, dryRun: true });
+      // A dry run exits after one sync: no graceful-termination timer may keep it alive.
+      ipvs.stop();
+      return { proxier: ipvs.proxier, virtualServers: ipvs.virtualServers };
+    }
+    return { proxier: (await buildIptablesMode(deps)).proxier };
+  } catch (err) {
+    return { check: { name: mode, ok: false, detail: err instanceof Error ? err.message : String(err) } };
   }
 }

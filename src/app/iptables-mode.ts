@@ -37,14 +37,14 @@ export interface IptablesModeOptions {
 }
 
 /** Every local address, as `ip -o addr show` lists them (NodePort addresses, LB allowances). */
-async function localAddresses(exec: Exec): Promise<string[]> {
+export async function localAddresses(exec: Exec): Promise<string[]> {
   const r = await exec.run({ cmd: "ip", args: ["-o", "addr", "show"], timeoutMs: 10_000 });
   if (r.code !== 0) return [];
   return parseIpAddrOneline(r.stdout).flatMap((i) => i.addresses.map((a) => a.replace(/\/\d+$/, "")));
 }
 
 /** A family is proxied when its tool can read the nat table (upstream's Present() check). */
-async function usableFamilies(exec: Exec, backend: IptablesBackend): Promise<IPTablesFamily[]> {
+export async function usableFamilies(exec: Exec, backend: IptablesBackend): Promise<IPTablesFamily[]> {
   const out: IPTablesFamily[] = [];
   for (const family of ["IPv4", "IPv6"] as const) {
     const cmd = iptablesCommands(family, backend).iptables;

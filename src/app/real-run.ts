@@ -12,9 +12,12 @@ import type { Logger } from "../log/logger.ts";
 import { healthTimeoutMs, ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
+import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
+import type { IPFamily } from "../proxy/types.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { buildIptablesMode } from "./iptables-mode.ts";
+import { buildIpvsMode } from "./ipvs-mode.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { prepareNode } from "./prepare.ts";
 import { openRealSource } from "./real-source.ts";
@@ -75,14 +78,59 @@ export async function realRun(
     log.info("Initialization done (--init-only); exiting");
     return 0;
   }
-  if (prep.mode === "ipvs") {
-    log.error("The ipvs proxier is not part of this build yet; run with --proxy-mode=iptables");
-    return 1;
-  }
-  return runIptables(config, opts, host, log);
+  return runMode(prep.mode, config, opts, host, log);
 }
 
-async function runIptables(config: ProxyConfig, opts: RunOptions, host: Host, log: Logger): Promise<number> {
+/** What the sync loop needs from a mode, whichever it is. */
+interface RunningMode {
+  readonly families: readonly IPFamily[];
+  readonly proxier: Proxier;
+  /** Background work that starts after the first sync (canary polling). */
+  afterFirstSync(requestSync: () => void): void;
+  stop(): void;
+}
+
+async function buildMode(
+  mode: "iptables" | "ipvs",
+  deps: Parameters<typeof buildIptablesMode>[0],
+): Promise<RunningMode> {
+  if (mode === "ipvs") {
+    const ipvs = await buildIpvsMode(deps);
+    return {
+      families: ipvs.families,
+      proxier: ipvs.proxier,
+      afterFirstSync: () => {},
+      stop: () => ipvs.stop(),
+    };
+  }
+  const ipt = await buildIptablesMode(deps);
+  let monitors: { stop(): void }[] = [];
+  return {
+    families: ipt.families,
+    proxier: ipt.proxier,
+    afterFirstSync(requestSync) {
+      monitors = ipt.proxiers.map((p) => {
+        const m = p.canaryMonitor(() => {
+          p.requestFullSync();
+          requestSync();
+        });
+        m.start();
+        return m;
+      });
+    },
+    stop: () => {
+      for (const m of monitors) m.stop();
+    },
+  };
+}
+
+async function runMode(
+  modeName: "iptables" | "ipvs",
+  config: ProxyConfig,
+  opts: RunOptions,
+  host: Host,
+  log: Logger,
+): Promise<number> {
   const nodeName = resolveNodeName(config.hostnameOverride);
   const src = openRealSource(config, opts, nodeName, log);
   if ("error" in src) {
@@ -99,9 +147,9 @@ async function runIptables(config: ProxyConfig, opts: RunOptions, host: Host, lo
     logger: log.named("healthcheck"),
     recorder: src.recorder,
   });
-  let mode: Awaited<ReturnType<typeof buildIptablesMode>>;
+  let mode: RunningMode;
   try {
-    mode = await buildIptablesMode({
+    mode = await buildMode(modeName, {
       exec: host.exec,
       config,
       metrics,
@@ -112,15 +160,16 @@ async function runIptables(config: ProxyConfig, opts: RunOptions, host: Host, lo
       healthCheck: serviceHealth,
     });
   } catch (err) {
-    log.error("Cannot use iptables", { err: err instanceof Error ? err.message : String(err) });
+    log.error(`Cannot start ${modeName} mode`, { err: err instanceof Error ? err.message : String(err) });
     return 1;
   }
-  const servers = await startServers(config, "iptables", health, metrics.registry, log);
+  const servers = await startServers(config, modeName, health, metrics.registry, log);
+  const periods = modeName === "ipvs" ? config.ipvs : config.iptables;
   const controller = new SyncController({
     nodeName,
     proxier: mode.proxier,
-    minSyncPeriodMs: config.iptables.minSyncPeriod,
-    syncPeriodMs: config.iptables.syncPeriod,
+    minSyncPeriodMs: periods.minSyncPeriod,
+    syncPeriodMs: periods.syncPeriod,
     logger: log.named("sync"),
     recorder: src.recorder,
     hooks: {
@@ -133,18 +182,12 @@ async function runIptables(config: ProxyConfig, opts: RunOptions, host: Host, lo
       },
     },
   });
-  const monitors = mode.proxiers.map((p) =>
-    p.canaryMonitor(() => {
-      p.requestFullSync();
-      controller.requestSync();
-    }),
-  );
   const { handler, store } = recordingHandler(withNodeHealth(controller, health));
   controller.start();
   await src.source.start(handler);
   void src.birthCry();
   void controller.firstSync().then(async () => {
-    for (const m of monitors) m.start();
+    mode.afterFirstSync(() => controller.requestSync());
     if (opts.dumpStateFile) {
       writeFileSync(
         opts.dumpStateFile,
@@ -155,7 +198,7 @@ async function runIptables(config: ProxyConfig, opts: RunOptions, host: Host, lo
   });
 
   await waitForShutdown(log);
-  for (const m of monitors) m.stop();
+  mode.stop();
   await src.source.stop();
   await controller.stop();
   await serviceHealth.close();

@@ -44,7 +44,19 @@ describe("dist/kube-proxy-ts", () => {
       );
     }
     expect(Array.isArray(report.commands)).toBe(true);
-    expect(report.ipvs.virtualServers).toEqual([]);
+    // The full plan is printed whatever the verdict.
+    expect(report.ipvs.virtualServers).toContainEqual(
+      expect.objectContaining({
+        address: "198.51.100.10",
+        port: 80,
+        protocol: "TCP",
+        scheduler: "rr",
+        timeout: 10800,
+      }),
+    );
+    expect(report.commands.map((c: { argv: string[] }) => c.argv[0])).toEqual(
+      expect.arrayContaining(["ipset", "ipvsadm", "ip"]),
+    );
   });
 
   test("--dry-run --state examples/cluster.yaml --output=json lists every service port with its endpoints", () => {
@@ -103,6 +115,40 @@ ipsetVersion: v7.17
     expect(report.checks.find((c: { name: string }) => c.name === "cluster state").detail).toContain(
       "6 Services",
     );
+  });
+
+  test("ipvs smoke check: missing modules exit 3 with the full plan; a HostState providing them exits 0 with the same plan", () => {
+    const without = runBinary([
+      "--mode=ipvs",
+      "--dry-run",
+      "--state",
+      "examples/cluster.yaml",
+      "--output=json",
+    ]);
+    const dir = tempDir();
+    const state = join(dir, "state.yaml");
+    writeFileSync(
+      state,
+      `${readFileSync("examples/cluster.yaml", "utf8")}---
+apiVersion: kube-proxy-ts/v1
+kind: HostState
+modules: [ip_vs, ip_vs_rr, ip_vs_wrr, ip_vs_sh, nf_conntrack]
+ipsetVersion: v7.17
+`,
+    );
+    const withModules = runBinary(["--mode=ipvs", "--dry-run", "--state", state, "--output=json"]);
+    const a = JSON.parse(without.stdout);
+    const b = JSON.parse(withModules.stdout);
+    if (!kernelHasIpvs) {
+      expect(without.code).toBe(3);
+      expect(a.checks.find((c: { name: string }) => c.name === "ipvs kernel modules").detail).toContain(
+        "ip_vs",
+      );
+    }
+    expect(withModules.code).toBe(0);
+    expect(b.ipvs).toEqual(a.ipvs);
+    expect(b.commands).toEqual(a.commands);
+    expect(b.ipvs.virtualServers.length).toBeGreaterThan(5);
   });
 
   test("--config with three mistakes exits 1 and names all three fields", () => {

@@ -1,0 +1,33 @@
+// ipset entry text, spelled the way `ipset save` prints members. The proxier compares what it
+// wants with what the kernel lists as plain strings, so any spelling difference (a "/32" on a
+// host network, say) would turn into a delete and re-add on every sync.
+
+/** Protocol as ipset spells it in members ("tcp", "udp", "sctp"). */
+export type EntryProtocol = "tcp" | "udp" | "sctp";
+
+/** hash:ip,port — "198.51.100.1,tcp:80". */
+export function ipPortEntry(ip: string, protocol: EntryProtocol, port: number): string {
+  return `${ip},${protocol}:${port}`;
+}
+
+/** hash:ip,port,ip — "192.0.2.5,tcp:8080,192.0.2.5". */
+export function ipPortIPEntry(ip: string, protocol: EntryProtocol, port: number, ip2: string): string {
+  return `${ip},${protocol}:${port},${ip2}`;
+}
+
+/** hash:ip,port,net — ipset prints a full-length prefix as a bare address. */
+export function ipPortNetEntry(ip: string, protocol: EntryProtocol, port: number, cidr: string): string {
+  return `${ip},${protocol}:${port},${memberNet(cidr)}`;
+}
+
+/** bitmap:port — "30080". */
+export function portEntry(port: number): string {
+  return String(port);
+}
+
+function memberNet(cidr: string): string {
+  const slash = cidr.indexOf("/");
+  if (slash < 0) return cidr;
+  const full = cidr.includes(":") ? "128" : "32";
+  return cidr.slice(slash + 1) === full ? cidr.slice(0, slash) : cidr;
+}

@@ -1,0 +1,81 @@
+// The ipset half of a sync: the wanted members of every set against one `ipset save`, as one
+// script for one `ipset restore -exist`. Missing sets are created; members are added and deleted
+// by difference only, so a quiet sync writes nothing and a one-Service change writes a few lines.
+
+import { addLine, createLine, delLine, type IpsetSet } from "../../host/ipset.ts";
+import type { Logger } from "../../log/logger.ts";
+import type { RefCount } from "./desired-state.ts";
+import { SET_IDS, type SetCatalog, type SetId } from "./ipsets.ts";
+
+export interface IpsetSyncInput {
+  readonly sets: SetCatalog;
+  /** Wanted members per set. */
+  readonly desired: Readonly<Record<SetId, RefCount>>;
+  /** Every set on the host, from listSets(). */
+  readonly kernel: ReadonlyMap<string, IpsetSet>;
+  readonly logger: Logger;
+  /** Partial sync: only these members are compared (sets missing altogether are still made whole). */
+  readonly scope?: ReadonlyMap<SetId, ReadonlySet<string>>;
+}
+
+export interface IpsetSyncPlan {
+  /** Restore input; "" when nothing changes. */
+  readonly script: string;
+  readonly lines: number;
+  /** Sets with at least one wanted member (their iptables rules are written). */
+  readonly nonEmpty: ReadonlySet<SetId>;
+}
+
+export function planIpsets(input: IpsetSyncInput): IpsetSyncPlan {
+  const creates: string[] = [];
+  const changes: string[] = [];
+  const nonEmpty = new Set<SetId>();
+  for (const id of SET_IDS) {
+    const want = input.desired[id];
+    if (want.size > 0) nonEmpty.add(id);
+    const { spec } = input.sets[id];
+    const have = input.kernel.get(spec.name);
+    if (!have) {
+      creates.push(createLine(spec));
+      for (const entry of want.keys()) changes.push(addLine(spec.name, entry));
+      continue;
+    }
+    if (!compatible(have, input.sets[id].spec)) {
+      input.logger.error("Existing ipset has other parameters; its members are not synced", {
+        ipset: spec.name,
+        want: spec.type,
+        found: `${have.spec.type} family ${have.spec.family}`,
+      });
+      continue;
+    }
+    if (!input.scope) diffMembers(spec.name, want, have.entries, changes);
+    else diffScoped(spec.name, want, have.entries, input.scope.get(id), changes);
+  }
+  const lines = creates.length + changes.length;
+  const script = lines === 0 ? "" : `${[...creates, ...changes].join("\n")}\n`;
+  return { script, lines, nonEmpty };
+}
+
+/** `create -exist` refuses a set whose type or family differ; so would adding to it. */
+function compatible(have: IpsetSet, want: IpsetSet["spec"]): boolean {
+  if (have.spec.type !== want.type) return false;
+  return want.type === "bitmap:port" || have.spec.family === want.family;
+}
+
+// Stale members go first: a set near maxelem then has room for the new ones.
+function diffMembers(name: string, want: RefCount, have: ReadonlySet<string>, out: string[]): void {
+  for (const entry of have) if (!want.has(entry)) out.push(delLine(name, entry));
+  for (const entry of want.keys()) if (!have.has(entry)) out.push(addLine(name, entry));
+}
+
+function diffScoped(
+  name: string,
+  want: RefCount,
+  have: ReadonlySet<string>,
+  scope: ReadonlySet<string> | undefined,
+  out: string[],
+): void {
+  if (!scope) return;
+  for (const entry of scope) if (!want.has(entry) && have.has(entry)) out.push(delLine(name, entry));
+  for (const entry of scope) if (want.has(entry) && !have.has(entry)) out.push(addLine(name, entry));
+}

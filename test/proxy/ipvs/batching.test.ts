@@ -1,0 +1,117 @@
+import { describe, expect, test } from "bun:test";
+import type { ExecRequest } from "../../../src/exec/types.ts";
+import { endpointSlice, ep, type Setup, service, setup } from "./harness.ts";
+
+/** Service i: a cluster IP, every fourth one a NodePort, ten endpoints (the first on this node). */
+function populate(s: Setup, count: number): void {
+  for (let i = 0; i < count; i++) {
+    const name = `svc${i}`;
+    const clusterIP = `198.51.${100 + Math.floor(i / 250)}.${(i % 250) + 1}`;
+    const nodePort =
+      i % 4 === 0
+        ? { type: "NodePort", ports: [{ name: "p80", port: 80, protocol: "TCP", nodePort: 30000 + i }] }
+        : {};
+    s.cluster.apply(
+      service("ns", name, { clusterIP, ...nodePort }),
+      endpointSlice("ns", name, endpointsOf(i, 10)),
+    );
+  }
+}
+
+function endpointsOf(i: number, n: number) {
+  return Array.from({ length: n }, (_, k) =>
+    ep(`10.${Math.floor(i / 250)}.${i % 250}.${k + 1}`, { node: k === 0 ? "node-a" : "node-b" }),
+  );
+}
+
+/** "program first-arguments" -> count, for the calls of one sync. */
+function commandCounts(calls: readonly ExecRequest[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of calls) {
+    const args = c.args.filter((a) => !["-w", "5", "-W", "100000"].includes(a));
+    // iptables -N/-C/-I calls are counted by verb; everything else by its first two words.
+    const words = c.cmd === "iptables-nft" ? 1 : 2;
+    const key = `${c.cmd} ${args.slice(0, words).join(" ")}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}
+
+async function countsOfSyncs(count: number) {
+  const s = setup();
+  populate(s, count);
+  const mark = () => s.host.exec.calls.length;
+  const first = mark();
+  await s.sync();
+  const afterFull = mark();
+  // One endpoint of one Service changes: its local endpoint is replaced by another local one.
+  s.cluster.apply(
+    endpointSlice("ns", "svc1", [ep("10.0.1.99", { node: "node-a" }), ...endpointsOf(1, 10).slice(1)]),
+  );
+  await s.sync();
+  const afterChange = mark();
+  const changeStats = s.proxier.lastSyncStats()!;
+  await s.sync();
+  const calls = s.host.exec.calls;
+  return {
+    full: commandCounts(calls.slice(first, afterFull)),
+    change: commandCounts(calls.slice(afterFull, afterChange)),
+    quiet: commandCounts(calls.slice(afterChange)),
+    changeStats,
+    quietStats: s.proxier.lastSyncStats()!,
+    virtualServers: s.host.ipvs.services().length,
+  };
+}
+
+describe("batching", () => {
+  test("10 and 1,000 Services: the same commands, the same number of times, per sync", async () => {
+    const small = await countsOfSyncs(10);
+    const large = await countsOfSyncs(1000);
+    expect(large.virtualServers).toBe(1000 + 250 * 2);
+    expect(large.full).toEqual(small.full);
+    expect(large.change).toEqual(small.change);
+    expect(large.quiet).toEqual(small.quiet);
+    // A sync after a change: one read and one write per tool.
+    expect(large.change).toEqual({
+      "ipvsadm -L -n": 1,
+      "ipvsadm --restore": 1,
+      "ipset save": 1,
+      "ipset restore -exist": 1,
+      "ip -o addr": 1,
+      "iptables-nft-restore --noflush --counters": 1,
+    });
+    // Nothing changed: only reads, plus the iptables rules rewritten as upstream does each sync.
+    expect(large.quiet).toEqual({
+      "ipvsadm -L -n": 1,
+      "ipset save": 1,
+      "ip -o addr": 1,
+      "iptables-nft-restore --noflush --counters": 1,
+    });
+  });
+
+  test("the first (full) sync adds the dummy device, chains and jumps, and one write per tool", async () => {
+    const { full } = await countsOfSyncs(10);
+    expect(full["ip link add"]).toBe(1);
+    expect(full["ip -force -batch"]).toBe(1);
+    expect(full["ipvsadm --restore"]).toBe(1);
+    expect(full["ipset restore -exist"]).toBe(1);
+    expect(full["iptables-nft-restore --noflush --counters"]).toBe(1);
+    // Eleven chains ensured, nine jump rules checked (-C) and inserted (-I).
+    expect(full["iptables-nft -N"]).toBe(11);
+    expect(full["iptables-nft -C"]).toBe(9);
+    expect(full["iptables-nft -I"]).toBe(9);
+  });
+
+  test("a one-endpoint change replans one port and writes a handful of lines", async () => {
+    const { changeStats, quietStats } = await countsOfSyncs(1000);
+    // The old real server goes (it has no connections), the new one comes; the hairpin entry moves.
+    expect(changeStats).toMatchObject({
+      fullSync: false,
+      recomputedPorts: 1,
+      ipvsRestoreLines: 2,
+      ipsetRestoreLines: 2,
+      ipBatchLines: 0,
+    });
+    expect(quietStats).toMatchObject({ recomputedPorts: 0, ipvsRestoreLines: 0, ipsetRestoreLines: 0 });
+  });
+});
