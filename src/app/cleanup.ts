@@ -5,8 +5,10 @@ import type { Exec } from "../exec/types.ts";
 import { createIptablesClient } from "../host/iptables/client.ts";
 import { iptablesCommands } from "../host/iptables/commands.ts";
 import type { IPTablesFamily, IptablesBackend } from "../host/iptables/types.ts";
+import { createIpvsClient } from "../host/ipvs/client.ts";
 import type { Logger } from "../log/logger.ts";
 import { cleanupIptables } from "../proxy/cleanup/iptables-cleanup.ts";
+import { cleanupIpvs } from "../proxy/cleanup/ipvs-cleanup.ts";
 
 async function installed(exec: Exec, cmd: string): Promise<boolean> {
   return (await exec.run({ cmd, args: ["--version"], timeoutMs: 10_000 })).code === 0;
@@ -35,7 +37,29 @@ async function cleanupDummyDevice(exec: Exec, log: Logger): Promise<boolean> {
   return del.code === 0;
 }
 
-export async function cleanupNode(exec: Exec, log: Logger): Promise<number> {
+async function cleanupVirtualServers(
+  exec: Exec,
+  excludeCIDRs: readonly string[],
+  log: Logger,
+): Promise<boolean> {
+  try {
+    const r = await cleanupIpvs(createIpvsClient({ exec, logger: log }), excludeCIDRs);
+    if (r.removed > 0 || r.kept > 0)
+      log.info("Removed IPVS virtual servers", { removed: r.removed, keptExcluded: r.kept });
+    return true;
+  } catch (err) {
+    log.error("Failed to clean up IPVS virtual servers", {
+      err: err instanceof Error ? err.message : String(err),
+    });
+    return false;
+  }
+}
+
+export async function cleanupNode(
+  exec: Exec,
+  log: Logger,
+  excludeCIDRs: readonly string[] = [],
+): Promise<number> {
   let ok = true;
   const families: IPTablesFamily[] = ["IPv4", "IPv6"];
   const backends: IptablesBackend[] = ["legacy", "nft"];
@@ -53,6 +77,7 @@ export async function cleanupNode(exec: Exec, log: Logger): Promise<number> {
     }
   }
   ok = (await cleanupIpsets(exec, log)) && ok;
+  ok = (await cleanupVirtualServers(exec, excludeCIDRs, log)) && ok;
   ok = (await cleanupDummyDevice(exec, log)) && ok;
   return ok ? 0 : 1;
 }

@@ -21,6 +21,7 @@ const OWNED: Readonly<Record<string, readonly string[]>> = {
     "KUBE-EXTERNAL-SERVICES",
     "KUBE-FORWARD",
     "KUBE-NODEPORTS",
+    "KUBE-NODE-PORT",
     "KUBE-PROXY-FIREWALL",
     "KUBE-PROXY-CANARY",
     "KUBE-IPVS-FILTER",
