@@ -7,6 +7,7 @@ import type { ConfigIssue, IssueOrigin, Millis, ProxyConfig } from "./types.ts";
 
 export type OriginLookup = (path: string) => IssueOrigin;
 
+/** Every scheduler upstream's --ipvs-scheduler accepts. */
 export const IPVS_SCHEDULERS: readonly string[] = [
   "rr",
   "wrr",

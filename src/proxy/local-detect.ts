@@ -3,7 +3,7 @@
 // to external destinations. Mode-independent: the iptables and ipvs proxiers share it, and the
 // nftables forms are kept alongside for parity with upstream's detector.
 
-import type { LocalMode } from "../config/types.ts";
+import type { LocalMode, ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
 import { parseCIDR } from "./net.ts";
 import type { IPFamily } from "./types.ts";
@@ -137,4 +137,24 @@ export function localDetectors(
     );
   }
   return out;
+}
+
+/** The detector a proxier of `family` uses, from the config and the Node's pod CIDRs. */
+export function localDetectorFromConfig(
+  config: Pick<ProxyConfig, "detectLocalMode" | "clusterCIDRs" | "detectLocal">,
+  nodePodCIDRs: readonly string[],
+  family: IPFamily,
+  logger?: Logger,
+): LocalTrafficDetector {
+  return localDetectorFor(
+    {
+      mode: config.detectLocalMode,
+      clusterCIDRs: config.clusterCIDRs,
+      nodePodCIDRs,
+      bridgeInterface: config.detectLocal.bridgeInterface,
+      interfaceNamePrefix: config.detectLocal.interfaceNamePrefix,
+      ...(logger ? { logger } : {}),
+    },
+    family,
+  );
 }

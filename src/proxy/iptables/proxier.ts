@@ -10,7 +10,7 @@ import type { NfacctClient } from "../../host/nfacct.ts";
 import type { NodeInfo } from "../../k8s/node-info.ts";
 import type { Logger } from "../../log/logger.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
-import { type LocalTrafficDetector, localDetectorFor } from "../local-detect.ts";
+import { type LocalTrafficDetector, localDetectorFromConfig } from "../local-detect.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { isLoopback, NodePortAddresses, resolveNodePortAddresses } from "../nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../proxier.ts";
@@ -233,18 +233,7 @@ export class IptablesProxier implements Proxier {
   }
 
   private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
-    const c = this.deps.config;
-    return localDetectorFor(
-      {
-        mode: c.detectLocalMode,
-        clusterCIDRs: c.clusterCIDRs,
-        nodePodCIDRs: node?.podCIDRs ?? [],
-        bridgeInterface: c.detectLocal.bridgeInterface,
-        interfaceNamePrefix: c.detectLocal.interfaceNamePrefix,
-        logger: this.log,
-      },
-      this.deps.family,
-    );
+    return localDetectorFromConfig(this.deps.config, node?.podCIDRs ?? [], this.deps.family, this.log);
   }
 
   /** Jump rules from the built-in chains and the nfacct counters: full syncs only. */

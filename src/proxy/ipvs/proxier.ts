@@ -25,7 +25,7 @@ import { type ConntrackCleaner, cleanStaleEntries } from "../iptables/conntrack-
 import { FULL_SYNC_PERIOD_MS, type ServiceHealthSink } from "../iptables/proxier.ts";
 import { restoreFailureFields } from "../iptables/restore-log.ts";
 import { jumpRuleArgs, masqueradeMark } from "../iptables/top-level.ts";
-import { type LocalTrafficDetector, localDetectorFor } from "../local-detect.ts";
+import { type LocalTrafficDetector, localDetectorFromConfig } from "../local-detect.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import {
   cidrContains,
@@ -425,18 +425,7 @@ export class IpvsProxier implements Proxier {
   }
 
   private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
-    const c = this.deps.config;
-    return localDetectorFor(
-      {
-        mode: c.detectLocalMode,
-        clusterCIDRs: c.clusterCIDRs,
-        nodePodCIDRs: node?.podCIDRs ?? [],
-        bridgeInterface: c.detectLocal.bridgeInterface,
-        interfaceNamePrefix: c.detectLocal.interfaceNamePrefix,
-        logger: this.log,
-      },
-      this.family,
-    );
+    return localDetectorFromConfig(this.deps.config, node?.podCIDRs ?? [], this.family, this.log);
   }
 
   /** The dummy device, our chains and the jumps into them: full syncs only. */

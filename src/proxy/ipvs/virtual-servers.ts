@@ -8,20 +8,7 @@ import type { Protocol } from "../types.ts";
 /** The scheduler upstream falls back to when none is configured. */
 export const DEFAULT_SCHEDULER = "rr";
 
-/** Every scheduler upstream's --ipvs-scheduler accepts. */
-export const IPVS_SCHEDULERS: readonly string[] = [
-  "rr",
-  "wrr",
-  "lc",
-  "wlc",
-  "lblc",
-  "lblcr",
-  "sh",
-  "dh",
-  "sed",
-  "nq",
-  "mh",
-];
+export { IPVS_SCHEDULERS } from "../../config/validate.ts";
 
 /**
  * Scheduler flags upstream sets: "mh" gets IP_VS_SVC_F_SCHED_MH_PORT (upstream's FlagSourceHash,
