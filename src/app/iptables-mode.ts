@@ -54,19 +54,29 @@ export async function usableFamilies(exec: Exec, backend: IptablesBackend): Prom
   return out;
 }
 
-export async function buildIptablesMode(o: IptablesModeOptions): Promise<IptablesMode> {
-  const choice = await detectBackend(o.exec, o.log, o.backend);
-  o.log.info("Using iptables backend", { backend: choice.backend, reason: choice.reason });
-  const families = await usableFamilies(o.exec, choice.backend);
+/** The iptables backend (logged with its reason) and the families it can serve; both modes use it. */
+export async function chooseBackendAndFamilies(
+  exec: Exec,
+  log: Logger,
+  preference: BackendPreference,
+): Promise<{ backend: IptablesBackend; families: IPTablesFamily[] }> {
+  const choice = await detectBackend(exec, log, preference);
+  log.info("Using iptables backend", { backend: choice.backend, reason: choice.reason });
+  const families = await usableFamilies(exec, choice.backend);
   if (families.length === 0)
     throw new Error(`iptables (${choice.backend}) cannot read the nat table on this node`);
+  return { backend: choice.backend, families };
+}
+
+export async function buildIptablesMode(o: IptablesModeOptions): Promise<IptablesMode> {
+  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend);
   const nfacctClient = createNfacctClient({ exec: o.exec, logger: o.log });
   const hasNfacct = o.nfacct ?? (await nfacctClient.available());
   const conntrack = createConntrackClient({ exec: o.exec, logger: o.log });
   const proxiers = families.map(
     (family) =>
       new IptablesProxier({
-        iptables: createIptablesClient({ exec: o.exec, family, backend: choice.backend, logger: o.log }),
+        iptables: createIptablesClient({ exec: o.exec, family, backend: backend, logger: o.log }),
         family,
         config: o.config,
         metrics: o.metrics,
@@ -81,5 +91,5 @@ export async function buildIptablesMode(o: IptablesModeOptions): Promise<Iptable
       }),
   );
   o.log.info("Proxying IP families", { families: families.join(",") });
-  return { backend: choice.backend, families, proxiers, proxier: new MultiFamilyProxier(proxiers) };
+  return { backend: backend, families, proxiers, proxier: new MultiFamilyProxier(proxiers) };
 }

@@ -1,12 +1,9 @@
 // Assembles ipvs mode: the host clients (ipvsadm, ipset, ip, iptables) over one Exec and one
 // IpvsProxier per IP family behind one Proxier. The same assembly serves real and dry runs.
 
-import type { ProxyConfig } from "../config/types.ts";
 import type { IpvsVirtualServerPlan } from "../dryrun/report.ts";
-import type { Exec } from "../exec/types.ts";
 import { createConntrackClient } from "../host/conntrack.ts";
 import { createIpsetClient } from "../host/ipset.ts";
-import { type BackendPreference, detectBackend } from "../host/iptables/backend.ts";
 import { createIptablesClient } from "../host/iptables/client.ts";
 import type { IPTablesFamily } from "../host/iptables/types.ts";
 import { createIpvsClient } from "../host/ipvs/client.ts";
@@ -14,12 +11,9 @@ import { IpvsError } from "../host/ipvs/errors.ts";
 import type { IpvsClient } from "../host/ipvs/types.ts";
 import { createNetlinkClient } from "../host/netlink/client.ts";
 import type { Logger } from "../log/logger.ts";
-import type { ServiceHealthSink } from "../proxy/iptables/proxier.ts";
 import { IpvsProxier } from "../proxy/ipvs/proxier.ts";
-import type { Metrics } from "../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../proxy/multi-family.ts";
-import { usableFamilies } from "./iptables-mode.ts";
-import type { NodeIPs } from "./node-ips.ts";
+import { chooseBackendAndFamilies, type IptablesModeOptions } from "./iptables-mode.ts";
 
 export interface IpvsMode {
   readonly families: IPTablesFamily[];
@@ -30,15 +24,7 @@ export interface IpvsMode {
   stop(): void;
 }
 
-export interface IpvsModeOptions {
-  readonly exec: Exec;
-  readonly config: ProxyConfig;
-  readonly metrics: Metrics;
-  readonly log: Logger;
-  readonly nodeName: string;
-  readonly nodeIPs: NodeIPs;
-  readonly backend: BackendPreference;
-  readonly healthCheck?: ServiceHealthSink;
+export interface IpvsModeOptions extends Omit<IptablesModeOptions, "nfacct"> {
   /** Plan on a node whose kernel has no IPVS: its table reads as empty instead of failing. */
   readonly dryRun?: boolean;
 }
@@ -60,11 +46,7 @@ function emptyWhenUnavailable(client: IpvsClient, log: Logger): IpvsClient {
 }
 
 export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
-  const choice = await detectBackend(o.exec, o.log, o.backend);
-  o.log.info("Using iptables backend", { backend: choice.backend, reason: choice.reason });
-  const families = await usableFamilies(o.exec, choice.backend);
-  if (families.length === 0)
-    throw new Error(`iptables (${choice.backend}) cannot read the nat table on this node`);
+  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend);
   // One client each: ipvs, ipset and the dummy device are shared by both families' proxiers.
   const live = createIpvsClient({ exec: o.exec, logger: o.log });
   const ipvs = o.dryRun ? emptyWhenUnavailable(live, o.log) : live;
@@ -77,7 +59,7 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
         ipvs,
         ipset,
         netlink,
-        iptables: createIptablesClient({ exec: o.exec, family, backend: choice.backend, logger: o.log }),
+        iptables: createIptablesClient({ exec: o.exec, family, backend, logger: o.log }),
         conntrack,
         config: o.config,
         metrics: o.metrics,
