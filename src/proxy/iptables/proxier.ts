@@ -14,6 +14,7 @@ import { type LocalTrafficDetector, localDetectorFromConfig } from "../local-det
 import type { Metrics } from "../metrics/metrics.ts";
 import { isLoopback, NodePortAddresses, resolveNodePortAddresses } from "../nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../proxier.ts";
+import { reportServiceHealth, type ServiceHealthSink } from "../service-health-sink.ts";
 import type { IPFamily } from "../types.ts";
 import { CanaryMonitor, checkCanaryChains } from "./canary.ts";
 import { chainsInSave } from "./chains.ts";
@@ -38,10 +39,7 @@ export const FULL_SYNC_PERIOD_MS = 60 * 60 * 1000;
 export type NfacctCounterClient = Pick<NfacctClient, "ensure" | "get">;
 
 /** Per-service health check servers (upstream's ServiceHealthServer), fed after each success. */
-export interface ServiceHealthSink {
-  syncServices(healthCheckNodePorts: ReadonlyMap<string, number>): void | Promise<void>;
-  syncEndpoints(localReadyEndpoints: ReadonlyMap<string, number>): void | Promise<void>;
-}
+export type { ServiceHealthSink } from "../service-health-sink.ts";
 
 export interface IptablesProxierDeps {
   readonly iptables: IptablesClient;
@@ -415,20 +413,9 @@ export class IptablesProxier implements Proxier {
     m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "internal" }, set.noLocalInternal);
     m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "external" }, set.noLocalExternal);
     m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
-    await this.syncHealthChecks(input);
+    await reportServiceHealth(this.deps.healthCheck, input, this.log);
     if (this.deps.conntrack) {
       await cleanStaleEntries(this.deps.conntrack, { ...input, family: this.deps.family }, this.log);
-    }
-  }
-
-  private async syncHealthChecks(input: SyncInput): Promise<void> {
-    const hc = this.deps.healthCheck;
-    if (!hc) return;
-    try {
-      await hc.syncServices(input.services.healthCheckNodePorts());
-      await hc.syncEndpoints(input.endpoints.localReadyEndpoints());
-    } catch (err) {
-      this.log.error("Error syncing healthcheck services", { err: errText(err) });
     }
   }
 

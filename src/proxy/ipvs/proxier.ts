@@ -22,7 +22,7 @@ import type { NodeInfo } from "../../k8s/node-info.ts";
 import type { Logger } from "../../log/logger.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { type ConntrackCleaner, cleanStaleEntries } from "../iptables/conntrack-cleanup.ts";
-import { FULL_SYNC_PERIOD_MS, type ServiceHealthSink } from "../iptables/proxier.ts";
+import { FULL_SYNC_PERIOD_MS } from "../iptables/proxier.ts";
 import { restoreFailureFields } from "../iptables/restore-log.ts";
 import { jumpRuleArgs, masqueradeMark } from "../iptables/top-level.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "../local-detect.ts";
@@ -34,6 +34,7 @@ import {
   resolveNodePortAddresses,
 } from "../nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../proxier.ts";
+import { reportServiceHealth, type ServiceHealthSink } from "../service-health-sink.ts";
 import type { IPFamily } from "../types.ts";
 import { boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
@@ -486,21 +487,10 @@ export class IpvsProxier implements Proxier {
       { traffic_policy: "external" },
       this.plans.state.noLocalExternal.size,
     );
-    await this.syncHealthChecks(input);
+    await reportServiceHealth(this.deps.healthCheck, input, this.log);
     if (this.deps.conntrack) {
       const ct = this.deps.conntrack;
       await this.host(() => cleanStaleEntries(ct, { ...input, family: this.family }, this.log));
-    }
-  }
-
-  private async syncHealthChecks(input: SyncInput): Promise<void> {
-    const hc = this.deps.healthCheck;
-    if (!hc) return;
-    try {
-      await hc.syncServices(input.services.healthCheckNodePorts());
-      await hc.syncEndpoints(input.endpoints.localReadyEndpoints());
-    } catch (err) {
-      this.log.error("Error syncing healthcheck services", { err: errText(err) });
     }
   }
 
