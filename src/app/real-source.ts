@@ -54,7 +54,13 @@ export function openRealSource(
   const client = kubeApiClient(kube.kubeConfig, qps > 0 ? tokenBucket(qps, burst) : undefined);
   const recorder = createApiRecorder({ client, nodeName, logger: log.named("events") });
   return {
-    source: createApiSource({ kubeConfig: kube.kubeConfig, nodeName, logger: log, client }),
+    source: createApiSource({
+      kubeConfig: kube.kubeConfig,
+      nodeName,
+      logger: log,
+      client,
+      resyncPeriodMs: config.configSyncPeriod,
+    }),
     recorder,
     description: `API server ${kube.server} (${kube.source})`,
     birthCry: async () => {

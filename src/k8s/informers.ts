@@ -24,6 +24,8 @@ export interface ApiSourceOptions {
   backoff?: BackoffOptions;
   /** Overrides the HTTP client built from kubeConfig (tests, or sharing one limiter). */
   client?: ApiClient;
+  /** configSyncPeriod: every cached object is re-delivered this often; unset or <= 0: never. */
+  resyncPeriodMs?: number;
 }
 
 export function createApiSource(opts: ApiSourceOptions): ClusterSource {
@@ -31,6 +33,7 @@ export function createApiSource(opts: ApiSourceOptions): ClusterSource {
   const client = opts.client ?? kubeApiClient(opts.kubeConfig, limiter);
   const log = opts.logger.named("informers");
   let reflectors: Reflector<object>[] = [];
+  let resyncTimer: ReturnType<typeof setInterval> | undefined;
 
   return {
     async start(handler: ClusterEventHandler) {
@@ -85,12 +88,21 @@ export function createApiSource(opts: ApiSourceOptions): ClusterSource {
         },
       );
       reflectors = [services, slices, node] as Reflector<object>[];
+      const period = opts.resyncPeriodMs ?? 0;
+      if (period > 0) {
+        resyncTimer = setInterval(() => {
+          for (const r of reflectors) r.resync();
+        }, period);
+        // The watches keep the process alive; the resync alone must not.
+        (resyncTimer as { unref?: () => void }).unref?.();
+      }
       // Upstream starts its informers without waiting for them; we wait only for the first
       // list attempts, so a caller's next step (the birth cry) follows a real first contact.
       await Promise.all(reflectors.map((r) => r.start()));
     },
 
     async stop() {
+      if (resyncTimer) clearInterval(resyncTimer);
       const running = reflectors;
       await Promise.all(running.map((r) => r.stop()));
     },

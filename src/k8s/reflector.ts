@@ -83,6 +83,16 @@ export class Reflector<T extends KubeObject> {
     });
   }
 
+  /**
+   * Re-delivers every cached object as an update of itself (client-go's informer resync, every
+   * configSyncPeriod upstream). Handlers see no difference, so nothing is re-programmed; what
+   * counts updates (the change metrics) counts them, as upstream's does.
+   */
+  resync(): void {
+    if (!this.hasSynced) return;
+    for (const obj of this.store.values()) this.call(() => this.handler.updated(obj, obj));
+  }
+
   /** Ends the loop; no handler is called once this resolves. */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -389,3 +389,38 @@ describe("events", () => {
     server = await FakeApiServer.start();
   });
 });
+
+describe("resync (configSyncPeriod)", () => {
+  test("re-delivers every cached object as an update of itself, without a new list", async () => {
+    server.create("Service", svc("web"));
+    server.create("EndpointSlice", slice("web-abc"));
+    server.create("Node", node(NODE));
+    source = createApiSource({
+      kubeConfig: kubeConfig(),
+      nodeName: NODE,
+      logger: log,
+      backoff: { initialMs: 20, maxMs: 200 },
+      resyncPeriodMs: 100,
+    });
+    await source.start(h);
+    await synced();
+    const lists = server.requests.filter((r) => !r.watch).length;
+    await waitFor(
+      () => h.calls.filter((c) => c.startsWith("svc~ default/web")).length >= 2,
+      5000,
+      "two resyncs",
+    );
+    const svcResync = h.calls.find((c) => c.startsWith("svc~ default/web"))!;
+    // Same object on both sides: the same resourceVersion.
+    const [, from, to] = /rv (\S+)->(\S+)/.exec(svcResync)!;
+    expect(from).toBe(to);
+    expect(h.calls.filter((c) => c === "slice~ default/web-abc").length).toBeGreaterThanOrEqual(2);
+    expect(h.calls.filter((c) => c === `node~ ${NODE}`).length).toBeGreaterThanOrEqual(2);
+    expect(server.requests.filter((r) => !r.watch).length).toBe(lists);
+    await source.stop();
+    const after = h.calls.length;
+    await settle(300);
+    expect(h.calls.length).toBe(after);
+    source = undefined;
+  });
+});
