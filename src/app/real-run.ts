@@ -3,6 +3,7 @@
 
 import { writeFileSync } from "node:fs";
 import type { RunOptions } from "../cli/types.ts";
+import { effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { probeHostState } from "../host/probe.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
@@ -139,6 +140,7 @@ async function runMode(
   }
   log.info("Reading cluster state", { from: src.description, node: nodeName });
   const nodeIPs = await detectNodeIPs(config.bindAddress, () => src.lookupNodeIPs(), log);
+  const featureGates = effectiveFeatureGates(config.featureGates);
   const metrics = createMetrics();
   const health = new ProxierHealth({ healthTimeoutMs: healthTimeoutMs(config) });
   const serviceHealth = new ServiceHealthServer({
@@ -152,6 +154,7 @@ async function runMode(
     mode = await buildMode(modeName, {
       exec: host.exec,
       config,
+      featureGates,
       metrics,
       log,
       nodeName,
@@ -172,6 +175,7 @@ async function runMode(
     syncPeriodMs: periods.syncPeriod,
     logger: log.named("sync"),
     recorder: src.recorder,
+    featureGates,
     hooks: {
       queued: () => {
         metrics.syncProxyRulesLastQueuedTimestamp.setToCurrentTime();

@@ -3,6 +3,7 @@
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { formatIssues, resolveCommandLine } from "../cli/index.ts";
+import { featureGateWarnings } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { serializeConfig } from "../config/write.ts";
 import { renderCommand } from "../dryrun/report.ts";
@@ -65,6 +66,7 @@ export async function run(
   }
   for (const n of cl.notices) log.info(n);
   for (const w of cl.warnings) log.warn(`Config file: ${w}`);
+  for (const w of featureGateWarnings(config.featureGates)) log.warn(w);
 
   if (opts.writeConfigTo) {
     writeFileSync(opts.writeConfigTo, serializeConfig(config));

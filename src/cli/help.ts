@@ -2,6 +2,7 @@
 // never drift from what the parser accepts.
 
 import { formatGoDuration } from "../config/duration.ts";
+import { knownFeatureGateLines } from "../config/feature-gates.ts";
 import { FLAGS } from "./flags.ts";
 import type { FlagGroup, FlagSpec } from "./types.ts";
 
@@ -16,7 +17,6 @@ const GROUP_ORDER: readonly FlagGroup[] = [
   "Local traffic detection",
   "conntrack",
   "Logging",
-  "Logging (klog compatibility)",
   "kube-proxy-ts",
   "Deprecated",
 ];
@@ -56,10 +56,18 @@ export function formatDefault(spec: FlagSpec, showZero = false): string {
   }
 }
 
+/**
+ * Only the canonical name: the aliases (--mode, --port-range) are ours, so --help stays the list
+ * of upstream's flags plus the kube-proxy-ts ones; the README lists the aliases.
+ */
 function flagLabel(spec: FlagSpec): string {
   const short = spec.shorthand ? `-${spec.shorthand}, ` : "    ";
-  const names = [spec.name, ...spec.aliases].map((n) => `--${n}`).join(", ");
-  return `  ${short}${names}${spec.typeName ? ` ${spec.typeName}` : ""}`;
+  return `  ${short}--${spec.name}${spec.typeName ? ` ${spec.typeName}` : ""}`;
+}
+
+/** Lines printed under a flag's description, unwrapped (the gate list, as upstream prints it). */
+function helpExtra(spec: FlagSpec): string[] {
+  return spec.config === "featureGates" ? ["Options are:", ...knownFeatureGateLines()] : [];
 }
 
 function wrap(text: string, width: number): string[] {
@@ -106,6 +114,7 @@ export function renderHelp(): string {
         out.push(`${label.padEnd(column)}${body[0] ?? ""}`);
         out.push(...body.slice(1).map((l) => `${" ".repeat(column)}${l}`));
       }
+      out.push(...helpExtra(spec).map((l) => `${" ".repeat(column)}${l}`));
     }
     out.push("");
   }
@@ -118,7 +127,6 @@ function cell(text: string): string {
 
 function configCell(spec: FlagSpec): string {
   if (spec.config === "runOption") return "(run option)";
-  if (spec.config === "compat") return "(accepted, no effect)";
   return spec.portOf ? `port of \`${spec.config}\`` : `\`${spec.config}\``;
 }
 
