@@ -334,3 +334,34 @@ export function knownFeatureGateLines(): string[] {
   }
   return lines.sort();
 }
+
+/** The gates whose value changes what kube-proxy-ts does (the README's table is built from this). */
+export const GATE_EFFECTS: readonly { readonly name: FeatureGateName; readonly effect: string }[] = [
+  {
+    name: "TopologyAwareHints",
+    effect:
+      "With ServiceTrafficDistribution off: zone hints are honoured for Services with the topology-mode annotation. Both off: hints are ignored.",
+  },
+  {
+    name: "ServiceTrafficDistribution",
+    effect:
+      "Zone hints are honoured whatever the annotation says (this is how trafficDistribution: PreferClose reaches the node).",
+  },
+  {
+    name: "LoadBalancerIPMode",
+    effect:
+      "LoadBalancer ingress IPs with ipMode Proxy are not programmed. Off: every ingress IP is programmed.",
+  },
+  {
+    name: "NFTablesProxyMode",
+    effect:
+      'Off: mode "nftables" is rejected as unknown. On: it is recognised (this build cannot run it yet).',
+  },
+  {
+    name: "LoggingAlphaOptions",
+    effect: "Allows the --log-*-split-stream and --log-*-info-buffer-size options.",
+  },
+  { name: "LoggingBetaOptions", effect: "Allows --logging-format=json." },
+  { name: "AllAlpha", effect: "Sets every alpha gate not set by name." },
+  { name: "AllBeta", effect: "Sets every beta gate not set by name (including the beta gates above)." },
+];
