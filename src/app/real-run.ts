@@ -24,14 +24,16 @@ import { prepareNode } from "./prepare.ts";
 import { openRealSource } from "./real-source.ts";
 import { startServers } from "./servers.ts";
 
-function waitForShutdown(log: Logger): Promise<void> {
+/** Resolves with the exit code: 0 on SIGTERM/SIGINT, or the code `until` settles with. */
+function waitForShutdown(log: Logger, until?: Promise<number>): Promise<number> {
   return new Promise((resolve) => {
     const stop = (signal: string) => {
       log.info("Shutting down; rules stay in place", { signal });
-      resolve();
+      resolve(0);
     };
     process.once("SIGTERM", () => stop("SIGTERM"));
     process.once("SIGINT", () => stop("SIGINT"));
+    void until?.then(resolve);
   });
 }
 
@@ -62,11 +64,16 @@ function withNodeHealth(inner: ClusterEventHandler, health: ProxierHealth): Clus
   };
 }
 
+/**
+ * `until`, when given, ends the run on its own (the --config watch): the sync loop stops as on
+ * SIGTERM and realRun returns the code it settles with.
+ */
 export async function realRun(
   config: ProxyConfig,
   opts: RunOptions,
   log: Logger,
   hostOverrides: Partial<HostOptions> = {},
+  until?: Promise<number>,
 ): Promise<number> {
   const host = createHost({ dryRun: false, ...hostOverrides });
   const prep = await prepareNode(config, host, log, false);
@@ -79,7 +86,7 @@ export async function realRun(
     log.info("Initialization done (--init-only); exiting");
     return 0;
   }
-  return runMode(prep.mode, config, opts, host, log);
+  return runMode(prep.mode, config, opts, host, log, until);
 }
 
 /** What the sync loop needs from a mode, whichever it is. */
@@ -131,6 +138,7 @@ async function runMode(
   opts: RunOptions,
   host: Host,
   log: Logger,
+  until?: Promise<number>,
 ): Promise<number> {
   const nodeName = resolveNodeName(config.hostnameOverride);
   const src = openRealSource(config, opts, nodeName, log);
@@ -201,11 +209,11 @@ async function runMode(
     }
   });
 
-  await waitForShutdown(log);
+  const code = await waitForShutdown(log, until);
   mode.stop();
   await src.source.stop();
   await controller.stop();
   await serviceHealth.close();
   await servers.close();
-  return 0;
+  return code;
 }
