@@ -28,15 +28,16 @@ export interface ConfigWatchOptions {
 
 const DEFAULT_INTERVAL_MS = 1000;
 
-/** One look at the file: bounded by the size of the original (a size change needs no read). */
+/**
+ * One look at the file. The decoded text is compared (the way it was loaded, so bytes that are not
+ * UTF-8 cannot fake a change); a file far larger than the original is a change without reading.
+ */
 export function compareConfigFile(path: string, initial: string): ConfigChange | undefined {
   try {
     const size = statSync(path).size;
-    const expected = Buffer.byteLength(initial, "utf8");
-    if (size !== expected) return { kind: "changed", detail: `size ${expected} -> ${size} bytes` };
-    return readFileSync(path, "utf8") === initial
-      ? undefined
-      : { kind: "changed", detail: "same size, different content" };
+    const limit = 2 * new TextEncoder().encode(initial).length + 65536;
+    if (size > limit) return { kind: "changed", detail: `grew to ${size} bytes` };
+    return readFileSync(path, "utf8") === initial ? undefined : { kind: "changed", detail: "new content" };
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
     return { kind: "gone", detail: code };

@@ -54,7 +54,7 @@ describe("config file watch", () => {
     const { path } = configFile();
     const w = watch(path);
     writeFileSync(path, TEXT.replace("iptables", "iptablez"));
-    expect(await within(w, 5000)).toEqual({ kind: "changed", detail: "same size, different content" });
+    expect(await within(w, 5000)).toEqual({ kind: "changed", detail: "new content" });
   });
 
   test("an editor's write-then-rename is reported", async () => {
@@ -87,6 +87,21 @@ describe("config file watch", () => {
     expect(await within(w, 20 * POLL_MS)).toBe("none");
     swapTo("v3");
     expect(await within(w, 5000)).toMatchObject({ kind: "changed" });
+  });
+
+  test("bytes that are not UTF-8 compare as they were loaded, not as a change", async () => {
+    const { path } = configFile();
+    const bytes = Buffer.concat([Buffer.from(TEXT), Buffer.from([0xff, 0xfe, 0x0a])]);
+    writeFileSync(path, bytes);
+    const w = watch(path, bytes.toString("utf8"));
+    expect(await within(w, 10 * POLL_MS)).toBe("none");
+  });
+
+  test("a file grown far past the original is a change without reading it", async () => {
+    const { path } = configFile();
+    const w = watch(path);
+    writeFileSync(path, TEXT + "#".repeat(200_000));
+    expect(await within(w, 5000)).toEqual({ kind: "changed", detail: "grew to 200089 bytes" });
   });
 
   test("a vanished file is reported as gone", async () => {
