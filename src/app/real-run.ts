@@ -198,7 +198,10 @@ async function runMode(
   controller.start();
   await src.source.start(handler);
   void src.birthCry();
+  let stopping = false;
   void controller.firstSync().then(async () => {
+    // A stop that came during the first sync must not find canary timers started after it.
+    if (stopping) return;
     mode.afterFirstSync(() => controller.requestSync());
     if (opts.dumpStateFile) {
       writeFileSync(
@@ -210,6 +213,7 @@ async function runMode(
   });
 
   const code = await waitForShutdown(log, until);
+  stopping = true;
   mode.stop();
   await src.source.stop();
   await controller.stop();

@@ -105,11 +105,17 @@ describe("--config is watched during a real run", () => {
     }
   }, 90_000);
 
-  test("a vanished config file ends the run with exit 1", async () => {
+  test("a config file that vanishes while the proxy starts up ends the run with exit 1", async () => {
     const configFile = join(dir, "gone.yaml");
     writeFileSync(configFile, CONFIG("15m0s"));
-    const daemon = await start(configFile);
+    // Removed once it has been read, whether or not the first sync has finished by then: a stop
+    // during the first sync must still end the process.
+    const daemon = topo.spawnDaemon(
+      "node",
+      kubeProxyArgv({ stateFile, extraArgs: ["--config", configFile] }),
+    );
     try {
+      await daemon.waitForOutput(/Reading cluster state/, 30_000);
       rmSync(configFile);
       const code = await exitWithin(daemon, 20_000);
       if (code !== 1) throw new Error(`expected exit 1, got ${code}\n${await diagnostics(topo, daemon)}`);
