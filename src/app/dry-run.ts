@@ -3,6 +3,7 @@
 
 import { writeFileSync } from "node:fs";
 import type { RunOptions } from "../cli/types.ts";
+import { type EffectiveFeatureGates, effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { PlanProxier } from "../dryrun/plan-proxier.ts";
 import {
@@ -76,17 +77,19 @@ export async function dryRun(
   const nodeName = view.nodeName ?? resolveNodeName(config.hostnameOverride);
   // The mode's proxier is built once the Node (and so the node IPs) has been delivered.
   const proxiers: Proxier[] = [planner];
+  const featureGates = effectiveFeatureGates(config.featureGates);
   const controller = new SyncController({
     nodeName,
     proxier: { sync: async (input) => void (await Promise.all(proxiers.map((p) => p.sync(input)))) },
     minSyncPeriodMs: 0,
     syncPeriodMs: 3_600_000,
     logger: log.named("sync"),
+    featureGates,
   });
   const { handler, store } = recordingHandler(controller);
   const stateCheck = await view.deliver(handler);
   const checks: Check[] = [...prep.checks, stateCheck];
-  const built = await planMode(prep.mode, config, opts, host, store.node, log);
+  const built = await planMode(prep.mode, config, featureGates, opts, host, store.node, log);
   if ("check" in built) checks.push(built.check);
   else proxiers.push(built.proxier);
   try {
@@ -121,6 +124,7 @@ export async function dryRun(
 async function planMode(
   mode: "iptables" | "ipvs",
   config: ProxyConfig,
+  featureGates: EffectiveFeatureGates,
   opts: RunOptions,
   host: Host,
   node: NodeObject | undefined,
@@ -135,6 +139,7 @@ async function planMode(
     const deps = {
       exec: host.exec,
       config,
+      featureGates,
       metrics: createMetrics(),
       log,
       nodeName: node?.metadata?.name ?? "",

@@ -1,6 +1,7 @@
 // Assembles iptables mode for a real run or a dry run: picks the backend, decides which IP
 // families this node proxies, and builds one IptablesProxier per family behind one Proxier.
 
+import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Exec } from "../exec/types.ts";
 import { createConntrackClient } from "../host/conntrack.ts";
@@ -26,6 +27,8 @@ export interface IptablesMode {
 export interface IptablesModeOptions {
   readonly exec: Exec;
   readonly config: ProxyConfig;
+  /** Effective gates of config.featureGates, computed once per run. */
+  readonly featureGates: EffectiveFeatureGates;
   readonly metrics: Metrics;
   readonly log: Logger;
   readonly nodeName: string;
@@ -79,6 +82,7 @@ export async function buildIptablesMode(o: IptablesModeOptions): Promise<Iptable
         iptables: createIptablesClient({ exec: o.exec, family, backend: backend, logger: o.log }),
         family,
         config: o.config,
+        featureGates: o.featureGates,
         metrics: o.metrics,
         logger: o.log.named(family === "IPv4" ? "iptables" : "ip6tables"),
         nodeName: o.nodeName,

@@ -62,6 +62,7 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
         iptables: createIptablesClient({ exec: o.exec, family, backend, logger: o.log }),
         conntrack,
         config: o.config,
+        featureGates: o.featureGates,
         metrics: o.metrics,
         logger: o.log.named(family === "IPv4" ? "ipvs" : "ipvs6"),
         family,

@@ -3,6 +3,7 @@
 
 import { writeFileSync } from "node:fs";
 import type { RunOptions } from "../cli/types.ts";
+import { effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { probeHostState } from "../host/probe.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
@@ -23,14 +24,16 @@ import { prepareNode } from "./prepare.ts";
 import { openRealSource } from "./real-source.ts";
 import { startServers } from "./servers.ts";
 
-function waitForShutdown(log: Logger): Promise<void> {
+/** Resolves with the exit code: 0 on SIGTERM/SIGINT, or the code `until` settles with. */
+function waitForShutdown(log: Logger, until?: Promise<number>): Promise<number> {
   return new Promise((resolve) => {
     const stop = (signal: string) => {
       log.info("Shutting down; rules stay in place", { signal });
-      resolve();
+      resolve(0);
     };
     process.once("SIGTERM", () => stop("SIGTERM"));
     process.once("SIGINT", () => stop("SIGINT"));
+    void until?.then(resolve);
   });
 }
 
@@ -61,11 +64,16 @@ function withNodeHealth(inner: ClusterEventHandler, health: ProxierHealth): Clus
   };
 }
 
+/**
+ * `until`, when given, ends the run on its own (the --config watch): the sync loop stops as on
+ * SIGTERM and realRun returns the code it settles with.
+ */
 export async function realRun(
   config: ProxyConfig,
   opts: RunOptions,
   log: Logger,
   hostOverrides: Partial<HostOptions> = {},
+  until?: Promise<number>,
 ): Promise<number> {
   const host = createHost({ dryRun: false, ...hostOverrides });
   const prep = await prepareNode(config, host, log, false);
@@ -78,7 +86,7 @@ export async function realRun(
     log.info("Initialization done (--init-only); exiting");
     return 0;
   }
-  return runMode(prep.mode, config, opts, host, log);
+  return runMode(prep.mode, config, opts, host, log, until);
 }
 
 /** What the sync loop needs from a mode, whichever it is. */
@@ -130,6 +138,7 @@ async function runMode(
   opts: RunOptions,
   host: Host,
   log: Logger,
+  until?: Promise<number>,
 ): Promise<number> {
   const nodeName = resolveNodeName(config.hostnameOverride);
   const src = openRealSource(config, opts, nodeName, log);
@@ -139,6 +148,7 @@ async function runMode(
   }
   log.info("Reading cluster state", { from: src.description, node: nodeName });
   const nodeIPs = await detectNodeIPs(config.bindAddress, () => src.lookupNodeIPs(), log);
+  const featureGates = effectiveFeatureGates(config.featureGates);
   const metrics = createMetrics();
   const health = new ProxierHealth({ healthTimeoutMs: healthTimeoutMs(config) });
   const serviceHealth = new ServiceHealthServer({
@@ -152,6 +162,7 @@ async function runMode(
     mode = await buildMode(modeName, {
       exec: host.exec,
       config,
+      featureGates,
       metrics,
       log,
       nodeName,
@@ -172,6 +183,7 @@ async function runMode(
     syncPeriodMs: periods.syncPeriod,
     logger: log.named("sync"),
     recorder: src.recorder,
+    featureGates,
     hooks: {
       queued: () => {
         metrics.syncProxyRulesLastQueuedTimestamp.setToCurrentTime();
@@ -186,7 +198,10 @@ async function runMode(
   controller.start();
   await src.source.start(handler);
   void src.birthCry();
+  let stopping = false;
   void controller.firstSync().then(async () => {
+    // A stop that came during the first sync must not find canary timers started after it.
+    if (stopping) return;
     mode.afterFirstSync(() => controller.requestSync());
     if (opts.dumpStateFile) {
       writeFileSync(
@@ -197,11 +212,12 @@ async function runMode(
     }
   });
 
-  await waitForShutdown(log);
+  const code = await waitForShutdown(log, until);
+  stopping = true;
   mode.stop();
   await src.source.stop();
   await controller.stop();
   await serviceHealth.close();
   await servers.close();
-  return 0;
+  return code;
 }

@@ -3,12 +3,14 @@
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { formatIssues, resolveCommandLine } from "../cli/index.ts";
+import { featureGateWarnings } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { serializeConfig } from "../config/write.ts";
 import { renderCommand } from "../dryrun/report.ts";
 import { createLogger, type Logger, parseVmodule } from "../log/logger.ts";
 import { formatVersion, versionInfo } from "../version.ts";
 import { cleanupNode } from "./cleanup.ts";
+import { type ConfigWatch, watchConfigFile } from "./config-watch.ts";
 import { dryRun } from "./dry-run.ts";
 import { createHost, type HostOptions } from "./host.ts";
 import { realRun } from "./real-run.ts";
@@ -39,7 +41,12 @@ export async function run(
   io: Io = processIo,
   hostOverrides: Partial<HostOptions> = {},
 ) {
-  const cl = resolveCommandLine(argv, io.readFile);
+  // The --config text as loaded: a real run exits once the file no longer holds it.
+  let configText: string | undefined;
+  const cl = resolveCommandLine(argv, (path) => {
+    configText = io.readFile(path);
+    return configText;
+  });
   switch (cl.kind) {
     case "help":
       io.stdout(cl.text);
@@ -65,6 +72,7 @@ export async function run(
   }
   for (const n of cl.notices) log.info(n);
   for (const w of cl.warnings) log.warn(`Config file: ${w}`);
+  for (const w of featureGateWarnings(config.featureGates)) log.warn(w);
 
   if (opts.writeConfigTo) {
     writeFileSync(opts.writeConfigTo, serializeConfig(config));
@@ -74,7 +82,43 @@ export async function run(
   if (opts.cleanup) return cleanup(opts.dryRun, config.ipvs.excludeCIDRs, log, io, hostOverrides);
   if (opts.dryRun) return dryRun(config, opts, log, io, hostOverrides);
 
-  return realRun(config, opts, log, hostOverrides);
+  const watch =
+    opts.configFile !== undefined && configText !== undefined && !opts.initOnly
+      ? watchConfigFile({ path: opts.configFile, initial: configText })
+      : undefined;
+  try {
+    return await realRun(
+      config,
+      opts,
+      log,
+      hostOverrides,
+      watch && exitOnConfigChange(watch, opts.configFile, log),
+    );
+  } finally {
+    watch?.stop();
+  }
+}
+
+/**
+ * Like upstream, a changed configuration file ends the run with an error (exit 1), so the
+ * DaemonSet restarts the proxy with the new settings; the rules stay in place meanwhile.
+ */
+async function exitOnConfigChange(
+  watch: ConfigWatch,
+  file: string | undefined,
+  log: Logger,
+): Promise<number> {
+  const change = await watch.changed;
+  const err =
+    change.kind === "changed"
+      ? "content of the proxy server's configuration file was updated"
+      : "the proxy server's configuration file was removed or cannot be read";
+  log.error("Error running ProxyServer; exiting so that a restart applies the new configuration", {
+    err,
+    file,
+    detail: change.detail,
+  });
+  return 1;
 }
 
 /** --cleanup (with --dry-run: print what it would remove instead). */

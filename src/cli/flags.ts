@@ -8,7 +8,6 @@ const M = 60 * S;
 const H = 60 * M;
 
 const UINT32: readonly [number, number] = [0, 4294967295];
-const UINT64: readonly [number, number] = [0, Number.MAX_SAFE_INTEGER];
 
 type Entry = Omit<FlagSpec, "aliases"> & { aliases?: readonly string[] };
 
@@ -66,7 +65,7 @@ export const FLAGS: readonly FlagSpec[] = [
     default: {},
     config: "featureGates",
     group: "General",
-    help: "Comma-separated Name=true|false pairs switching alpha or beta features on or off.",
+    help: "Comma-separated Name=true|false pairs switching feature gates on or off; an unknown name is an error.",
   }),
   f({
     name: "version",
@@ -543,46 +542,6 @@ export const FLAGS: readonly FlagSpec[] = [
     group: "Logging",
     help: "[Alpha] JSON format with split streams: bytes of info output to buffer (e.g. 64Ki). Needs LoggingAlphaOptions.",
   }),
-
-  // klog's legacy flags: accepted so existing manifests start, but logs always go to stderr.
-  ...(
-    [
-      ["logtostderr", "bool", "", true, "Log to standard error (always the case here)."],
-      ["alsologtostderr", "bool", "", false, "Also log to standard error when logging to files."],
-      ["log-dir", "string", "string", "", "Directory for log files."],
-      ["log-file", "string", "string", "", "Log file to write to."],
-      [
-        "log-file-max-size",
-        "int",
-        "uint",
-        1800,
-        "Size in MB at which a log file is rotated; 0 means unlimited.",
-      ],
-      ["log-backtrace-at", "string", "file:N", ":0", "Emit a stack trace when logging reaches file:N."],
-      ["one-output", "bool", "", false, "Write each message only at its own severity."],
-      ["skip-headers", "bool", "", false, "Omit the header prefix on log lines."],
-      ["skip-log-headers", "bool", "", false, "Omit headers when opening log files."],
-      [
-        "stderrthreshold",
-        "string",
-        "severity",
-        "2",
-        "Lowest severity copied to stderr when logging to files.",
-      ],
-      ["add-dir-header", "bool", "", false, "Include the source directory in log headers."],
-    ] as const
-  ).map(([name, kind, typeName, def, help]) =>
-    f({
-      name,
-      kind,
-      typeName,
-      default: def,
-      config: "compat",
-      group: "Logging (klog compatibility)",
-      help: `${help} Accepted for compatibility; has no effect.`,
-      ...(kind === "int" ? { intRange: UINT64 } : {}),
-    }),
-  ),
 
   // kube-proxy-ts
   f({

@@ -2,6 +2,12 @@
 // never drift from what the parser accepts.
 
 import { formatGoDuration } from "../config/duration.ts";
+import {
+  type FeatureGateName,
+  GATE_EFFECTS,
+  KNOWN_FEATURE_GATES,
+  knownFeatureGateLines,
+} from "../config/feature-gates.ts";
 import { FLAGS } from "./flags.ts";
 import type { FlagGroup, FlagSpec } from "./types.ts";
 
@@ -16,7 +22,6 @@ const GROUP_ORDER: readonly FlagGroup[] = [
   "Local traffic detection",
   "conntrack",
   "Logging",
-  "Logging (klog compatibility)",
   "kube-proxy-ts",
   "Deprecated",
 ];
@@ -56,10 +61,18 @@ export function formatDefault(spec: FlagSpec, showZero = false): string {
   }
 }
 
+/**
+ * Only the canonical name: the aliases (--mode, --port-range) are ours, so --help stays the list
+ * of upstream's flags plus the kube-proxy-ts ones; the README lists the aliases.
+ */
 function flagLabel(spec: FlagSpec): string {
   const short = spec.shorthand ? `-${spec.shorthand}, ` : "    ";
-  const names = [spec.name, ...spec.aliases].map((n) => `--${n}`).join(", ");
-  return `  ${short}${names}${spec.typeName ? ` ${spec.typeName}` : ""}`;
+  return `  ${short}--${spec.name}${spec.typeName ? ` ${spec.typeName}` : ""}`;
+}
+
+/** Lines printed under a flag's description, unwrapped (the gate list, as upstream prints it). */
+function helpExtra(spec: FlagSpec): string[] {
+  return spec.config === "featureGates" ? ["Options are:", ...knownFeatureGateLines()] : [];
 }
 
 function wrap(text: string, width: number): string[] {
@@ -106,6 +119,7 @@ export function renderHelp(): string {
         out.push(`${label.padEnd(column)}${body[0] ?? ""}`);
         out.push(...body.slice(1).map((l) => `${" ".repeat(column)}${l}`));
       }
+      out.push(...helpExtra(spec).map((l) => `${" ".repeat(column)}${l}`));
     }
     out.push("");
   }
@@ -118,16 +132,41 @@ function cell(text: string): string {
 
 function configCell(spec: FlagSpec): string {
   if (spec.config === "runOption") return "(run option)";
-  if (spec.config === "compat") return "(accepted, no effect)";
   return spec.portOf ? `port of \`${spec.config}\`` : `\`${spec.config}\``;
 }
 
-/** Markdown reference of every flag plus a short config-file section, for the README. */
+function featureGateSection(): string[] {
+  const row = (name: FeatureGateName, effect: string) => {
+    const spec = KNOWN_FEATURE_GATES.get(name);
+    return `| \`${name}\` | ${spec?.stage ?? ""} | \`${spec?.default ?? ""}\` | ${cell(effect)} |`;
+  };
+  return [
+    "### Feature gates",
+    "",
+    `\`--feature-gates\` and \`featureGates\` accept exactly the ${KNOWN_FEATURE_GATES.size} gates ` +
+      "kube-proxy v1.31 registers (`--help` lists the alpha and beta ones). An unknown name, or a locked " +
+      "GA gate set against its lock, is an error (exit 1); setting a GA or deprecated gate logs a warning. " +
+      "A gate's value is its explicit setting, else AllAlpha/AllBeta for its stage when set, else its default. " +
+      "These change what kube-proxy-ts does:",
+    "",
+    "| Gate | Stage | Default | Effect |",
+    "| --- | --- | --- | --- |",
+    ...GATE_EFFECTS.map((g) => row(g.name, g.effect)),
+    "",
+  ];
+}
+
+/** Markdown reference of every flag plus short feature-gate and config-file sections, for the README. */
 export function renderFlagReferenceMarkdown(): string {
+  const ours = FLAGS.filter((spec) => spec.group === "kube-proxy-ts").map((spec) => `\`--${spec.name}\``);
   const out: string[] = [
     "### Flags",
     "",
     "Generated from `src/cli/flags.ts`. Durations use Go syntax (`500ms`, `30s`, `1m30s`, `2h45m`).",
+    "",
+    "Every flag matches upstream kube-proxy v1.31 (name, type, default) except the kube-proxy-ts " +
+      `ones (${ours.join(", ")}); \`--mode\` and \`--port-range\` are extra ` +
+      "spellings of `--proxy-mode` and `--proxy-port-range` that `--help` does not list.",
     "",
   ];
   for (const [group, specs] of groups(true)) {
@@ -156,6 +195,7 @@ export function renderFlagReferenceMarkdown(): string {
     }
     out.push("");
   }
+  out.push(...featureGateSection());
   out.push(
     "### Config file",
     "",

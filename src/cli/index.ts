@@ -32,7 +32,7 @@ function configInputs(parsed: ParsedArgs): { settings: FlagSetting[]; ports: Por
   const ports: PortSetting[] = [];
   for (const spec of FLAGS) {
     const value = parsed.values.get(spec.name);
-    if (value === undefined || spec.config === "runOption" || spec.config === "compat") continue;
+    if (value === undefined || spec.config === "runOption") continue;
     const flag = parsed.spelled.get(spec.name) ?? `--${spec.name}`;
     if (spec.portOf) ports.push({ flag, path: spec.portOf, port: value as number });
     else settings.push({ flag, path: spec.config, value: settingValue(spec, value) });

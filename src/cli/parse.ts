@@ -21,7 +21,7 @@ export interface ParsedArgs {
 
 /** The config path an issue about `spec` should carry ("" for flags that set no field). */
 export function issuePath(spec: FlagSpec): string {
-  return spec.config === "runOption" || spec.config === "compat" ? "" : spec.config;
+  return spec.config === "runOption" ? "" : spec.config;
 }
 
 function editDistance(a: string, b: string): number {
@@ -74,8 +74,6 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       out.order.push(spec.name);
       out.spelled.set(spec.name, spelledAs);
       if (spec.deprecated) out.notices.push(`flag ${spelledAs} is deprecated: ${spec.deprecated}`);
-      if (spec.config === "compat")
-        out.notices.push(`flag ${spelledAs} is accepted for compatibility and has no effect`);
     }
     out.values.set(spec.name, combineFlagValues(spec, out.values.get(spec.name), parsed.value));
   };

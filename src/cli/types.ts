@@ -58,17 +58,13 @@ export type FlagGroup =
   | "Local traffic detection"
   | "conntrack"
   | "Logging"
-  | "Logging (klog compatibility)"
   | "kube-proxy-ts"
   | "Deprecated";
 
 /** Flags that steer the process rather than set a config field. */
 export type RunKey = keyof RunOptions | "help" | "version";
 
-/**
- * Where a flag's value goes: a v1alpha1 config path ("iptables.syncPeriod"), "runOption"
- * (see `run`), or "compat" for flags accepted only so existing command lines keep working.
- */
+/** Where a flag's value goes: a v1alpha1 config path ("iptables.syncPeriod") or "runOption" (see `run`). */
 export type FlagTarget = string;
 
 export interface FlagSpec {

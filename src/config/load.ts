@@ -152,7 +152,10 @@ export function loadConfig(input: LoadInput): LoadResult {
 
   const originOf = (path: string): IssueOrigin => {
     const flagPath = owningPath(path, flagOf);
-    if (flagPath !== undefined) return { flag: flagOf.get(flagPath) };
+    // --feature-gates merges into the file's map key by key: it owns only the keys it set.
+    const flagOwns =
+      flagPath !== "featureGates" || path === flagPath || getPath(flagLayer, path) !== undefined;
+    if (flagPath !== undefined && flagOwns) return { flag: flagOf.get(flagPath) };
     const listPath = path.replace(/\[\d+\]$/, "");
     if (input.file && parsed && getPath(fileLayer, listPath) !== undefined) {
       const line = parsed.lineOf(path);

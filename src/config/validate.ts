@@ -2,6 +2,7 @@
 // a few deliberate differences noted inline. Every rule runs; all problems come back together.
 
 import { formatGoDuration } from "./duration.ts";
+import { type EffectiveFeatureGates, effectiveFeatureGates, featureGateProblems } from "./feature-gates.ts";
 import { type IPFamily, ipFamily, parseCIDR, parsePort, splitHostPort } from "./net.ts";
 import type { ConfigIssue, IssueOrigin, Millis, ProxyConfig } from "./types.ts";
 
@@ -65,9 +66,16 @@ function checkNonNegative(out: IssueList, entries: readonly [string, Millis][]):
   }
 }
 
-function checkMode(out: IssueList, mode: string): void {
+function checkMode(out: IssueList, mode: string, gates: EffectiveFeatureGates): void {
   if (mode === "iptables" || mode === "ipvs") return;
-  if (mode === "nftables") out.add("mode", mode, NFTABLES_UNSUPPORTED);
+  // Upstream only lets the mode be named while the NFTablesProxyMode gate is on.
+  if (mode === "nftables" && !gates.enabled("NFTablesProxyMode")) {
+    out.add(
+      "mode",
+      mode,
+      'must be "iptables", "ipvs" or empty (empty means iptables); "nftables" needs the NFTablesProxyMode feature gate',
+    );
+  } else if (mode === "nftables") out.add("mode", mode, NFTABLES_UNSUPPORTED);
   else if (mode === "kernelspace")
     out.add("mode", mode, "proxy mode kernelspace is only available on Windows");
   else out.add("mode", mode, 'must be "iptables", "ipvs" or empty (empty means iptables)');
@@ -129,10 +137,13 @@ export function portRangeError(text: string): string | undefined {
   return undefined;
 }
 
-function checkLogging(out: IssueList, config: ProxyConfig): void {
+function checkLogging(out: IssueList, config: ProxyConfig, gates: EffectiveFeatureGates): void {
   const { logging } = config;
   if (logging.format !== "text" && logging.format !== "json") {
     out.add("logging.format", logging.format, 'must be "text" or "json"');
+  } else if (logging.format === "json" && !gates.enabled("LoggingBetaOptions")) {
+    // Upstream registers the json format behind this beta gate.
+    out.add("logging.format", logging.format, "requires the LoggingBetaOptions feature gate");
   }
   if (logging.flushFrequency <= 0)
     out.duration("logging.flushFrequency", logging.flushFrequency, "must be greater than 0");
@@ -154,7 +165,7 @@ function checkLogging(out: IssueList, config: ProxyConfig): void {
     }
   }
   // Upstream gates these alpha options behind a feature gate that is off by default.
-  if (config.featureGates.LoggingAlphaOptions !== true) {
+  if (!gates.enabled("LoggingAlphaOptions")) {
     for (const stream of ["text", "json"] as const) {
       const opts = logging.options[stream];
       if (opts.splitStream) {
@@ -178,8 +189,12 @@ function checkLogging(out: IssueList, config: ProxyConfig): void {
 /** Returns every problem with `config`; an empty list means it is safe to run with. */
 export function validateConfig(config: ProxyConfig, originOf: OriginLookup = () => ({})): ConfigIssue[] {
   const out = new IssueList(originOf);
+  const gates = effectiveFeatureGates(config.featureGates);
 
-  checkMode(out, config.mode);
+  for (const problem of featureGateProblems(config.featureGates)) {
+    out.add(`featureGates.${problem.name}`, problem.value, problem.message);
+  }
+  checkMode(out, config.mode, gates);
 
   for (const [path, bit] of [
     ["iptables.masqueradeBit", config.iptables.masqueradeBit],
@@ -265,6 +280,6 @@ export function validateConfig(config: ProxyConfig, originOf: OriginLookup = () 
     out.add("detectLocal.interfaceNamePrefix", "", "must be set when detectLocalMode is InterfaceNamePrefix");
   }
 
-  checkLogging(out, config);
+  checkLogging(out, config, gates);
   return out.items;
 }

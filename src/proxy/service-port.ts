@@ -1,6 +1,7 @@
 // Turns one Service object into its service ports: the unit both proxiers program. Follows
 // upstream's newBaseServiceInfo, with both address families in one model.
 
+import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ServiceObject, ServicePortSpec } from "../k8s/objects.ts";
 import { isPortNumber, parseProtocol } from "./net.ts";
 import type { ProblemList } from "./problems.ts";
@@ -60,14 +61,21 @@ function readHealthCheckNodePort(svc: ServiceObject, needed: boolean, problems: 
   return 0;
 }
 
-function readServiceWide(svc: ServiceObject, spec: Spec, problems: ProblemList): ServiceWide | undefined {
+function readServiceWide(
+  svc: ServiceObject,
+  spec: Spec,
+  problems: ProblemList,
+  gates: EffectiveFeatureGates,
+): ServiceWide | undefined {
   const clusterIPs = readClusterIPs(spec, problems);
   if (!clusterIPs) return undefined;
   const serviceType = readServiceType(spec, problems);
   const externalIPs = readIPList(spec.externalIPs, "spec.externalIPs", problems);
   const sources = readSourceRanges(spec, problems);
   // Ranges that all failed to parse must not turn into "open to everyone": drop the VIPs instead.
-  const lbVIPs = sources.allInvalid ? [] : readLoadBalancerVIPs(svc, problems);
+  const lbVIPs = sources.allInvalid
+    ? []
+    : readLoadBalancerVIPs(svc, problems, gates.enabled("LoadBalancerIPMode"));
   const externallyReachable = serviceType !== "ClusterIP" || externalIPs.length > 0;
   const externalPolicyLocal = externallyReachable && spec.externalTrafficPolicy === "Local";
   const needsHealthCheck = serviceType === "LoadBalancer" && externalPolicyLocal;
@@ -129,16 +137,18 @@ function portInfo(ns: string, svcName: string, p: PortFields, wide: ServiceWide)
 /**
  * The service ports of `svc`; empty when it is not proxied or unusable. `ns`/`name` are the
  * tracker's key for it. Problems are filed in `problems`; nothing here throws on bad input.
+ * `gates` decides which LoadBalancer IPs count (LoadBalancerIPMode).
  */
 export function servicePorts(
   svc: ServiceObject,
   ns: string,
   name: string,
   problems: ProblemList,
+  gates: EffectiveFeatureGates = DEFAULT_FEATURE_GATES,
 ): ServicePortInfo[] {
   const spec = svc.spec;
   if (!spec || !isProxiable(svc)) return [];
-  const wide = readServiceWide(svc, spec, problems);
+  const wide = readServiceWide(svc, spec, problems, gates);
   if (!wide) return [];
   const out: ServicePortInfo[] = [];
   const rawPorts = Array.isArray(spec.ports) ? spec.ports : [];

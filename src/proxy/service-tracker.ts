@@ -2,6 +2,7 @@
 // ("previous") and the newest state ("current"); when they become equal again (add then delete,
 // update and back) the Service drops out, so a sync only touches what really changed.
 
+import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/feature-gates.ts";
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import type { ServiceObject } from "../k8s/objects.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
@@ -26,15 +27,19 @@ const EMPTY: ServiceState = { ports: [], fingerprint: "" };
 export interface ServiceTrackerOptions {
   readonly logger?: Logger;
   readonly recorder?: EventRecorder;
+  /** The run's feature gates (LoadBalancerIPMode); the v1.31 defaults when absent. */
+  readonly featureGates?: EffectiveFeatureGates;
 }
 
 export class ServiceChangeTracker {
   private items = new Map<ServiceKey, ServiceChange>();
   private readonly logger: Logger;
   private readonly reporter: ProblemReporter;
+  private readonly gates: EffectiveFeatureGates;
 
   constructor(opts: ServiceTrackerOptions = {}) {
     this.logger = opts.logger ?? nullLogger;
+    this.gates = opts.featureGates ?? DEFAULT_FEATURE_GATES;
     this.reporter = new ProblemReporter(this.logger, opts.recorder ?? nullRecorder, "ParseService");
   }
 
@@ -67,7 +72,7 @@ export class ServiceChangeTracker {
     }
     const key = serviceKey(id.namespace, id.name);
     const problems = new ProblemList({ kind: "Service", ...id, uid: obj.metadata?.uid });
-    const next = current ? toState(current, id.namespace, id.name, problems) : EMPTY;
+    const next = current ? toState(current, id.namespace, id.name, problems, this.gates) : EMPTY;
     if (current) this.reporter.report(key, problems);
     else this.reporter.forget(key);
 
@@ -77,7 +82,7 @@ export class ServiceChangeTracker {
     else {
       // Its problems were told when it was current; read it quietly.
       const prev = previous
-        ? toState(previous, id.namespace, id.name, new QuietProblemList(problems.ref))
+        ? toState(previous, id.namespace, id.name, new QuietProblemList(problems.ref), this.gates)
         : EMPTY;
       this.items.set(key, { previous: prev, current: next });
     }
@@ -91,7 +96,13 @@ export class ServiceChangeTracker {
   }
 }
 
-function toState(svc: ServiceObject, ns: string, name: string, problems: ProblemList): ServiceState {
-  const ports = servicePorts(svc, ns, name, problems);
+function toState(
+  svc: ServiceObject,
+  ns: string,
+  name: string,
+  problems: ProblemList,
+  gates: EffectiveFeatureGates,
+): ServiceState {
+  const ports = servicePorts(svc, ns, name, problems, gates);
   return ports.length === 0 ? EMPTY : { ports, fingerprint: JSON.stringify(ports) };
 }

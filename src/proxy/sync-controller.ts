@@ -2,6 +2,7 @@
 // until both Services and EndpointSlices have been listed in full (upstream's servicesSynced
 // && endpointSlicesSynced), so a restart never programs a partial view and drops traffic.
 
+import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { EventRecorder } from "../k8s/events.ts";
 import { type NodeInfo, nodeInfo } from "../k8s/node-info.ts";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "../k8s/objects.ts";
@@ -25,6 +26,8 @@ export interface SyncControllerOptions {
   readonly clock?: Clock;
   /** Told when a sync is requested and when one succeeds (the healthz server's inputs). */
   readonly hooks?: { queued(): void; synced(): void };
+  /** The run's feature gates, for what the trackers read from objects; v1.31 defaults if absent. */
+  readonly featureGates?: EffectiveFeatureGates;
 }
 
 export class SyncController implements ClusterEventHandler {
@@ -43,7 +46,10 @@ export class SyncController implements ClusterEventHandler {
   constructor(private readonly opts: SyncControllerOptions) {
     this.log = opts.logger ?? nullLogger;
     const shared = { logger: this.log, ...(opts.recorder ? { recorder: opts.recorder } : {}) };
-    this.serviceTracker = new ServiceChangeTracker(shared);
+    this.serviceTracker = new ServiceChangeTracker({
+      ...shared,
+      ...(opts.featureGates ? { featureGates: opts.featureGates } : {}),
+    });
     this.endpointsTracker = new EndpointsChangeTracker({ nodeName: opts.nodeName, ...shared });
     this.runner = new BoundedFrequencyRunner({
       name: "sync-runner",

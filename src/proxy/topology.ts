@@ -2,11 +2,18 @@
 // upstream v1.31 CategorizeEndpoints: both proxiers build their chains / real servers from this,
 // so a divergence here would change where packets go, not just how rules look.
 
+import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
 import { usesClusterEndpoints, usesLocalEndpoints } from "./service-port.ts";
 import type { EndpointInfo, ServicePortInfo } from "./types.ts";
 
 /** The node label whose value is compared with endpoints' zone hints. */
 export const ZONE_LABEL = "topology.kubernetes.io/zone";
+
+/** What endpoint selection needs besides the endpoints: this node's labels and the run's gates. */
+export interface TopologyContext {
+  readonly nodeLabels: Readonly<Record<string, string>>;
+  readonly featureGates: EffectiveFeatureGates;
+}
 
 export interface CategorizedEndpoints {
   /** Endpoints for Cluster-policy traffic; undefined when the port never uses Cluster policy. */
@@ -30,19 +37,29 @@ export function filterEndpoints(
   return endpoints.filter(keep);
 }
 
+/** Annotation values that turn topology-aware routing off (or never asked for it). */
+const TOPOLOGY_MODE_OFF: ReadonlySet<string> = new Set(["", "disabled", "Disabled"]);
+
 /**
  * Zone hints are honoured only when they can be trusted for this node: the node has a zone,
  * every ready endpoint carries hints (a partial set means the EndpointSlice controller is
  * mid-update or gave up), and at least one endpoint is hinted for our zone (otherwise
- * filtering would black-hole the zone). As in v1.31, the Service's topology-mode annotation and
- * trafficDistribution are not consulted here: the EndpointSlice controller writes hints only
- * when one of them asks for it.
+ * filtering would black-hole the zone). The feature gates decide first, as in v1.31: with both
+ * TopologyAwareHints and ServiceTrafficDistribution off, hints are ignored; with
+ * ServiceTrafficDistribution on, hints alone decide (they are how a trafficDistribution of
+ * PreferClose reaches the node); with only TopologyAwareHints on, the Service must also carry
+ * the topology-mode annotation (any value but "", "disabled" or "Disabled").
  */
 export function canUseTopology(
   endpoints: readonly EndpointInfo[],
-  nodeLabels: Readonly<Record<string, string>>,
+  svc: Pick<ServicePortInfo, "topologyMode">,
+  ctx: TopologyContext,
 ): boolean {
-  const zone = nodeLabels[ZONE_LABEL] ?? "";
+  const gates = ctx.featureGates;
+  const distribution = gates.enabled("ServiceTrafficDistribution");
+  if (!distribution && !gates.enabled("TopologyAwareHints")) return false;
+  if (!distribution && TOPOLOGY_MODE_OFF.has(svc.topologyMode)) return false;
+  const zone = ctx.nodeLabels[ZONE_LABEL] ?? "";
   let hasEndpointForZone = false;
   for (const ep of endpoints) {
     if (!ep.ready) continue;
@@ -55,10 +72,11 @@ export function canUseTopology(
 
 function clusterEndpointsFor(
   endpoints: readonly EndpointInfo[],
-  nodeLabels: Readonly<Record<string, string>>,
+  svc: ServicePortInfo,
+  ctx: TopologyContext,
 ): { endpoints: EndpointInfo[]; useTopology: boolean } {
-  const useTopology = canUseTopology(endpoints, nodeLabels);
-  const zone = nodeLabels[ZONE_LABEL] ?? "";
+  const useTopology = canUseTopology(endpoints, svc, ctx);
+  const zone = ctx.nodeLabels[ZONE_LABEL] ?? "";
   const ready = filterEndpoints(endpoints, (ep) => ep.ready && (!useTopology || ep.zoneHints.has(zone)));
   if (ready.length > 0) return { endpoints: ready, useTopology };
   // No ready endpoint anywhere (topology already fell back if our zone had none): keep serving
@@ -87,9 +105,9 @@ function union(a: readonly EndpointInfo[], b: readonly EndpointInfo[]): Endpoint
 export function categorizeEndpoints(
   endpoints: readonly EndpointInfo[],
   svc: ServicePortInfo,
-  nodeLabels: Readonly<Record<string, string>>,
+  ctx: TopologyContext,
 ): CategorizedEndpoints {
-  const cluster = usesClusterEndpoints(svc) ? clusterEndpointsFor(endpoints, nodeLabels) : undefined;
+  const cluster = usesClusterEndpoints(svc) ? clusterEndpointsFor(endpoints, svc, ctx) : undefined;
   const clusterEndpoints = cluster?.endpoints;
   // Any ready endpoint in the cluster guarantees a non-empty cluster list.
   const clusterHasAny = (clusterEndpoints?.length ?? 0) > 0;

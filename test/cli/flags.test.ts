@@ -8,8 +8,6 @@ import { formatGoDuration } from "../../src/config/duration.ts";
 
 /** Every flag of upstream kube-proxy v1.31 on Linux (pflag normalises "_" to "-"). */
 const UPSTREAM_FLAGS = [
-  "add-dir-header",
-  "alsologtostderr",
   "bind-address",
   "bind-address-hard-fail",
   "cleanup",
@@ -46,23 +44,17 @@ const UPSTREAM_FLAGS = [
   "kube-api-content-type",
   "kube-api-qps",
   "kubeconfig",
-  "log-backtrace-at",
-  "log-dir",
-  "log-file",
-  "log-file-max-size",
   "log-flush-frequency",
   "log-json-info-buffer-size",
   "log-json-split-stream",
   "log-text-info-buffer-size",
   "log-text-split-stream",
   "logging-format",
-  "logtostderr",
   "masquerade-all",
   "master",
   "metrics-bind-address",
   "metrics-port",
   "nodeport-addresses",
-  "one-output",
   "oom-score-adj",
   "pod-bridge-interface",
   "pod-interface-name-prefix",
@@ -70,9 +62,6 @@ const UPSTREAM_FLAGS = [
   "proxy-mode",
   "proxy-port-range",
   "show-hidden-metrics-for-version",
-  "skip-headers",
-  "skip-log-headers",
-  "stderrthreshold",
   "v",
   "version",
   "vmodule",
@@ -97,7 +86,7 @@ describe("flag table", () => {
   test("the aliases --mode and --port-range resolve to the upstream flags", () => {
     expect(findFlag("mode")?.name).toBe("proxy-mode");
     expect(findFlag("port-range")?.name).toBe("proxy-port-range");
-    expect(findFlag("log_file_max_size")?.name).toBe("log-file-max-size");
+    expect(findFlag("log_flush_frequency")?.name).toBe("log-flush-frequency");
   });
 
   test("names, aliases and shorthands are unique", () => {
@@ -160,11 +149,16 @@ describe("--help", () => {
     for (const spec of FLAGS.filter((s) => s.hidden)) expect(help).not.toContain(`--${spec.name}`);
   });
 
-  test("shows defaults, shorthands, aliases and the precedence paragraph", () => {
+  test("shows defaults, shorthands, the gate list and the precedence paragraph; no aliases", () => {
     expect(help).toContain("(default 30s)");
     expect(help).toContain('(default "0.0.0.0:10256")');
     expect(help).toContain("-v, --v int");
-    expect(help).toContain("--proxy-mode, --mode ProxyMode");
+    expect(help).toContain("--proxy-mode ProxyMode");
+    expect(help).not.toContain("--mode ");
+    expect(help).not.toContain("--port-range");
+    expect(help).toContain("TopologyAwareHints=true|false (BETA - default=true)");
+    expect(help).toContain("AllAlpha=true|false (ALPHA - default=false)");
+    expect(help).not.toContain("KubeProxyDrainingTerminatingNodes=");
     expect(help).toContain("Precedence:");
     expect(help).toContain("explicit flag here always wins");
   });

@@ -42,7 +42,7 @@ describe("pflag syntax", () => {
       "192.0.2.0/24,2001:db8:42::/56",
     ],
     ["feature gates map", ["--feature-gates=A=true,B=false"], "feature-gates", { A: true, B: false }],
-    ["underscores normalise", ["--log_dir=/var/log"], "log-dir", "/var/log"],
+    ["underscores normalise", ["--log_flush_frequency=2s"], "log-flush-frequency", 2_000],
     ["empty value", ["--hostname-override="], "hostname-override", ""],
     ["value starting with a dash", ["--oom-score-adj", "-500"], "oom-score-adj", -500],
     ["--version alone", ["--version"], "version", "true"],
@@ -216,17 +216,31 @@ describe("errors name the flag and the value", () => {
 });
 
 describe("notices", () => {
-  test("deprecated and compatibility-only flags say so once", () => {
-    const parsed = parseArgs([
-      "--healthz-port=1234",
-      "--logtostderr=false",
-      "--log-dir=/tmp",
-      "--log-dir=/var",
-    ]);
+  test("deprecated flags say so once", () => {
+    const parsed = parseArgs(["--healthz-port=1234", "--healthz-port=1235", "--metrics-port=0"]);
     expect(parsed.notices).toEqual([
       "flag --healthz-port is deprecated: use --healthz-bind-address instead",
-      "flag --logtostderr is accepted for compatibility and has no effect",
-      "flag --log-dir is accepted for compatibility and has no effect",
+      "flag --metrics-port is deprecated: use --metrics-bind-address instead",
+    ]);
+  });
+
+  test.each([
+    "--log-file=/tmp/x",
+    "--log-dir=/tmp",
+    "--logtostderr=false",
+    "--alsologtostderr",
+    "--log-file-max-size=10",
+    "--log-backtrace-at=a.go:1",
+    "--one-output",
+    "--skip-headers",
+    "--skip-log-headers",
+    "--stderrthreshold=1",
+    "--add-dir-header",
+  ])("klog's removed flag %s is an unknown flag, as in upstream v1.31", (arg) => {
+    const parsed = parseArgs([arg]);
+    const name = arg.split("=")[0];
+    expect(parsed.issues).toEqual([
+      expect.objectContaining({ flag: name, message: expect.stringMatching(/^unknown flag/) }),
     ]);
   });
 });

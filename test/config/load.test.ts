@@ -34,18 +34,28 @@ describe("precedence: defaults < file < explicit flags", () => {
   });
 
   test("feature gates merge key by key, the flag winning on shared keys", () => {
-    const text = `${HEADER}featureGates:\n  A: true\n  B: true\n`;
+    const text = `${HEADER}featureGates:\n  AllAlpha: true\n  AllBeta: true\n`;
     const result = loadConfig({
       file: { name: "c.yaml", text },
-      settings: [{ flag: "--feature-gates", path: "featureGates", value: { B: false, C: true } }],
+      settings: [
+        {
+          flag: "--feature-gates",
+          path: "featureGates",
+          value: { AllBeta: false, LoggingAlphaOptions: true },
+        },
+      ],
     });
-    expect(result.config?.featureGates).toEqual({ A: true, B: false, C: true });
+    expect(result.config?.featureGates).toEqual({
+      AllAlpha: true,
+      AllBeta: false,
+      LoggingAlphaOptions: true,
+    });
     expect(result.overrides).toEqual([
       {
         flag: "--feature-gates",
         path: "featureGates",
-        fileValue: { A: true, B: true },
-        flagValue: { B: false, C: true },
+        fileValue: { AllAlpha: true, AllBeta: true },
+        flagValue: { AllBeta: false, LoggingAlphaOptions: true },
       },
     ]);
   });

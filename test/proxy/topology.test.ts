@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { DEFAULT_FEATURE_GATES, effectiveFeatureGates } from "../../src/config/feature-gates.ts";
 import { usesClusterEndpoints, usesLocalEndpoints } from "../../src/proxy/service-port.ts";
 import { canUseTopology, categorizeEndpoints, ZONE_LABEL } from "../../src/proxy/topology.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../src/proxy/types.ts";
@@ -71,6 +72,14 @@ function svc(o: SvcOpts = {}): ServicePortInfo {
 }
 
 const zoneA = { [ZONE_LABEL]: "zone-a" };
+
+/** This node's topology with the v1.31 default gates, or with `gates` set explicitly. */
+function on(nodeLabels: Record<string, string>, gates: Record<string, boolean> = {}) {
+  return {
+    nodeLabels,
+    featureGates: Object.keys(gates).length === 0 ? DEFAULT_FEATURE_GATES : effectiveFeatureGates(gates),
+  };
+}
 
 /** Four ready endpoints, two hinted for zone-a. */
 const fourHinted = [
@@ -479,7 +488,7 @@ const sorted = (eps: readonly EndpointInfo[] | undefined) => eps?.map((e) => e.e
 describe("categorizeEndpoints", () => {
   for (const c of cases) {
     test(c.name, () => {
-      const got = categorizeEndpoints(c.endpoints, c.svc, c.nodeLabels ?? {});
+      const got = categorizeEndpoints(c.endpoints, c.svc, on(c.nodeLabels ?? {}));
       expect(sorted(got.clusterEndpoints)).toEqual(c.cluster?.slice().sort());
       expect(sorted(got.localEndpoints)).toEqual(c.local?.slice().sort());
       const all = c.all ?? (c.cluster && !c.local ? c.cluster : c.local) ?? [];
@@ -492,7 +501,7 @@ describe("categorizeEndpoints", () => {
     const got = categorizeEndpoints(
       [ep("203.0.113.0:80", { hints: ["zone-a"], local: true }), ep("203.0.113.1:80", { hints: ["zone-b"] })],
       svc({ externalPolicyLocal: true, nodePort: 30080 }),
-      zoneA,
+      on(zoneA),
     );
     expect(got.allReachableEndpoints.map((e) => e.endpoint)).toEqual(["203.0.113.0:80"]);
   });
@@ -538,9 +547,45 @@ describe("traffic policy predicates", () => {
 
 describe("canUseTopology", () => {
   test("false with no ready endpoints at all", () => {
-    expect(canUseTopology([ep("203.0.113.0:80", { ready: false, hints: ["zone-a"] })], zoneA)).toBe(false);
+    expect(
+      canUseTopology([ep("203.0.113.0:80", { ready: false, hints: ["zone-a"] })], svc(), on(zoneA)),
+    ).toBe(false);
   });
   test("true when every ready endpoint is hinted and one is for this zone", () => {
-    expect(canUseTopology(fourHinted, zoneA)).toBe(true);
+    expect(canUseTopology(fourHinted, svc(), on(zoneA))).toBe(true);
+  });
+});
+
+// v1.31: TopologyAwareHints and ServiceTrafficDistribution (both beta, on by default) decide
+// whether hints count at all, and whether the topology-mode annotation is still required.
+describe("topology feature gates", () => {
+  const clusterOf = (s: ServicePortInfo, gates: Record<string, boolean>) =>
+    sorted(categorizeEndpoints(fourHinted, s, on(zoneA, gates)).clusterEndpoints);
+  const sameZone = ["198.51.100.3:80", "198.51.100.6:80"];
+  const everyone = sorted(fourHinted);
+
+  test("defaults: hints are honoured without any annotation (trafficDistribution PreferClose)", () => {
+    expect(clusterOf(svc({ trafficDistribution: "PreferClose" }), {})).toEqual(sameZone);
+  });
+  test("both gates off: hints are ignored, whatever the Service asks for", () => {
+    const off = { TopologyAwareHints: false, ServiceTrafficDistribution: false };
+    expect(clusterOf(svc({ topologyMode: "Auto" }), off)).toEqual(everyone);
+    expect(clusterOf(svc({ trafficDistribution: "PreferClose" }), off)).toEqual(everyone);
+  });
+  test("ServiceTrafficDistribution off: only Services with the topology-mode annotation use hints", () => {
+    const gates = { ServiceTrafficDistribution: false };
+    expect(clusterOf(svc({ trafficDistribution: "PreferClose" }), gates)).toEqual(everyone);
+    expect(clusterOf(svc({ topologyMode: "Auto" }), gates)).toEqual(sameZone);
+    expect(clusterOf(svc({ topologyMode: "auto" }), gates)).toEqual(sameZone);
+    for (const off of ["", "disabled", "Disabled"]) {
+      expect(clusterOf(svc({ topologyMode: off }), gates)).toEqual(everyone);
+    }
+  });
+  test("TopologyAwareHints off alone changes nothing: ServiceTrafficDistribution still honours hints", () => {
+    expect(clusterOf(svc(), { TopologyAwareHints: false })).toEqual(sameZone);
+  });
+  test("AllBeta=false switches both beta gates off; an explicit setting still wins", () => {
+    expect(clusterOf(svc({ topologyMode: "Auto" }), { AllBeta: false })).toEqual(everyone);
+    expect(clusterOf(svc(), { AllBeta: false, ServiceTrafficDistribution: true })).toEqual(sameZone);
   });
 });

@@ -4,6 +4,7 @@
 // chains of changed services; a full sync happens at start, after any failure, after the
 // tables were flushed (canaries), when node labels change, and hourly outside large clusters.
 
+import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { ProxyConfig } from "../../config/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
 import type { NfacctClient } from "../../host/nfacct.ts";
@@ -63,6 +64,8 @@ export interface IptablesProxierDeps {
   readonly clock?: Clock;
   /** Wall-clock milliseconds, for network programming latency (trigger times are wall times). */
   readonly wallClock?: () => number;
+  /** The run's feature gates (topology); the v1.31 defaults when absent. */
+  readonly featureGates?: EffectiveFeatureGates;
 }
 
 /** Everything that stays fixed for the life of the proxier. */
@@ -312,6 +315,7 @@ export class IptablesProxier implements Proxier {
     const request = {
       ...req,
       nodeLabels: this.nodeLabels,
+      featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
       largeClusterMode: this.largeClusterMode,
       existingNatChains,
       nodePortIPs,

@@ -2,6 +2,7 @@
 // later partial syncs) and its own chains straight into the sync's output, in upstream's order
 // (the port's KUBE-SERVICES/KUBE-NODEPORTS lines first, then its chains).
 
+import type { TopologyContext } from "../topology.ts";
 import type { PortInputs, PortState } from "./port-state.ts";
 import type { ChainRuleSettings, ChainSink } from "./service-chains.ts";
 import { writeServiceChains } from "./service-chains.ts";
@@ -22,13 +23,13 @@ const scratchNat: string[] = [];
 
 export function renderPort(
   inputs: PortInputs,
-  nodeLabels: Readonly<Record<string, string>>,
+  topology: TopologyContext,
   entrySettings: EntryRuleSettings,
   chainSettings: ChainRuleSettings,
   out: RenderOutput,
 ): PortState {
   const { view, names } = inputs;
-  const plan = planServicePort(view, inputs.endpoints, names, nodeLabels);
+  const plan = planServicePort(view, inputs.endpoints, names, topology);
   scratchFilter.length = 0;
   scratchNat.length = 0;
   writeEntryRules(view, names, plan, entrySettings, { filter: scratchFilter, nat: scratchNat });

@@ -5,6 +5,7 @@
 // fast walk for endpoint-only changes, which writes unchanged ports chunk by chunk.
 
 import type { LocalTrafficDetector } from "../local-detect.ts";
+import type { TopologyContext } from "../topology.ts";
 import type { EndpointInfo, IPFamily, ServicePortInfo } from "../types.ts";
 import { chainLine, isServiceChainName, KUBE_FIREWALL } from "./chains.ts";
 import { CHUNK_SIZE, PortOrder } from "./port-order.ts";
@@ -70,8 +71,7 @@ export interface SyncScope {
   readonly totalEndpoints: number;
 }
 
-export interface RuleSetRequest extends ScopeRequest {
-  readonly nodeLabels: Readonly<Record<string, string>>;
+export interface RuleSetRequest extends ScopeRequest, TopologyContext {
   readonly largeClusterMode: boolean;
   /** Chain names iptables-save reported for nat, when a stale-chain sweep is due. */
   readonly existingNatChains: readonly string[] | undefined;
@@ -302,7 +302,7 @@ export class RuleSetBuilder {
       if (prev) out.removed.push(prev);
       return undefined;
     }
-    const now = renderPort(inputs, req.nodeLabels, this.settings, chainSettings, out);
+    const now = renderPort(inputs, req, this.settings, chainSettings, out);
     out.rendered.push({ prev, now });
     return now;
   }

@@ -3,7 +3,7 @@
 // policy leaves no endpoint (REJECT when there is none anywhere, DROP when only none here).
 
 import { usesClusterEndpoints, usesLocalEndpoints } from "../service-port.ts";
-import { categorizeEndpoints } from "../topology.ts";
+import { categorizeEndpoints, type TopologyContext } from "../topology.ts";
 import type { EndpointInfo } from "../types.ts";
 import type { FamilyServicePort, ServicePortNames } from "./service-view.ts";
 
@@ -52,9 +52,9 @@ export function planServicePort(
   svc: FamilyServicePort,
   endpoints: readonly EndpointInfo[],
   names: ServicePortNames,
-  nodeLabels: Readonly<Record<string, string>>,
+  topology: TopologyContext,
 ): ServicePlan {
-  const cat = categorizeEndpoints(endpoints, svc, nodeLabels);
+  const cat = categorizeEndpoints(endpoints, svc, topology);
   const clusterEndpoints = cat.clusterEndpoints ?? [];
   const localEndpoints = cat.localEndpoints ?? [];
   const hasEndpoints = cat.hasAnyEndpoints;

@@ -6,7 +6,7 @@
 import { validateEntry } from "../../host/ipset.ts";
 import type { FamilyServicePort } from "../iptables/service-view.ts";
 import { cidrContains } from "../nodeport-addresses.ts";
-import { type CategorizedEndpoints, categorizeEndpoints } from "../topology.ts";
+import { type CategorizedEndpoints, categorizeEndpoints, type TopologyContext } from "../topology.ts";
 import type { EndpointInfo, IPFamily } from "../types.ts";
 import { type EntryProtocol, ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
 import type { SetCatalog, SetId } from "./ipsets.ts";
@@ -19,11 +19,10 @@ import {
 } from "./virtual-servers.ts";
 
 /** Node-level facts every plan depends on; a change invalidates all cached plans. */
-export interface PlanContext {
+export interface PlanContext extends TopologyContext {
   readonly family: IPFamily;
   readonly sets: SetCatalog;
   readonly scheduler: VirtualServerSettings;
-  readonly nodeLabels: Readonly<Record<string, string>>;
   /** The node's primary IP of this family (LoadBalancer source ranges covering the node). */
   readonly nodeIP: string | undefined;
   /** Addresses NodePort virtual servers listen on. */
@@ -79,7 +78,7 @@ export function planServicePort(
     ctx,
     protocol: svc.protocol.toLowerCase() as EntryProtocol,
     timeout: svc.sessionAffinity.type === "ClientIP" ? svc.sessionAffinity.timeoutSeconds : 0,
-    categorized: categorizeEndpoints(endpoints, svc, ctx.nodeLabels),
+    categorized: categorizeEndpoints(endpoints, svc, ctx),
     virtualServers: [],
     entries: [],
     rejected: [],

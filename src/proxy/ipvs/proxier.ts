@@ -12,6 +12,7 @@
 // Full syncs (the first, after a failure, on request, hourly) also re-ensure kube-ipvs0, our
 // chains and the jumps into them, which are otherwise left alone.
 
+import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { ProxyConfig } from "../../config/types.ts";
 import type { IpsetClient, IpsetSet } from "../../host/ipset.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
@@ -75,6 +76,8 @@ export interface IpvsProxierDeps {
   readonly wallClock?: () => number;
   /** Graceful-termination check period; upstream's one minute by default. */
   readonly gracefulCheckIntervalMs?: number;
+  /** The run's feature gates (topology); the v1.31 defaults when absent. */
+  readonly featureGates?: EffectiveFeatureGates;
 }
 
 /** One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). */
@@ -392,6 +395,7 @@ export class IpvsProxier implements Proxier {
       sets: this.sets,
       scheduler: this.scheduler,
       nodeLabels: this.nodeLabels,
+      featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
       nodeIP: this.deps.nodeIPs[this.family],
       nodePortIPs: this.nodePortIPs(nodeAddresses),
       nodeAddresses: new Set(nodeAddresses),

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { DEFAULT_FEATURE_GATES } from "../../../src/config/feature-gates.ts";
 import { compareAddrs } from "../../../src/host/netlink/ip.ts";
 import { familyView } from "../../../src/proxy/iptables/service-view.ts";
 import { setCatalog } from "../../../src/proxy/ipvs/ipsets.ts";
@@ -75,6 +76,7 @@ const context = (extra: Partial<PlanContext> = {}): PlanContext => ({
   sets: setCatalog("IPv4"),
   scheduler: { scheduler: "rr", flags: [] },
   nodeLabels: {},
+  featureGates: DEFAULT_FEATURE_GATES,
   nodeIP: "203.0.113.10",
   nodePortIPs: ["203.0.113.10"],
   nodeAddresses: new Set(["203.0.113.10"]),
