@@ -182,7 +182,7 @@ async function stop(run: Run): Promise<void> {
   if (left.length > 0) throw new Error(`namespaces left behind: ${left.join(", ")}`);
 }
 
-/** Waits (bounded) until the cluster IP rule of every listed Service port is in nat. */
+/** Waits (bounded) until the first sync is in: every listed Service port's cluster IP rule in nat, and IPv6's chains. */
 async function firstSync(run: Run, services: readonly ServiceSpec[]): Promise<void> {
   const comments = services.flatMap((s) => s.ports.map((p) => `${servicePortName(s, p)} cluster IP`));
   try {
@@ -193,6 +193,17 @@ async function firstSync(run: Run, services: readonly ServiceSpec[]): Promise<vo
       "the first sync from the API server",
       30_000,
     );
+    // Where ip6tables works the node is proxied dual-stack (as upstream does), so the first
+    // sync is over only once IPv6 has its chains too. (A test that stalls syncs must not catch
+    // the first one half done: a proxier that never synced is reported healthy.)
+    const v6 = await run.topo!.run("node", ["ip6tables-nft-save", "-t", "nat"], { timeoutMs: 10_000 });
+    const deadline = Date.now() + 20_000;
+    for (let i = 0; i < 100 && v6.code === 0; i++) {
+      if ((await ip6Nat(run.topo!)).includes(":KUBE-SERVICES ")) break;
+      if (Date.now() > deadline)
+        throw new Error("timed out after 20000 ms waiting for the IPv6 part of the first sync");
+      await new Promise((r) => setTimeout(r, 200));
+    }
   } catch (err) {
     console.error(`\n===== diagnostics (setup) =====\n${await diagnostics(run.topo!, run.kubeProxy)}`);
     throw err;
@@ -236,15 +247,20 @@ async function scrapeUntil(run: Run, done: (s: Scrape) => boolean, timeoutMs = 1
   return last;
 }
 
-/** 2 when the binary also programs IPv6 (upstream then runs one change tracker per family). */
-async function familiesProxied(topo: Topology): Promise<number> {
+/** The node's IPv6 nat table, from the nft backend and (when it exists there) the legacy one. */
+async function ip6Nat(topo: Topology): Promise<string> {
   const nft = await topo.run("node", ["ip6tables-nft-save", "-t", "nat"], { timeoutMs: 10_000 });
-  let v6 = nft.stdout;
+  let out = nft.stdout;
   const names = await topo.run("node", ["cat", "/proc/net/ip6_tables_names"], { timeoutMs: 5000 });
   if (names.stdout.split("\n").includes("nat")) {
-    v6 += (await topo.run("node", ["ip6tables-legacy-save", "-t", "nat"], { timeoutMs: 10_000 })).stdout;
+    out += (await topo.run("node", ["ip6tables-legacy-save", "-t", "nat"], { timeoutMs: 10_000 })).stdout;
   }
-  return v6.includes(":KUBE-SERVICES ") ? 2 : 1;
+  return out;
+}
+
+/** 2 when the binary also programs IPv6 (upstream then runs one change tracker per family). */
+async function familiesProxied(topo: Topology): Promise<number> {
+  return (await ip6Nat(topo)).includes(":KUBE-SERVICES ") ? 2 : 1;
 }
 
 /** The value of a served series; a clear failure when it is not served at all. */
