@@ -21,7 +21,7 @@ export interface RealSource {
   readonly source: ClusterSource;
   readonly recorder: EventRecorder;
   readonly description: string;
-  /** Posts the "Starting kube-proxy." event where the source is an API server. */
+  /** Posts the "Starting" event on the Node where the source is an API server. */
   birthCry(): Promise<void>;
   /** This node's IPs as the source knows them (the Node object's addresses). */
   lookupNodeIPs(): Promise<NodeIPs>;

@@ -65,7 +65,8 @@ export function eventBody(e: KubeEvent, reportingInstance: string, now: Date): R
     reportingInstance,
     action: e.action,
     reason: e.reason,
-    note: truncateNote(e.message),
+    // Go's omitempty: an empty note is left out of the body.
+    ...(e.message ? { note: truncateNote(e.message) } : {}),
     type: e.type,
     regarding: {
       kind: e.ref.kind,
@@ -130,7 +131,8 @@ export function createApiRecorder(opts: ApiRecorderOptions): ApiRecorder {
         type: "Normal",
         reason: "Starting",
         action: "StartKubeProxy",
-        message: "Starting kube-proxy.",
+        // Upstream's events.k8s.io recorder posts the birth cry with an empty note.
+        message: "",
       });
     },
     async flush() {

@@ -1,4 +1,4 @@
-// Kubernetes Events kube-proxy posts (the "Starting kube-proxy." birth cry, warnings about bad
+// Kubernetes Events kube-proxy posts (the "Starting" birth cry on the Node, warnings about bad
 // Service fields). The API-backed recorder lives with the informers; tests use memoryRecorder.
 
 import type { ObjectRef } from "./objects.ts";

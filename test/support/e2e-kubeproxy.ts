@@ -20,18 +20,21 @@ export function kubeProxyBinary(): string {
 
 export const NODE_NAME = "node-a";
 
-export interface KubeProxyOptions {
-  readonly stateFile: string;
+/** Where the cluster comes from: a --state file, or an API server through a kubeconfig. */
+export type KubeProxySource = { readonly stateFile: string } | { readonly kubeconfig: string };
+
+export type KubeProxyOptions = KubeProxySource & {
   readonly nodeName?: string;
   readonly extraArgs?: readonly string[];
-}
+  /** Extra environment for the daemon (e.g. XTABLES_LOCKFILE). */
+  readonly env?: Record<string, string>;
+};
 
-/** The argv of an iptables-mode run from a --state file (as the README documents it). */
+/** The argv of an iptables-mode run (as the README documents it). */
 export function kubeProxyArgv(o: KubeProxyOptions): string[] {
   return [
     kubeProxyBinary(),
-    "--state",
-    o.stateFile,
+    ...("stateFile" in o ? ["--state", o.stateFile] : ["--kubeconfig", o.kubeconfig]),
     "--hostname-override",
     o.nodeName ?? NODE_NAME,
     "--proxy-mode=iptables",
@@ -47,7 +50,7 @@ export function kubeProxyArgv(o: KubeProxyOptions): string[] {
 }
 
 export function startKubeProxy(topo: Topology, o: KubeProxyOptions): Daemon {
-  return topo.spawnDaemon("node", kubeProxyArgv(o));
+  return topo.spawnDaemon("node", kubeProxyArgv(o), o.env ? { env: o.env } : {});
 }
 
 export type Table = "nat" | "filter" | "mangle";

@@ -11,6 +11,7 @@
 
 import { createSocket } from "node:dgram";
 import { connect } from "node:net";
+import { classifySocketError as classify } from "./e2e-errors.ts";
 
 export interface ProbeReply {
   pod: string;
@@ -93,24 +94,6 @@ function parseArgs(argv: readonly string[]): Args {
   }
   if (!a.proto || !a.host || !a.port) throw new Error("--proto and --target are required");
   return a as Args;
-}
-
-function classify(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code ?? "";
-  switch (code) {
-    case "ECONNREFUSED":
-      return "refused";
-    case "ETIMEDOUT":
-      return "timeout";
-    case "EHOSTUNREACH":
-    case "ENETUNREACH":
-      return "unreachable";
-    case "ECONNRESET":
-    case "EPIPE":
-      return "reset";
-    default:
-      return code || (err instanceof Error ? err.message : String(err));
-  }
 }
 
 function parseReply(text: string): ProbeReply | undefined {

@@ -40,6 +40,11 @@ export interface FakeApiServerOptions {
   token?: string;
   /** Sends a BOOKMARK to bookmark-enabled watches this often; 0 (default) only on sendBookmarks(). */
   bookmarkIntervalMs?: number;
+  /**
+   * Also serve on this Unix socket path (besides 127.0.0.1). The filesystem is shared across
+   * network namespaces, so a forwarder inside one can reach the server without any link to it.
+   */
+  socketPath?: string;
 }
 
 interface KindInfo {
@@ -138,7 +143,7 @@ export class FakeApiServer {
   private bookmarkTimer?: ReturnType<typeof setInterval>;
 
   private constructor(
-    private readonly server: Server,
+    private readonly servers: readonly Server[],
     readonly url: string,
     private readonly opts: FakeApiServerOptions,
   ) {
@@ -150,14 +155,25 @@ export class FakeApiServer {
 
   static async start(opts: FakeApiServerOptions = {}): Promise<FakeApiServer> {
     let self: FakeApiServer | undefined;
-    const server = createServer((req, res) => {
+    const listener = (req: IncomingMessage, res: ServerResponse) => {
       self?.handle(req, res).catch((err) => {
         if (!res.headersSent) send(res, 500, status(500, "InternalError", String(err)));
       });
-    });
+    };
+    const server = createServer(listener);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const servers = [server];
+    if (opts.socketPath) {
+      const path = opts.socketPath;
+      const unix = createServer(listener);
+      await new Promise<void>((resolve, reject) => {
+        unix.once("error", reject);
+        unix.listen(path, resolve);
+      });
+      servers.push(unix);
+    }
     const port = (server.address() as AddressInfo).port;
-    self = new FakeApiServer(server, `http://127.0.0.1:${port}`, opts);
+    self = new FakeApiServer(servers, `http://127.0.0.1:${port}`, opts);
     return self;
   }
 
@@ -261,10 +277,15 @@ export class FakeApiServer {
   async close(): Promise<void> {
     if (this.bookmarkTimer) clearInterval(this.bookmarkTimer);
     this.disconnectWatches();
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections?.();
-    });
+    await Promise.all(
+      this.servers.map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeAllConnections?.();
+          }),
+      ),
+    );
   }
 
   // ---- internals ----
