@@ -144,7 +144,7 @@ export const FLAGS: readonly FlagSpec[] = [
     default: 15 * M,
     config: "configSyncPeriod",
     group: "API server",
-    help: "Interval at which the Service, EndpointSlice and Node informers relist everything. Must be above 0.",
+    help: "Interval at which the Service, EndpointSlice and Node informers re-deliver every cached object (a resync, not a relist). Must be above 0.",
   }),
 
   // Node and servers
