@@ -9,6 +9,7 @@ import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
+import { trackerMetrics } from "../proxy/change-metrics.ts";
 import { healthTimeoutMs, ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
@@ -172,6 +173,7 @@ async function runMode(
     syncPeriodMs: periods.syncPeriod,
     logger: log.named("sync"),
     recorder: src.recorder,
+    metrics: trackerMetrics(metrics),
     hooks: {
       queued: () => {
         metrics.syncProxyRulesLastQueuedTimestamp.setToCurrentTime();

@@ -5,6 +5,7 @@
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import type { ServiceObject } from "../k8s/objects.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
+import type { ChangeMetrics } from "./change-metrics.ts";
 import { guarded, objectName } from "./guard.ts";
 import { ProblemList, ProblemReporter, QuietProblemList } from "./problems.ts";
 import { servicePorts } from "./service-port.ts";
@@ -26,15 +27,19 @@ const EMPTY: ServiceState = { ports: [], fingerprint: "" };
 export interface ServiceTrackerOptions {
   readonly logger?: Logger;
   readonly recorder?: EventRecorder;
+  /** kubeproxy_sync_proxy_rules_service_changes_{total,pending}. */
+  readonly metrics?: ChangeMetrics;
 }
 
 export class ServiceChangeTracker {
   private items = new Map<ServiceKey, ServiceChange>();
   private readonly logger: Logger;
   private readonly reporter: ProblemReporter;
+  private readonly metrics: ChangeMetrics | undefined;
 
   constructor(opts: ServiceTrackerOptions = {}) {
     this.logger = opts.logger ?? nullLogger;
+    this.metrics = opts.metrics;
     this.reporter = new ProblemReporter(this.logger, opts.recorder ?? nullRecorder, "ParseService");
   }
 
@@ -43,7 +48,15 @@ export class ServiceChangeTracker {
    * changed what the next update() will apply.
    */
   serviceChanged(previous?: ServiceObject, current?: ServiceObject): boolean {
-    return guarded(this.logger, "serviceChanged", false, () => this.record(previous, current));
+    if (!previous && !current) return false;
+    // As upstream: every call with an object counts, whether or not it changes anything, and
+    // pending is the number of Services waiting after it.
+    this.metrics?.total.inc();
+    try {
+      return guarded(this.logger, "serviceChanged", false, () => this.record(previous, current));
+    } finally {
+      this.metrics?.pending.set(this.items.size);
+    }
   }
 
   /** Services with changes waiting for the next update (for partial syncs). */
@@ -55,6 +68,7 @@ export class ServiceChangeTracker {
   checkout(): Map<ServiceKey, ServiceChange> {
     const out = this.items;
     this.items = new Map();
+    this.metrics?.pending.set(0);
     return out;
   }
 

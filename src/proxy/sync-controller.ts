@@ -8,6 +8,7 @@ import type { EndpointSliceObject, NodeObject, ServiceObject } from "../k8s/obje
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import type { Clock } from "../util/clock.ts";
+import type { TrackerMetrics } from "./change-metrics.ts";
 import { EndpointsMap } from "./endpoints-map.ts";
 import { EndpointsChangeTracker } from "./endpoints-tracker.ts";
 import type { Proxier, SyncInput } from "./proxier.ts";
@@ -25,6 +26,8 @@ export interface SyncControllerOptions {
   readonly clock?: Clock;
   /** Told when a sync is requested and when one succeeds (the healthz server's inputs). */
   readonly hooks?: { queued(): void; synced(): void };
+  /** The change metrics the trackers feed (see trackerMetrics). */
+  readonly metrics?: TrackerMetrics;
 }
 
 export class SyncController implements ClusterEventHandler {
@@ -43,8 +46,13 @@ export class SyncController implements ClusterEventHandler {
   constructor(private readonly opts: SyncControllerOptions) {
     this.log = opts.logger ?? nullLogger;
     const shared = { logger: this.log, ...(opts.recorder ? { recorder: opts.recorder } : {}) };
-    this.serviceTracker = new ServiceChangeTracker(shared);
-    this.endpointsTracker = new EndpointsChangeTracker({ nodeName: opts.nodeName, ...shared });
+    const m = opts.metrics;
+    this.serviceTracker = new ServiceChangeTracker({ ...shared, ...(m ? { metrics: m.services } : {}) });
+    this.endpointsTracker = new EndpointsChangeTracker({
+      nodeName: opts.nodeName,
+      ...shared,
+      ...(m ? { metrics: m.endpoints } : {}),
+    });
     this.runner = new BoundedFrequencyRunner({
       name: "sync-runner",
       fn: () => this.syncNow(),
