@@ -12,7 +12,6 @@ import type { Logger } from "../log/logger.ts";
 import { trackerMetrics } from "../proxy/change-metrics.ts";
 import { healthTimeoutMs, ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
-import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import type { IPFamily } from "../proxy/types.ts";
@@ -22,6 +21,7 @@ import { buildIpvsMode } from "./ipvs-mode.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { prepareNode } from "./prepare.ts";
 import { openRealSource } from "./real-source.ts";
+import { createRunMetrics } from "./run-metrics.ts";
 import { startServers } from "./servers.ts";
 
 function waitForShutdown(log: Logger): Promise<void> {
@@ -133,14 +133,15 @@ async function runMode(
   log: Logger,
 ): Promise<number> {
   const nodeName = resolveNodeName(config.hostnameOverride);
-  const src = openRealSource(config, opts, nodeName, log);
+  // First, so every API request (the Node lookup included) is counted.
+  const { metrics, restClient } = createRunMetrics({ mode: modeName });
+  const src = openRealSource(config, opts, nodeName, log, restClient);
   if ("error" in src) {
     log.error("Cannot reach the cluster", { err: src.error });
     return 1;
   }
   log.info("Reading cluster state", { from: src.description, node: nodeName });
   const nodeIPs = await detectNodeIPs(config.bindAddress, () => src.lookupNodeIPs(), log);
-  const metrics = createMetrics();
   const health = new ProxierHealth({ healthTimeoutMs: healthTimeoutMs(config) });
   const serviceHealth = new ServiceHealthServer({
     nodeName,

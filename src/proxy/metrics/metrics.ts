@@ -5,6 +5,7 @@
 // collectors registered by iptables mode (nfacct-collector.ts), not stored values.
 
 import { Counter, exponentialBuckets, Gauge, Histogram, type Registry } from "prom-client";
+import type { ProxyMode } from "../../config/types.ts";
 import { KubeRegistry } from "./registry.ts";
 
 /** Help text as component-base annotates an ALPHA metric. */
@@ -12,16 +13,23 @@ export const alpha = (help: string) => `[ALPHA] ${help}`;
 
 /** Upstream's sync-duration buckets: 1 ms doubling 14 times (~16 s). */
 const syncBuckets = exponentialBuckets(0.001, 2, 15);
-/** Network programming latency buckets (0.25 s .. ~ 5 min, plus the long tail). */
+/** Network programming latency buckets: upstream merges its ranges after a leading 0 bucket. */
 const latencyBuckets = [
-  0.25, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+  0, 0.25, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
   27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53,
   54, 55, 56, 57, 58, 59, 60, 65, 70, 75, 80, 85, 90, 95, 100, 105, 110, 115, 120, 150, 180, 210, 240, 270,
   300,
 ];
 
-export function createMetrics(registry: Registry = new KubeRegistry()) {
+/**
+ * The kubeproxy_* metrics. As upstream's RegisterMetrics(mode), the iptables-only families are
+ * registered in iptables mode only (ipvs keeps the restore-failure counter); the objects exist
+ * in every mode so the proxiers can write to them unconditionally.
+ */
+export function createMetrics(registry: Registry = new KubeRegistry(), mode: ProxyMode = "iptables") {
   const r = [registry];
+  const iptablesOnly = mode === "iptables" ? r : [];
+  const withIptables = mode === "iptables" || mode === "ipvs" ? r : [];
   return {
     registry,
     syncProxyRulesLatency: new Histogram({
@@ -34,13 +42,13 @@ export function createMetrics(registry: Registry = new KubeRegistry()) {
       name: "kubeproxy_sync_full_proxy_rules_duration_seconds",
       help: alpha("SyncProxyRules latency in seconds for full resyncs"),
       buckets: syncBuckets,
-      registers: r,
+      registers: iptablesOnly,
     }),
     syncPartialProxyRulesLatency: new Histogram({
       name: "kubeproxy_sync_partial_proxy_rules_duration_seconds",
       help: alpha("SyncProxyRules latency in seconds for partial resyncs"),
       buckets: syncBuckets,
-      registers: r,
+      registers: iptablesOnly,
     }),
     syncProxyRulesLastTimestamp: new Gauge({
       name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
@@ -61,24 +69,24 @@ export function createMetrics(registry: Registry = new KubeRegistry()) {
     iptablesRestoreFailures: new Counter({
       name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
       help: alpha("Cumulative proxy iptables restore failures"),
-      registers: r,
+      registers: withIptables,
     }),
     iptablesPartialRestoreFailures: new Counter({
       name: "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total",
       help: alpha("Cumulative proxy iptables partial restore failures"),
-      registers: r,
+      registers: iptablesOnly,
     }),
     iptablesRulesTotal: new Gauge({
       name: "kubeproxy_sync_proxy_rules_iptables_total",
       help: alpha("Total number of iptables rules owned by kube-proxy"),
       labelNames: ["table"],
-      registers: r,
+      registers: iptablesOnly,
     }),
     iptablesRulesLastSync: new Gauge({
       name: "kubeproxy_sync_proxy_rules_iptables_last",
       help: alpha("Number of iptables rules written by kube-proxy in last sync"),
       labelNames: ["table"],
-      registers: r,
+      registers: iptablesOnly,
     }),
     syncProxyRulesNoLocalEndpointsTotal: new Gauge({
       name: "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
