@@ -12,6 +12,7 @@ import type { IPTablesFamily, IptablesBackend } from "../host/iptables/types.ts"
 import { createNfacctClient } from "../host/nfacct.ts";
 import { parseIpAddrOneline } from "../host/probe.ts";
 import type { Logger } from "../log/logger.ts";
+import { registerNfacctMetrics } from "../proxy/iptables/nfacct-metrics.ts";
 import { IptablesProxier, type ServiceHealthSink } from "../proxy/iptables/proxier.ts";
 import type { Metrics } from "../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../proxy/multi-family.ts";
@@ -75,6 +76,8 @@ export async function buildIptablesMode(o: IptablesModeOptions): Promise<Iptable
   const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend);
   const nfacctClient = createNfacctClient({ exec: o.exec, logger: o.log });
   const hasNfacct = o.nfacct ?? (await nfacctClient.available());
+  // Once per process, not per family: the nfacct objects are shared by both.
+  if (hasNfacct) registerNfacctMetrics(o.metrics.registry, nfacctClient, o.log.named("metrics"));
   const conntrack = createConntrackClient({ exec: o.exec, logger: o.log });
   const proxiers = families.map(
     (family) =>

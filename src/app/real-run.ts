@@ -10,9 +10,9 @@ import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
+import { trackerMetrics } from "../proxy/change-metrics.ts";
 import { healthTimeoutMs, ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
-import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import type { IPFamily } from "../proxy/types.ts";
@@ -22,6 +22,7 @@ import { buildIpvsMode } from "./ipvs-mode.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { prepareNode } from "./prepare.ts";
 import { openRealSource } from "./real-source.ts";
+import { createRunMetrics } from "./run-metrics.ts";
 import { startServers } from "./servers.ts";
 
 /** Resolves with the exit code: 0 on SIGTERM/SIGINT, or the code `until` settles with. */
@@ -141,7 +142,9 @@ async function runMode(
   until?: Promise<number>,
 ): Promise<number> {
   const nodeName = resolveNodeName(config.hostnameOverride);
-  const src = openRealSource(config, opts, nodeName, log);
+  // First, so every API request (the Node lookup included) is counted.
+  const { metrics, restClient } = createRunMetrics({ mode: modeName });
+  const src = openRealSource(config, opts, nodeName, log, restClient);
   if ("error" in src) {
     log.error("Cannot reach the cluster", { err: src.error });
     return 1;
@@ -149,7 +152,6 @@ async function runMode(
   log.info("Reading cluster state", { from: src.description, node: nodeName });
   const nodeIPs = await detectNodeIPs(config.bindAddress, () => src.lookupNodeIPs(), log);
   const featureGates = effectiveFeatureGates(config.featureGates);
-  const metrics = createMetrics();
   const health = new ProxierHealth({ healthTimeoutMs: healthTimeoutMs(config) });
   const serviceHealth = new ServiceHealthServer({
     nodeName,
@@ -184,6 +186,7 @@ async function runMode(
     logger: log.named("sync"),
     recorder: src.recorder,
     featureGates,
+    metrics: trackerMetrics(metrics),
     hooks: {
       queued: () => {
         metrics.syncProxyRulesLastQueuedTimestamp.setToCurrentTime();

@@ -1,9 +1,10 @@
 // Where a real run reads the cluster: a --state file (re-read when it changes) or the API
-// server. With the API server come an event recorder and the birth cry on this Node.
+// server. With the API server come an event recorder and the birth cry on this Node; lists,
+// watches, event posts and the Node lookup all share one client and its observer.
 
 import type { RunOptions } from "../cli/types.ts";
 import type { ProxyConfig } from "../config/types.ts";
-import { kubeApiClient } from "../k8s/api-client.ts";
+import { type ApiRequestObserver, kubeApiClient } from "../k8s/api-client.ts";
 import { createApiRecorder } from "../k8s/api-recorder.ts";
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import { createApiSource } from "../k8s/informers.ts";
@@ -32,6 +33,8 @@ export function openRealSource(
   opts: RunOptions,
   nodeName: string,
   log: Logger,
+  /** Told about every API request (rest_client_* metrics). */
+  observer?: ApiRequestObserver,
 ): RealSource | { error: string } {
   const stateFile = opts.stateFile;
   if (stateFile) {
@@ -51,7 +54,7 @@ export function openRealSource(
   if (!kube.ok) return { error: kube.error.message };
   // One client-side rate limit shared by watches and events, as upstream's --kube-api-qps/burst.
   const { qps, burst } = config.clientConnection;
-  const client = kubeApiClient(kube.kubeConfig, qps > 0 ? tokenBucket(qps, burst) : undefined);
+  const client = kubeApiClient(kube.kubeConfig, qps > 0 ? tokenBucket(qps, burst) : undefined, observer);
   const recorder = createApiRecorder({ client, nodeName, logger: log.named("events") });
   return {
     source: createApiSource({

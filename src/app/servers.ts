@@ -9,6 +9,7 @@ import { createHealthMetrics } from "../proxy/healthcheck/health-metrics.ts";
 import { startHealthzServer } from "../proxy/healthcheck/healthz-server.ts";
 import { startMetricsServer } from "../proxy/healthcheck/metrics-server.ts";
 import type { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
+import { createSliMetrics } from "../proxy/healthcheck/slis.ts";
 
 const RETRY_MS = 5_000;
 
@@ -72,6 +73,8 @@ export async function startServers(
   }
   if (config.metricsBindAddress) {
     const bindAddress = config.metricsBindAddress;
+    // Created once, so the check history survives a retried bind.
+    const slis = createSliMetrics();
     closers.push(
       await keepTrying(
         "metrics server",
@@ -83,6 +86,7 @@ export async function startServers(
             configz: () => kubeProxyConfigz(config),
             profiling: config.enableProfiling,
             logger: log,
+            slis,
           }),
         hard,
         log,

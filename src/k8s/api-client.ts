@@ -8,6 +8,7 @@ import {
   IsomorphicFetchHttpLibrary,
   type KubeConfig,
   RequestContext,
+  type ResponseContext,
 } from "@kubernetes/client-node";
 import { versionInfo } from "../version.ts";
 import { type RateLimiter, unlimited } from "./rate-limiter.ts";
@@ -32,6 +33,17 @@ export interface ApiResponse {
 export interface ApiClient {
   /** Resolves with any HTTP status; rejects only when no response arrived (network, abort). */
   request(req: ApiRequest): Promise<ApiResponse>;
+}
+
+/**
+ * Told about every request the client makes, for upstream's rest_client_* metrics (client-go's
+ * tools/metrics hooks). `host` is the API server URL's host[:port], as client-go labels it.
+ */
+export interface ApiRequestObserver {
+  /** One attempt's outcome: the HTTP status, or undefined when no response arrived. */
+  result(status: number | undefined, method: string, host: string): void;
+  /** A non-watch request's latency: from before rate limiting until its body was read. */
+  latency(verb: string, host: string, seconds: number): void;
 }
 
 /** A failed API call, with the HTTP status and the Status reason when the server sent one. */
@@ -67,28 +79,60 @@ export function describeError(err: unknown): string {
   return cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
 }
 
-export function kubeApiClient(kc: KubeConfig, limiter: RateLimiter = unlimited): ApiClient {
+/** host[:port] of a server URL as Go's url.URL.Host has it (an explicit default port is kept). */
+export function serverHost(server: string): string {
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(server)?.[1];
+  return authority === undefined ? "none" : authority.slice(authority.lastIndexOf("@") + 1);
+}
+
+export function kubeApiClient(
+  kc: KubeConfig,
+  limiter: RateLimiter = unlimited,
+  observer?: ApiRequestObserver,
+): ApiClient {
   const http = new IsomorphicFetchHttpLibrary();
   const userAgent = `kube-proxy-ts/${versionInfo().version}`;
   return {
     async request(req) {
-      await limiter.take(req.signal);
-      if (req.signal?.aborted) throw new ApiError("request aborted");
+      const start = performance.now();
       const cluster = kc.getCurrentCluster();
-      if (!cluster) throw new ApiError("kubeconfig has no current cluster");
-      const url = new URL(cluster.server.replace(/\/+$/, "") + req.path);
-      for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
-      const ctx = new RequestContext(url.toString(), req.method === "GET" ? HttpMethod.GET : HttpMethod.POST);
-      await kc.applySecurityAuthentication(ctx);
-      ctx.setHeaderParam("Accept", "application/json");
-      ctx.setHeaderParam("User-Agent", userAgent);
-      if (req.body !== undefined) {
-        ctx.setHeaderParam("Content-Type", "application/json");
-        ctx.setBody(JSON.stringify(req.body));
+      const host = cluster ? serverHost(cluster.server) : "none";
+      // Watches stream for minutes; like client-go, only other requests report a latency.
+      const watch = req.query?.watch === "true";
+      try {
+        await limiter.take(req.signal);
+        if (req.signal?.aborted) throw new ApiError("request aborted");
+        if (!cluster) throw new ApiError("kubeconfig has no current cluster");
+        const url = new URL(cluster.server.replace(/\/+$/, "") + req.path);
+        for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, v);
+        const ctx = new RequestContext(
+          url.toString(),
+          req.method === "GET" ? HttpMethod.GET : HttpMethod.POST,
+        );
+        await kc.applySecurityAuthentication(ctx);
+        ctx.setHeaderParam("Accept", "application/json");
+        ctx.setHeaderParam("User-Agent", userAgent);
+        if (req.body !== undefined) {
+          ctx.setHeaderParam("Content-Type", "application/json");
+          ctx.setBody(JSON.stringify(req.body));
+        }
+        if (req.signal) ctx.setSignal(req.signal);
+        let res: ResponseContext;
+        try {
+          res = await http.send(ctx).toPromise();
+        } catch (err) {
+          observer?.result(undefined, req.method, host);
+          throw err;
+        }
+        observer?.result(res.httpStatusCode, req.method, host);
+        const status = res.httpStatusCode;
+        if (watch) return { status, text: () => res.body.text(), stream: () => res.body.stream() };
+        // Everything else is read whole here, as client-go's Do() does, so the latency covers it.
+        const body = await res.body.text();
+        return { status, text: async () => body, stream: () => new Response(body).body };
+      } finally {
+        if (!watch) observer?.latency(req.method, host, (performance.now() - start) / 1000);
       }
-      if (req.signal) ctx.setSignal(req.signal);
-      const res = await http.send(ctx).toPromise();
-      return { status: res.httpStatusCode, text: () => res.body.text(), stream: () => res.body.stream() };
     },
   };
 }

@@ -5,6 +5,7 @@
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import type { EndpointSliceObject } from "../k8s/objects.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
+import type { ChangeMetrics } from "./change-metrics.ts";
 import {
   type ParsedSlice,
   parseSlice,
@@ -24,6 +25,8 @@ export interface EndpointsTrackerOptions {
   readonly recorder?: EventRecorder;
   /** Clock for the tracker's start time (trigger times before it are not reported). */
   readonly now?: () => Date;
+  /** kubeproxy_sync_proxy_rules_endpoint_changes_{total,pending}. */
+  readonly metrics?: ChangeMetrics;
 }
 
 export interface EndpointsCheckout {
@@ -47,9 +50,11 @@ export class EndpointsChangeTracker {
   private triggerTimes = new Map<ServiceKey, Date[]>();
   private readonly startTime: number;
   private readonly reporter: ProblemReporter;
+  private readonly metrics: ChangeMetrics | undefined;
 
   constructor(opts: EndpointsTrackerOptions) {
     this.nodeName = opts.nodeName;
+    this.metrics = opts.metrics;
     this.logger = opts.logger ?? nullLogger;
     this.startTime = (opts.now ?? (() => new Date()))().getTime();
     this.reporter = new ProblemReporter(this.logger, opts.recorder ?? nullRecorder, "GatherEndpoints");
@@ -69,6 +74,7 @@ export class EndpointsChangeTracker {
   checkout(): EndpointsCheckout {
     const triggerTimes = this.triggerTimes;
     this.triggerTimes = new Map();
+    this.metrics?.pending.set(0);
     return { slices: this.cache.checkout(), triggerTimes };
   }
 
@@ -94,6 +100,9 @@ export class EndpointsChangeTracker {
     }
     const keys = this.keysOf(slice);
     if (!keys) return false;
+    // As upstream: every slice of a supported family with usable keys counts as a change seen;
+    // pending grows by one for each that alters what the next sync applies.
+    this.metrics?.total.inc();
     const reportKey = `${keys.namespace}/${keys.sliceName}`;
     let parsed: ParsedSlice | null = null;
     if (removed) this.reporter.forget(reportKey);
@@ -112,7 +121,10 @@ export class EndpointsChangeTracker {
       this.reporter.report(reportKey, problems);
     }
     const changed = this.cache.setPending(keys.key, keys.sliceName, parsed);
-    if (changed) this.noteTriggerTime(keys.key, slice, removed);
+    if (changed) {
+      this.metrics?.pending.inc();
+      this.noteTriggerTime(keys.key, slice, removed);
+    }
     return changed;
   }
 

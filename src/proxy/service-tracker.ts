@@ -6,6 +6,7 @@ import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/fea
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import type { ServiceObject } from "../k8s/objects.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
+import type { ChangeMetrics } from "./change-metrics.ts";
 import { guarded, objectName } from "./guard.ts";
 import { ProblemList, ProblemReporter, QuietProblemList } from "./problems.ts";
 import { servicePorts } from "./service-port.ts";
@@ -29,6 +30,8 @@ export interface ServiceTrackerOptions {
   readonly recorder?: EventRecorder;
   /** The run's feature gates (LoadBalancerIPMode); the v1.31 defaults when absent. */
   readonly featureGates?: EffectiveFeatureGates;
+  /** kubeproxy_sync_proxy_rules_service_changes_{total,pending}. */
+  readonly metrics?: ChangeMetrics;
 }
 
 export class ServiceChangeTracker {
@@ -36,10 +39,12 @@ export class ServiceChangeTracker {
   private readonly logger: Logger;
   private readonly reporter: ProblemReporter;
   private readonly gates: EffectiveFeatureGates;
+  private readonly metrics: ChangeMetrics | undefined;
 
   constructor(opts: ServiceTrackerOptions = {}) {
     this.logger = opts.logger ?? nullLogger;
     this.gates = opts.featureGates ?? DEFAULT_FEATURE_GATES;
+    this.metrics = opts.metrics;
     this.reporter = new ProblemReporter(this.logger, opts.recorder ?? nullRecorder, "ParseService");
   }
 
@@ -48,7 +53,15 @@ export class ServiceChangeTracker {
    * changed what the next update() will apply.
    */
   serviceChanged(previous?: ServiceObject, current?: ServiceObject): boolean {
-    return guarded(this.logger, "serviceChanged", false, () => this.record(previous, current));
+    if (!previous && !current) return false;
+    // As upstream: every call with an object counts, whether or not it changes anything, and
+    // pending is the number of Services waiting after it.
+    this.metrics?.total.inc();
+    try {
+      return guarded(this.logger, "serviceChanged", false, () => this.record(previous, current));
+    } finally {
+      this.metrics?.pending.set(this.items.size);
+    }
   }
 
   /** Services with changes waiting for the next update (for partial syncs). */
@@ -60,6 +73,7 @@ export class ServiceChangeTracker {
   checkout(): Map<ServiceKey, ServiceChange> {
     const out = this.items;
     this.items = new Map();
+    this.metrics?.pending.set(0);
     return out;
   }
 

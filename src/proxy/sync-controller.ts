@@ -9,6 +9,7 @@ import type { EndpointSliceObject, NodeObject, ServiceObject } from "../k8s/obje
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import type { Clock } from "../util/clock.ts";
+import type { TrackerMetrics } from "./change-metrics.ts";
 import { EndpointsMap } from "./endpoints-map.ts";
 import { EndpointsChangeTracker } from "./endpoints-tracker.ts";
 import type { Proxier, SyncInput } from "./proxier.ts";
@@ -28,6 +29,8 @@ export interface SyncControllerOptions {
   readonly hooks?: { queued(): void; synced(): void };
   /** The run's feature gates, for what the trackers read from objects; v1.31 defaults if absent. */
   readonly featureGates?: EffectiveFeatureGates;
+  /** The change metrics the trackers feed (see trackerMetrics). */
+  readonly metrics?: TrackerMetrics;
 }
 
 export class SyncController implements ClusterEventHandler {
@@ -46,11 +49,17 @@ export class SyncController implements ClusterEventHandler {
   constructor(private readonly opts: SyncControllerOptions) {
     this.log = opts.logger ?? nullLogger;
     const shared = { logger: this.log, ...(opts.recorder ? { recorder: opts.recorder } : {}) };
+    const m = opts.metrics;
     this.serviceTracker = new ServiceChangeTracker({
       ...shared,
       ...(opts.featureGates ? { featureGates: opts.featureGates } : {}),
+      ...(m ? { metrics: m.services } : {}),
     });
-    this.endpointsTracker = new EndpointsChangeTracker({ nodeName: opts.nodeName, ...shared });
+    this.endpointsTracker = new EndpointsChangeTracker({
+      nodeName: opts.nodeName,
+      ...shared,
+      ...(m ? { metrics: m.endpoints } : {}),
+    });
     this.runner = new BoundedFrequencyRunner({
       name: "sync-runner",
       fn: () => this.syncNow(),

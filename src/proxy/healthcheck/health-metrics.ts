@@ -3,6 +3,7 @@
 // beside their only writer, and register into whatever registry the process exposes.
 
 import { Counter, type Registry } from "prom-client";
+import { alpha } from "../metrics/metrics.ts";
 
 export interface HealthMetrics {
   healthzTotal: Counter<"code">;
@@ -18,7 +19,11 @@ function counter(registry: Registry, name: string, help: string): Counter<"code"
 
 export function createHealthMetrics(registry: Registry): HealthMetrics {
   return {
-    healthzTotal: counter(registry, "kubeproxy_proxy_healthz_total", "Cumulative proxy healthz HTTP status"),
-    livezTotal: counter(registry, "kubeproxy_proxy_livez_total", "Cumulative proxy livez HTTP status"),
+    healthzTotal: counter(
+      registry,
+      "kubeproxy_proxy_healthz_total",
+      alpha("Cumulative proxy healthz HTTP status"),
+    ),
+    livezTotal: counter(registry, "kubeproxy_proxy_livez_total", alpha("Cumulative proxy livez HTTP status")),
   };
 }

@@ -1,6 +1,7 @@
 // The metrics server (metricsBindAddress, default 127.0.0.1:10249) with upstream's routes:
-// /metrics, /healthz (the apiserver-style ping check), /proxyMode, /configz, and the profiling
-// routes when enableProfiling is set. Go's pprof cannot exist here, so those answer 501 and
+// /metrics, /metrics/slis (the /healthz check results; DELETE resets them), /healthz (the
+// apiserver-style ping check), /proxyMode, /configz, and the profiling routes when
+// enableProfiling is set. Go's pprof cannot exist here, so those answer 501 and
 // say why rather than serving something that only looks like a profile.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -10,6 +11,7 @@ import type { Logger } from "../../log/logger.ts";
 import { CONFIGZ_GROUP, goJSON } from "./configz.ts";
 import type { RunningServer } from "./healthz-server.ts";
 import { boundAddress, closeServer, notFound, reply, serveOn } from "./http.ts";
+import { createSliMetrics, type SliMetrics } from "./slis.ts";
 
 export interface MetricsServerOptions {
   bindAddress: string;
@@ -20,6 +22,8 @@ export interface MetricsServerOptions {
   /** enableProfiling: answer the /debug routes (501) instead of 404. */
   profiling: boolean;
   logger: Logger;
+  /** Where /healthz records its check results (/metrics/slis); one per process. */
+  slis?: SliMetrics;
 }
 
 const TEXT = "text/plain; charset=utf-8";
@@ -29,9 +33,11 @@ const PROFILING_UNAVAILABLE =
   "enableProfiling is accepted for compatibility only; profile the runtime with its own tools instead.\n";
 
 /** The only check upstream installs on this mux is "ping", which always passes. */
-function healthz(req: IncomingMessage, res: ServerResponse): void {
+function healthz(req: IncomingMessage, res: ServerResponse, slis: SliMetrics): void {
   const query = new URL(req.url ?? "/", "http://localhost").searchParams;
   const excluded = new Set(query.getAll("exclude"));
+  // Each run of a check (not an excluded one) is an SLI sample, as upstream's handler records.
+  if (!excluded.has("ping")) slis.observe("ping", "healthz", true);
   if (!query.has("verbose")) {
     reply(res, 200, TEXT, "ok");
     return;
@@ -53,12 +59,19 @@ function isProfilingPath(path: string): boolean {
 
 /** Starts listening; rejects with BindError when the address cannot be bound. */
 export async function startMetricsServer(opts: MetricsServerOptions): Promise<RunningServer> {
+  const slis = opts.slis ?? createSliMetrics();
   const server = await serveOn(opts.bindAddress, "starting metrics server failed", async (req, res, path) => {
     switch (path) {
       case "/metrics":
         return reply(res, 200, opts.registry.contentType, await opts.registry.metrics());
+      case "/metrics/slis":
+        if (req.method === "DELETE") {
+          slis.reset();
+          return reply(res, 200, TEXT, "metrics reset\n");
+        }
+        return reply(res, 200, slis.registry.contentType, await slis.registry.metrics());
       case "/healthz":
-        return healthz(req, res);
+        return healthz(req, res, slis);
       case "/healthz/ping":
         return reply(res, 200, TEXT, "ok");
       case "/proxyMode":

@@ -36,8 +36,8 @@ import { CT_STATE_INVALID_DROPPED_COUNTER, JUMP_CHAINS, jumpRuleArgs, masquerade
 /** Upstream's FullSyncPeriod: rewrite everything at least this often (outside large clusters). */
 export const FULL_SYNC_PERIOD_MS = 60 * 60 * 1000;
 
-/** nfacct as the proxier uses it: counters are created on full syncs and read for metrics. */
-export type NfacctCounterClient = Pick<NfacctClient, "ensure" | "get">;
+/** nfacct as the proxier uses it: counters are created on full syncs (metrics read them at scrape time). */
+export type NfacctCounterClient = Pick<NfacctClient, "ensure">;
 
 /** Per-service health check servers (upstream's ServiceHealthServer), fed after each success. */
 export type { ServiceHealthSink } from "../service-health-sink.ts";
@@ -193,28 +193,6 @@ export class IptablesProxier implements Proxier {
       onFlush,
       logger: this.log,
     });
-  }
-
-  /** Copies the nfacct packet counts into their gauges (call before a metrics scrape). */
-  async refreshCounterMetrics(): Promise<void> {
-    const nfacct = this.deps.nfacct;
-    if (!nfacct) return;
-    const gauges = [
-      [CT_STATE_INVALID_DROPPED_COUNTER, this.deps.metrics.iptablesCTStateInvalidDroppedPackets],
-      [LOCALHOST_NODEPORTS_COUNTER, this.deps.metrics.localhostNodePortsAcceptedPackets],
-    ] as const;
-    for (const [name, gauge] of gauges) {
-      if (!this.counters.get(name)) continue;
-      try {
-        const counters = await nfacct.get(name);
-        if (counters) gauge.set(counters.packets);
-      } catch (err) {
-        this.log.error("Failed to read nfacct counter", {
-          counter: name,
-          err: err instanceof Error ? err : String(err),
-        });
-      }
-    }
   }
 
   // Node labels drive topology; a change rewrites every service (upstream: needFullSync).

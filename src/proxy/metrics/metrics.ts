@@ -1,112 +1,117 @@
 // kube-proxy's Prometheus metrics, with upstream's names (subsystem "kubeproxy"), so existing
 // dashboards and alerts keep working. One registry per process; tests make their own.
+// component-base prefixes every help text with the metric's stability level ("[ALPHA] ...");
+// alpha() does the same so HELP lines read as upstream's. The nfacct counters are scrape-time
+// collectors registered by iptables mode (nfacct-collector.ts), not stored values.
 
-import { Counter, exponentialBuckets, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, exponentialBuckets, Gauge, Histogram, type Registry } from "prom-client";
+import type { ProxyMode } from "../../config/types.ts";
+import { KubeRegistry } from "./registry.ts";
+
+/** Help text as component-base annotates an ALPHA metric. */
+export const alpha = (help: string) => `[ALPHA] ${help}`;
 
 /** Upstream's sync-duration buckets: 1 ms doubling 14 times (~16 s). */
 const syncBuckets = exponentialBuckets(0.001, 2, 15);
-/** Network programming latency buckets (0.25 s .. ~ 5 min, plus the long tail). */
+/** Network programming latency buckets: upstream merges its ranges after a leading 0 bucket. */
 const latencyBuckets = [
-  0.25, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+  0, 0.25, 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
   27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53,
   54, 55, 56, 57, 58, 59, 60, 65, 70, 75, 80, 85, 90, 95, 100, 105, 110, 115, 120, 150, 180, 210, 240, 270,
   300,
 ];
 
-export function createMetrics(registry = new Registry()) {
+/**
+ * The kubeproxy_* metrics. As upstream's RegisterMetrics(mode), the iptables-only families are
+ * registered in iptables mode only (ipvs keeps the restore-failure counter); the objects exist
+ * in every mode so the proxiers can write to them unconditionally.
+ */
+export function createMetrics(registry: Registry = new KubeRegistry(), mode: ProxyMode = "iptables") {
   const r = [registry];
+  const iptablesOnly = mode === "iptables" ? r : [];
+  const withIptables = mode === "iptables" || mode === "ipvs" ? r : [];
   return {
     registry,
     syncProxyRulesLatency: new Histogram({
       name: "kubeproxy_sync_proxy_rules_duration_seconds",
-      help: "SyncProxyRules latency in seconds",
+      help: alpha("SyncProxyRules latency in seconds"),
       buckets: syncBuckets,
       registers: r,
     }),
     syncFullProxyRulesLatency: new Histogram({
       name: "kubeproxy_sync_full_proxy_rules_duration_seconds",
-      help: "SyncProxyRules latency in seconds for full resyncs",
+      help: alpha("SyncProxyRules latency in seconds for full resyncs"),
       buckets: syncBuckets,
-      registers: r,
+      registers: iptablesOnly,
     }),
     syncPartialProxyRulesLatency: new Histogram({
       name: "kubeproxy_sync_partial_proxy_rules_duration_seconds",
-      help: "SyncProxyRules latency in seconds for partial resyncs",
+      help: alpha("SyncProxyRules latency in seconds for partial resyncs"),
       buckets: syncBuckets,
-      registers: r,
+      registers: iptablesOnly,
     }),
     syncProxyRulesLastTimestamp: new Gauge({
       name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
-      help: "The last time proxy rules were successfully synced",
+      help: alpha("The last time proxy rules were successfully synced"),
       registers: r,
     }),
     syncProxyRulesLastQueuedTimestamp: new Gauge({
       name: "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
-      help: "The last time a sync of proxy rules was queued",
+      help: alpha("The last time a sync of proxy rules was queued"),
       registers: r,
     }),
     networkProgrammingLatency: new Histogram({
       name: "kubeproxy_network_programming_duration_seconds",
-      help: "In Cluster Network Programming Latency in seconds",
+      help: alpha("In Cluster Network Programming Latency in seconds"),
       buckets: latencyBuckets,
       registers: r,
     }),
     iptablesRestoreFailures: new Counter({
       name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
-      help: "Cumulative proxy iptables restore failures",
-      registers: r,
+      help: alpha("Cumulative proxy iptables restore failures"),
+      registers: withIptables,
     }),
     iptablesPartialRestoreFailures: new Counter({
       name: "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total",
-      help: "Cumulative proxy iptables partial restore failures",
-      registers: r,
+      help: alpha("Cumulative proxy iptables partial restore failures"),
+      registers: iptablesOnly,
     }),
     iptablesRulesTotal: new Gauge({
       name: "kubeproxy_sync_proxy_rules_iptables_total",
-      help: "Total number of iptables rules owned by kube-proxy",
+      help: alpha("Total number of iptables rules owned by kube-proxy"),
       labelNames: ["table"],
-      registers: r,
+      registers: iptablesOnly,
     }),
     iptablesRulesLastSync: new Gauge({
       name: "kubeproxy_sync_proxy_rules_iptables_last",
-      help: "Number of iptables rules written by kube-proxy in last sync",
+      help: alpha("Number of iptables rules written by kube-proxy in last sync"),
       labelNames: ["table"],
-      registers: r,
+      registers: iptablesOnly,
     }),
     syncProxyRulesNoLocalEndpointsTotal: new Gauge({
       name: "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
-      help: "Number of services with a Local traffic policy and no endpoints",
+      help: alpha("Number of services with a Local traffic policy and no endpoints"),
       labelNames: ["traffic_policy"],
       registers: r,
     }),
     endpointChangesPending: new Gauge({
       name: "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
-      help: "Pending proxy rules Endpoint changes",
+      help: alpha("Pending proxy rules Endpoint changes"),
       registers: r,
     }),
     endpointChangesTotal: new Counter({
       name: "kubeproxy_sync_proxy_rules_endpoint_changes_total",
-      help: "Cumulative proxy rules Endpoint changes",
+      help: alpha("Cumulative proxy rules Endpoint changes"),
       registers: r,
     }),
     serviceChangesPending: new Gauge({
       name: "kubeproxy_sync_proxy_rules_service_changes_pending",
-      help: "Pending proxy rules Service changes",
+      help: alpha("Pending proxy rules Service changes"),
       registers: r,
     }),
     serviceChangesTotal: new Counter({
       name: "kubeproxy_sync_proxy_rules_service_changes_total",
-      help: "Cumulative proxy rules Service changes",
-      registers: r,
-    }),
-    iptablesCTStateInvalidDroppedPackets: new Gauge({
-      name: "kubeproxy_iptables_ct_state_invalid_dropped_packets_total",
-      help: "packets dropped by iptables to work around conntrack problems",
-      registers: r,
-    }),
-    localhostNodePortsAcceptedPackets: new Gauge({
-      name: "kubeproxy_iptables_localhost_nodeports_accepted_packets_total",
-      help: "Number of packets accepted on nodeports of loopback interface",
+      help: alpha("Cumulative proxy rules Service changes"),
       registers: r,
     }),
   };

@@ -57,6 +57,32 @@ describe("metrics server", () => {
     expect(await (await get(`${url}/healthz/ping`)).text()).toBe("ok");
   });
 
+  test("/metrics/slis: each run of the ping check behind /healthz; DELETE resets; not on /metrics", async () => {
+    const metrics = createMetrics();
+    const url = await start({ registry: metrics.registry });
+    expect(await (await get(`${url}/metrics/slis`)).text()).toBe("");
+    await get(`${url}/healthz`);
+    await get(`${url}/healthz?verbose`);
+    await get(`${url}/healthz?exclude=ping`); // excluded: not run, not recorded
+    await get(`${url}/healthz/ping`); // the per-check route records nothing upstream either
+    const res = await get(`${url}/metrics/slis`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    expect(await res.text()).toBe(
+      "# HELP kubernetes_healthcheck [BETA] This metric records the result of a single healthcheck.\n" +
+        "# TYPE kubernetes_healthcheck gauge\n" +
+        'kubernetes_healthcheck{name="ping",type="healthz"} 1\n' +
+        "# HELP kubernetes_healthchecks_total [BETA] This metric records the results of all healthcheck.\n" +
+        "# TYPE kubernetes_healthchecks_total counter\n" +
+        'kubernetes_healthchecks_total{name="ping",status="success",type="healthz"} 2\n',
+    );
+    expect(await (await get(`${url}/metrics`)).text()).not.toContain("kubernetes_healthcheck");
+    const reset = await fetch(`${url}/metrics/slis`, { method: "DELETE" });
+    expect(reset.status).toBe(200);
+    expect(await reset.text()).toBe("metrics reset\n");
+    expect(await (await get(`${url}/metrics/slis`)).text()).toBe("");
+  });
+
   test("/proxyMode is the bare mode name", async () => {
     const url = await start({ proxyMode: "iptables" });
     const res = await get(`${url}/proxyMode`);

@@ -576,7 +576,6 @@ describe("global rules", () => {
     const failing = await rulesFor(np, {
       deps: {
         nfacct: {
-          get: nfacct.get,
           async ensure(name) {
             if (name === "localhost_nps_accepted_pkts") throw new Error("nfacct: name too long");
           },

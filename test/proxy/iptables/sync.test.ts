@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { Table } from "../../../src/host/iptables/types.ts";
-import { memoryLogger } from "../../../src/log/logger.ts";
+import { memoryLogger, nullLogger } from "../../../src/log/logger.ts";
 import { endpointChain, servicePortChains } from "../../../src/proxy/iptables/chains.ts";
+import { registerNfacctMetrics } from "../../../src/proxy/iptables/nfacct-metrics.ts";
 import { FULL_SYNC_PERIOD_MS } from "../../../src/proxy/iptables/proxier.ts";
 import type { Metrics } from "../../../src/proxy/metrics/metrics.ts";
 import {
@@ -423,9 +424,10 @@ describe("after a successful restore", () => {
     expect(seen.endpoints).toEqual(new Map([["ns1/svc1", 1]]));
   });
 
-  test("nfacct counters are created on the full sync and feed the counter gauges", async () => {
+  test("nfacct counters are created on the full sync; a scrape reads them as counters", async () => {
     const nfacct = fakeNfacct();
     const s = setup({ deps: { nfacct: nfacct.client } });
+    registerNfacctMetrics(s.metrics.registry, nfacct.client, nullLogger);
     twoServices(s);
     await s.sync();
     expect(nfacct.fake.names.sort()).toEqual([
@@ -434,8 +436,9 @@ describe("after a successful restore", () => {
     ]);
     nfacct.fake.count("ct_state_invalid_dropped_pkts", 7);
     nfacct.fake.count("localhost_nps_accepted_pkts", 3);
-    await s.proxier.refreshCounterMetrics();
-    expect(await value(s.metrics.iptablesCTStateInvalidDroppedPackets)).toBe(7);
-    expect(await value(s.metrics.localhostNodePortsAcceptedPackets)).toBe(3);
+    const text = await s.metrics.registry.metrics();
+    expect(text).toContain("# TYPE kubeproxy_iptables_ct_state_invalid_dropped_packets_total counter\n");
+    expect(text).toContain("\nkubeproxy_iptables_ct_state_invalid_dropped_packets_total 7\n");
+    expect(text).toContain("\nkubeproxy_iptables_localhost_nodeports_accepted_packets_total 3\n");
   });
 });
