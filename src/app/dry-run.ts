@@ -4,6 +4,7 @@
 import { writeFileSync } from "node:fs";
 import type { RunOptions } from "../cli/types.ts";
 import type { ProxyConfig } from "../config/types.ts";
+import { missingToolsCheck } from "../dryrun/missing-tools.ts";
 import { PlanProxier } from "../dryrun/plan-proxier.ts";
 import {
   type DryRunReport,
@@ -95,6 +96,9 @@ export async function dryRun(
     checks.push({ name: "sync", ok: false, detail: err instanceof Error ? err.message : String(err) });
   }
 
+  const missing = missingToolsCheck(host.missingTools ?? []);
+  if (missing) checks.push(missing);
+
   if (opts.dumpStateFile) {
     writeFileSync(
       opts.dumpStateFile,
@@ -126,11 +130,7 @@ async function planMode(
   node: NodeObject | undefined,
   log: Logger,
 ): Promise<{ proxier: Proxier; virtualServers?: () => IpvsVirtualServerPlan[] } | { check: Check }> {
-  const ips = nodeIPs(node ?? {});
-  const nodeIPsByFamily = {
-    ...(ips.ipv4 ? { IPv4: ips.ipv4 } : {}),
-    ...(ips.ipv6 ? { IPv6: ips.ipv6 } : {}),
-  };
+  const rawNodeIPs = nodeIPs(node ?? {}).ordered;
   try {
     const deps = {
       exec: host.exec,
@@ -138,7 +138,8 @@ async function planMode(
       metrics: createMetrics(),
       log,
       nodeName: node?.metadata?.name ?? "",
-      nodeIPs: await detectNodeIPs(config.bindAddress, () => nodeIPsByFamily, log),
+      nodeIPs: (await detectNodeIPs(config.bindAddress, () => rawNodeIPs, log)).ips,
+      sysctl: host.sysctl,
       backend: opts.iptablesBackend,
     };
     if (mode === "ipvs") {

@@ -24,13 +24,6 @@ function runnableMode(config: ProxyConfig): RunnableMode {
   return config.mode === "ipvs" ? "ipvs" : "iptables";
 }
 
-function proxiesIpv4(config: ProxyConfig): boolean {
-  // Single-stack IPv6 nodes are told apart by an IPv6 bind address or IPv6-only cluster CIDRs.
-  if (config.bindAddress.includes(":") && config.bindAddress !== "::") return false;
-  if (config.clusterCIDRs.length > 0) return config.clusterCIDRs.some((c) => !c.includes(":"));
-  return true;
-}
-
 export async function prepareNode(
   config: ProxyConfig,
   host: Host,
@@ -58,8 +51,6 @@ export async function prepareNode(
   const plan = planSysctls({
     mode,
     kernelVersion,
-    localhostNodePorts: config.iptables.localhostNodePorts,
-    ipv4: proxiesIpv4(config),
     strictARP: config.ipvs.strictARP,
     cpus: availableParallelism(),
     conntrack: {

@@ -9,6 +9,7 @@ import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
+import { serviceHealthListenAddresses } from "../proxy/healthcheck/listen-addresses.ts";
 import { healthTimeoutMs, ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
@@ -16,7 +17,7 @@ import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import type { IPFamily } from "../proxy/types.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
-import { buildIptablesMode } from "./iptables-mode.ts";
+import { buildIptablesMode, localAddresses } from "./iptables-mode.ts";
 import { buildIpvsMode } from "./ipvs-mode.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { prepareNode } from "./prepare.ts";
@@ -74,10 +75,6 @@ export async function realRun(
     return 1;
   }
   applyOomScoreAdj(config.oomScoreAdj, log);
-  if (opts.initOnly) {
-    log.info("Initialization done (--init-only); exiting");
-    return 0;
-  }
   return runMode(prep.mode, config, opts, host, log);
 }
 
@@ -138,17 +135,23 @@ async function runMode(
     return 1;
   }
   log.info("Reading cluster state", { from: src.description, node: nodeName });
-  const nodeIPs = await detectNodeIPs(config.bindAddress, () => src.lookupNodeIPs(), log);
+  const nodeIPs = (await detectNodeIPs(config.bindAddress, () => src.lookupNodeIPs(), log)).ips;
   const metrics = createMetrics();
-  const health = new ProxierHealth({ healthTimeoutMs: healthTimeoutMs(config) });
-  const serviceHealth = new ServiceHealthServer({
-    nodeName,
-    health,
-    logger: log.named("healthcheck"),
-    recorder: src.recorder,
-  });
+  const health = new ProxierHealth({ healthTimeoutMs: healthTimeoutMs(config, modeName) });
+  let serviceHealth: ServiceHealthServer;
   let mode: RunningMode;
   try {
+    // Health check ports listen where NodePorts are served, from the same `ip -o addr` source.
+    const nodeAddresses = await serviceHealthListenAddresses(config.nodePortAddresses, nodeIPs, () =>
+      localAddresses(host.exec, log),
+    );
+    serviceHealth = new ServiceHealthServer({
+      nodeName,
+      ...(nodeAddresses ? { nodeAddresses } : {}),
+      health,
+      logger: log.named("healthcheck"),
+      recorder: src.recorder,
+    });
     mode = await buildMode(modeName, {
       exec: host.exec,
       config,
@@ -156,12 +159,20 @@ async function runMode(
       log,
       nodeName,
       nodeIPs,
+      sysctl: host.sysctl,
       backend: opts.iptablesBackend,
       healthCheck: serviceHealth,
     });
   } catch (err) {
     log.error(`Cannot start ${modeName} mode`, { err: err instanceof Error ? err.message : String(err) });
     return 1;
+  }
+  if (opts.initOnly) {
+    // Like upstream, --init-only goes as far as building the proxier (its sysctls included).
+    mode.stop();
+    await serviceHealth.close();
+    log.info("Initialization done (--init-only); exiting");
+    return 0;
   }
   const servers = await startServers(config, modeName, health, metrics.registry, log);
   const periods = modeName === "ipvs" ? config.ipvs : config.iptables;

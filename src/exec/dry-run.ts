@@ -122,12 +122,19 @@ function saveIsReadOnly(args: Args): boolean {
 
 const IPTABLES_FAMILY = /^ip6?tables(-legacy|-nft)?$/;
 const IPTABLES_SAVE = /^ip6?tables(-legacy|-nft)?-save$/;
+const IPTABLES_RESTORE = /^ip6?tables(-legacy|-nft)?-restore$/;
+
+// The restore tools change tables unless asked for nothing but their version.
+function restoreIsReadOnly(args: Args): boolean {
+  return args.length === 1 && (args[0] === "--version" || args[0] === "-V");
+}
 
 /** True when running the command cannot change host state. Unknown commands are mutating. */
 export function isReadOnlyCommand(req: Pick<ExecRequest, "cmd" | "args">): boolean {
   const cmd = baseName(req.cmd);
   const args = req.args;
   if (IPTABLES_SAVE.test(cmd)) return saveIsReadOnly(args);
+  if (IPTABLES_RESTORE.test(cmd)) return restoreIsReadOnly(args);
   if (IPTABLES_FAMILY.test(cmd)) return commandIsReadOnly(args, IPTABLES_READ, IPTABLES_WRITE);
   switch (cmd) {
     case "ipset":

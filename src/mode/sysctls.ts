@@ -18,10 +18,6 @@ export interface ConntrackSettings {
 export interface SysctlInputs {
   readonly mode: "iptables" | "ipvs";
   readonly kernelVersion: string;
-  /** iptables mode: accept NodePort traffic on 127.0.0.1 (needs route_localnet). */
-  readonly localhostNodePorts: boolean;
-  /** Whether the node proxies IPv4 at all (route_localnet is an IPv4 knob). */
-  readonly ipv4: boolean;
   readonly strictARP: boolean;
   readonly conntrack: ConntrackSettings;
   readonly cpus: number;
@@ -91,15 +87,20 @@ function ipvsSettings(inputs: SysctlInputs, notes: string[]): SysctlSetting[] {
   return out;
 }
 
-function iptablesSettings(inputs: SysctlInputs): SysctlSetting[] {
-  if (!inputs.localhostNodePorts || !inputs.ipv4) return [];
-  return [
-    {
-      name: "net/ipv4/conf/all/route_localnet",
-      value: 1,
-      reason: "iptables: NodePorts reachable on 127.0.0.1",
-    },
-  ];
+/**
+ * route_localnet for localhost NodePorts. Not part of planSysctls: it depends on the node IPs
+ * ("primary" nodePortAddresses) and on the IPv4 proxier existing, so the iptables mode assembly
+ * applies it together with the rule that guards it (see proxy/localhost-nodeports.ts).
+ */
+export const ROUTE_LOCALNET: SysctlSetting = {
+  name: "net/ipv4/conf/all/route_localnet",
+  value: 1,
+  reason: "iptables: NodePorts reachable on 127.0.0.1",
+};
+
+/** A plan of just these settings (no expectations), for settings applied outside planSysctls. */
+export function settingsPlan(settings: SysctlSetting[]): SysctlPlan {
+  return { settings, expectations: [], notes: [] };
 }
 
 function conntrackSettings(ct: ConntrackSettings, cpus: number): SysctlSetting[] {
@@ -135,7 +136,7 @@ function conntrackSettings(ct: ConntrackSettings, cpus: number): SysctlSetting[]
 
 export function planSysctls(inputs: SysctlInputs): SysctlPlan {
   const notes: string[] = [];
-  const modeSettings = inputs.mode === "ipvs" ? ipvsSettings(inputs, notes) : iptablesSettings(inputs);
+  const modeSettings = inputs.mode === "ipvs" ? ipvsSettings(inputs, notes) : [];
   return {
     settings: [...conntrackSettings(inputs.conntrack, inputs.cpus), ...modeSettings],
     expectations: [

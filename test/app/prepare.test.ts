@@ -28,12 +28,13 @@ function config(patch: (c: ProxyConfig) => void = () => {}): ProxyConfig {
 }
 
 describe("prepareNode", () => {
-  test("iptables is the default mode and sets route_localnet", async () => {
+  test("iptables is the default mode; route_localnet is left to the mode assembly", async () => {
     const h = host([]);
     const prep = await prepareNode(config(), h, memoryLogger(), false);
     expect(prep.mode).toBe("iptables");
     expect(prep.fatal).toBeUndefined();
-    expect(h.sysctl.values.get("net/ipv4/conf/all/route_localnet")).toBe("1");
+    expect(h.sysctl.values.get("net/netfilter/nf_conntrack_tcp_timeout_established")).toBe("86400");
+    expect(h.sysctl.values.has("net/ipv4/conf/all/route_localnet")).toBe(false);
   });
 
   test("ipvs on a capable node: checks pass and the ipvs sysctls are written", async () => {
