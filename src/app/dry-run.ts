@@ -24,6 +24,7 @@ import type { Check } from "../mode/check.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
+import { cleanupOtherModes } from "./cleanup.ts";
 import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { buildIptablesMode } from "./iptables-mode.ts";
@@ -72,6 +73,8 @@ export async function dryRun(
     ...(view.hostState ? { hostState: view.hostState } : {}),
     ...hostOverrides,
   });
+  // What a real run would do first: drop upstream's nftables-mode tables, where they exist.
+  await cleanupOtherModes(host.exec, log, config.featureGates);
   const prep = await prepareNode(config, host, log, true);
   const planner = new PlanProxier();
   const nodeName = view.nodeName ?? resolveNodeName(config.hostnameOverride);

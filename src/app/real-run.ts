@@ -16,6 +16,7 @@ import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import type { IPFamily } from "../proxy/types.ts";
+import { cleanupOtherModes } from "./cleanup.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { buildIptablesMode, localAddresses } from "./iptables-mode.ts";
 import { buildIpvsMode } from "./ipvs-mode.ts";
@@ -69,6 +70,7 @@ export async function realRun(
   hostOverrides: Partial<HostOptions> = {},
 ): Promise<number> {
   const host = createHost({ dryRun: false, ...hostOverrides });
+  await cleanupOtherModes(host.exec, log, config.featureGates);
   const prep = await prepareNode(config, host, log, false);
   if (prep.fatal) {
     log.error(prep.fatal);

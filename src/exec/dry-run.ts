@@ -111,6 +111,25 @@ function nfacctIsReadOnly(args: Args): boolean {
   return (args[0] === "list" || args[0] === "get") && !args.includes("reset");
 }
 
+// Only listings (and the version) are safe; "nft -f", "add", "delete", "flush" change rules.
+function nftIsReadOnly(args: Args): boolean {
+  const plain = new Set([
+    "-n",
+    "--numeric",
+    "-a",
+    "--handle",
+    "-j",
+    "--json",
+    "-s",
+    "--stateless",
+    "-t",
+    "--terse",
+  ]);
+  const rest = args.filter((a) => !plain.has(a));
+  if (rest.length === 1 && ["-v", "--version", "-V"].includes(rest[0]!)) return true;
+  return rest[0] === "list" && rest.length > 1;
+}
+
 function modprobeIsReadOnly(args: Args): boolean {
   return hasAny(args, shortFlags(args), ["-n", "--dry-run", "--show", "-D", "--show-depends"]);
 }
@@ -149,6 +168,8 @@ export function isReadOnlyCommand(req: Pick<ExecRequest, "cmd" | "args">): boole
       return nfacctIsReadOnly(args);
     case "modprobe":
       return modprobeIsReadOnly(args);
+    case "nft":
+      return nftIsReadOnly(args);
     case "uname":
     case "cat":
       return true;

@@ -143,7 +143,8 @@ export class EndpointsMap implements EndpointsMapView {
       for (const e of p.endpoints) if (e.ready && e.isLocal) ips[e.family].add(e.ip);
     }
     const counts: Partial<Record<IPFamily, number>> = {};
-    for (const family of ["IPv4", "IPv6"] as const) if (ips[family].size > 0) counts[family] = ips[family].size;
+    for (const family of ["IPv4", "IPv6"] as const)
+      if (ips[family].size > 0) counts[family] = ips[family].size;
     if (Object.keys(counts).length > 0) this.localReady.set(key, counts);
     else this.localReady.delete(key);
   }

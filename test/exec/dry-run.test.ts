@@ -120,6 +120,14 @@ const cases: [string, boolean][] = [
   ["nfacct list reset", false],
   ["nfacct add packets_dropped", false],
   // modprobe
+  // nft: listings only
+  ["nft list tables", true],
+  ["nft -a list table ip kube-proxy", true],
+  ["nft --version", true],
+  ["nft delete table ip kube-proxy", false],
+  ["nft -f -", false],
+  ["nft flush ruleset", false],
+  ["nft list", false],
   ["modprobe -n -q -- ip_vs", true],
   ["modprobe --dry-run ip_vs_rr", true],
   ["modprobe -nq ip_vs_sh", true],
