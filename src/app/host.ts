@@ -2,7 +2,7 @@
 // reads reach the real host and writes become planned commands; a HostState replaces probes.
 
 import { missingToolsAsEmpty } from "../dryrun/missing-tools.ts";
-import { createRecordingSysctl } from "../dryrun/recording-sysctl.ts";
+import { createRecordingHashsize, createRecordingSysctl } from "../dryrun/recording-sysctl.ts";
 import { DryRunRecorder } from "../exec/dry-run.ts";
 import { createRealExec } from "../exec/runner.ts";
 import type { Exec } from "../exec/types.ts";
@@ -15,7 +15,12 @@ import {
 import { hostStateExec } from "../host/host-state-exec.ts";
 import { createIpsetClient, type IpsetClient } from "../host/ipset.ts";
 import { createKernelClient, type KernelClient } from "../host/kernel.ts";
-import { createSysctlClient, type SysctlClient } from "../host/sysctl.ts";
+import {
+  type ConntrackHashsizeClient,
+  createConntrackHashsizeClient,
+  createSysctlClient,
+  type SysctlClient,
+} from "../host/sysctl.ts";
 
 export interface Host {
   readonly exec: Exec;
@@ -25,6 +30,8 @@ export interface Host {
   readonly missingTools?: readonly string[];
   readonly kernel: KernelClient;
   readonly sysctl: SysctlClient;
+  /** nf_conntrack's hashsize (under /sys), raised with nf_conntrack_max. */
+  readonly hashsize: ConntrackHashsizeClient;
   readonly ipset: IpsetClient;
 }
 
@@ -33,7 +40,7 @@ export interface HostOptions {
   readonly hostState?: HostState;
   /** Test hook: the exec real commands go to (default: child processes). */
   readonly exec?: Exec;
-  /** Test hook: filesystem root for /proc and /lib/modules. */
+  /** Test hook: filesystem root for /proc, /sys and /lib/modules. */
   readonly root?: string;
 }
 
@@ -57,10 +64,15 @@ export function createHost(opts: HostOptions): Host {
   const sysctl = recorder
     ? createRecordingSysctl(liveSysctl, (argv) => recorder.commands.push({ argv }))
     : liveSysctl;
+  const liveHashsize = createConntrackHashsizeClient({ root });
+  const hashsize = recorder
+    ? createRecordingHashsize(liveHashsize, (argv) => recorder.commands.push({ argv }))
+    : liveHashsize;
   return {
     exec,
     kernel,
     sysctl,
+    hashsize,
     ipset,
     ...(recorder ? { recorder } : {}),
     ...(probing ? { missingTools: probing.missing } : {}),

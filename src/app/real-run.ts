@@ -21,7 +21,7 @@ import { createHost, type Host, type HostOptions } from "./host.ts";
 import { buildIptablesMode, localAddresses } from "./iptables-mode.ts";
 import { buildIpvsMode } from "./ipvs-mode.ts";
 import { detectNodeIPs } from "./node-ips.ts";
-import { prepareNode } from "./prepare.ts";
+import { type Preparation, prepareNode } from "./prepare.ts";
 import { openRealSource } from "./real-source.ts";
 import { startServers } from "./servers.ts";
 
@@ -77,7 +77,7 @@ export async function realRun(
     return 1;
   }
   applyOomScoreAdj(config.oomScoreAdj, log);
-  return runMode(prep.mode, config, opts, host, log);
+  return runMode(prep, config, opts, host, log);
 }
 
 /** What the sync loop needs from a mode, whichever it is. */
@@ -124,7 +124,7 @@ async function buildMode(
 }
 
 async function runMode(
-  modeName: "iptables" | "ipvs",
+  prep: Preparation,
   config: ProxyConfig,
   opts: RunOptions,
   host: Host,
@@ -137,6 +137,17 @@ async function runMode(
     return 1;
   }
   log.info("Reading cluster state", { from: src.description, node: nodeName });
+  const modeName = prep.mode;
+  for (const w of prep.nodeWarnings) {
+    // Upstream posts these on its Node at startup (e.g. a read-only /sys).
+    src.recorder.record({
+      ref: { kind: "Node", name: nodeName, uid: nodeName },
+      type: "Warning",
+      reason: w.reason,
+      action: "StartKubeProxy",
+      message: w.message,
+    });
+  }
   const nodeIPs = (await detectNodeIPs(config.bindAddress, () => src.lookupNodeIPs(), log)).ips;
   const metrics = createMetrics();
   const health = new ProxierHealth({ healthTimeoutMs: healthTimeoutMs(config, modeName) });

@@ -1,7 +1,12 @@
-// Under --dry-run sysctls are read for real but each write becomes the `sysctl -w` command an
-// operator would run, in the same ordered command list as every other planned change.
+// Under --dry-run sysctls (and nf_conntrack's hashsize) are read for real but each write becomes
+// the command an operator would run, in the same ordered command list as every other change.
 
-import { normalizeSysctlName, type SysctlClient } from "../host/sysctl.ts";
+import {
+  CONNTRACK_HASHSIZE_PATH,
+  type ConntrackHashsizeClient,
+  normalizeSysctlName,
+  type SysctlClient,
+} from "../host/sysctl.ts";
 
 export function sysctlCommand(name: string, value: number | string): string[] {
   return ["sysctl", "-w", `${name.replaceAll("/", ".")}=${value}`];
@@ -23,6 +28,25 @@ export function createRecordingSysctl(inner: SysctlClient, record: (argv: string
     async set(name, value) {
       planned.set(normalizeSysctlName(name), String(value));
       record(sysctlCommand(name, value));
+    },
+  };
+}
+
+/** The hashsize write an operator would run: a module parameter has no sysctl name. */
+export function hashsizeCommand(value: number): string[] {
+  return ["sh", "-c", `echo ${value} > ${CONNTRACK_HASHSIZE_PATH}`];
+}
+
+export function createRecordingHashsize(
+  inner: ConntrackHashsizeClient,
+  record: (argv: string[]) => void,
+): ConntrackHashsizeClient {
+  return {
+    get: () => inner.get(),
+    inInitialNetns: () => inner.inInitialNetns(),
+    sysfsWritable: () => inner.sysfsWritable(),
+    async set(value) {
+      record(hashsizeCommand(value));
     },
   };
 }

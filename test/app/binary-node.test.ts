@@ -4,7 +4,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ensureBinary, runBinary, tempDir } from "../support/binary.ts";
 
@@ -189,5 +189,50 @@ describe("a host without the proxy's tools still gets the full plan", () => {
     expect(report.checks.find((c) => c.name === "host tools")?.ok).toBe(false);
     expect(ipv4Restore(report)).toContain("KUBE-SVC-");
     expect(report.commands.some((c) => c.argv[0] === "ip6tables-nft-restore")).toBe(true);
+  });
+});
+
+describe("nf_conntrack hashsize follows nf_conntrack_max", () => {
+  const HASHSIZE = "/sys/module/nf_conntrack/parameters/hashsize";
+  // The same facts the binary looks at, so the test states what this host should get.
+  const current = existsSync(HASHSIZE) ? Number(readFileSync(HASHSIZE, "utf8").trim()) : undefined;
+  const link = (p: string) => {
+    try {
+      return readlinkSync(p);
+    } catch {
+      return undefined;
+    }
+  };
+  const init = link("/proc/1/ns/net");
+  const otherNetns = init !== undefined && init !== link("/proc/self/ns/net");
+  const sysfsRw = readFileSync("/proc/mounts", "utf8")
+    .split("\n")
+    .some((l) => l.split(" ")[2] === "sysfs" && l.split(" ")[3]?.startsWith("rw"));
+
+  test(`a raised max plans hashsize = max/4 (hashsize here: ${current}, other netns: ${otherNetns})`, () => {
+    const max = 2 ** 28;
+    const { code, report } = dryRun([
+      "--state",
+      "examples/cluster.yaml",
+      "--conntrack-max-per-core=1",
+      `--conntrack-min=${max}`,
+    ]);
+    expect(code).toBe(0);
+    const write = ["sh", "-c", `echo ${max / 4} > ${HASHSIZE}`];
+    const argvs = report.commands.map((c) => c.argv);
+    if (current !== undefined && current < max / 4 && !otherNetns && sysfsRw) {
+      expect(argvs).toContainEqual(write);
+      // After the max it follows.
+      const maxAt = argvs.findIndex((a) => a.join(" ") === `sysctl -w net.netfilter.nf_conntrack_max=${max}`);
+      expect(maxAt).toBeGreaterThanOrEqual(0);
+      expect(argvs.findIndex((a) => a[0] === "sh")).toBeGreaterThan(maxAt);
+    } else {
+      expect(argvs).not.toContainEqual(write);
+    }
+  });
+
+  test("no max (--conntrack-max-per-core=0): hashsize is never touched", () => {
+    const { report } = dryRun(["--state", "examples/cluster.yaml", "--conntrack-max-per-core=0"]);
+    expect(report.commands.some((c) => c.argv.join(" ").includes(HASHSIZE))).toBe(false);
   });
 });
