@@ -236,3 +236,41 @@ describe("nf_conntrack hashsize follows nf_conntrack_max", () => {
     expect(report.commands.some((c) => c.argv.join(" ").includes(HASHSIZE))).toBe(false);
   });
 });
+
+describe("node IPs: a --bind-address of one family keeps the other family's node IP", () => {
+  test('--bind-address=IPv4 with nodePortAddresses "primary": IPv6 NodePorts stay on the IPv6 node IP', () => {
+    // node-a dual-stack: the Node lists both, the host has both on eth0.
+    const cluster = readFileSync("examples/cluster.yaml", "utf8").replace(
+      "- { type: InternalIP, address: 192.0.2.10 }",
+      "- { type: InternalIP, address: 192.0.2.10 }\n    - { type: InternalIP, address: 2001:db8::10 }",
+    );
+    expect(cluster).toContain("2001:db8::10");
+    const file = join(tempDir(), "state.yaml");
+    writeFileSync(
+      file,
+      `${cluster}---
+apiVersion: kube-proxy-ts/v1
+kind: HostState
+interfaces:
+  - { name: eth0, addresses: [192.0.2.10/24, "2001:db8::10/64"] }
+`,
+    );
+    const { code, report } = dryRun([
+      "--state",
+      file,
+      "--bind-address=192.0.2.10",
+      "--nodeport-addresses=primary",
+    ]);
+    expect(code).toBe(0);
+    const v6 = report.commands.find((c) => /^ip6tables(-nft|-legacy)?-restore$/.test(c.argv[0] ?? ""));
+    const tail = (v6?.stdin ?? "")
+      .split("\n")
+      .filter((l) => l.includes("-j KUBE-NODEPORTS") && l.startsWith("-A KUBE-SERVICES"));
+    // Without the IPv6 node IP, "primary" would leave IPv6 matching every local address.
+    expect(tail).toEqual([expect.stringContaining("-d 2001:db8::10 -j KUBE-NODEPORTS")]);
+    const v4tail = ipv4Restore(report)
+      .split("\n")
+      .filter((l) => l.includes("-j KUBE-NODEPORTS") && l.startsWith("-A KUBE-SERVICES"));
+    expect(v4tail).toEqual([expect.stringContaining("-d 192.0.2.10 -j KUBE-NODEPORTS")]);
+  });
+});
