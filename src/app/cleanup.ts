@@ -1,14 +1,17 @@
-// --cleanup: remove what any kube-proxy (upstream or ours, iptables or ipvs mode, legacy or
-// nft backend) left on this node, then exit. Idempotent: a second run finds nothing to do.
+// --cleanup: remove what any kube-proxy (upstream or ours, iptables, ipvs or upstream's nftables
+// mode, legacy or nft backend) left on this node, then exit. Idempotent: a second run finds
+// nothing to do.
 
 import type { Exec } from "../exec/types.ts";
 import { createIptablesClient } from "../host/iptables/client.ts";
 import { iptablesCommands } from "../host/iptables/commands.ts";
 import type { IPTablesFamily, IptablesBackend } from "../host/iptables/types.ts";
 import { createIpvsClient } from "../host/ipvs/client.ts";
+import { createNftClient } from "../host/nft.ts";
 import type { Logger } from "../log/logger.ts";
 import { cleanupIptables } from "../proxy/cleanup/iptables-cleanup.ts";
 import { cleanupIpvs } from "../proxy/cleanup/ipvs-cleanup.ts";
+import { cleanupNftables, nftablesProxyModeEnabled } from "../proxy/cleanup/nftables-cleanup.ts";
 
 async function installed(exec: Exec, cmd: string): Promise<boolean> {
   return (await exec.run({ cmd, args: ["--version"], timeoutMs: 10_000 })).code === 0;
@@ -55,10 +58,23 @@ async function cleanupVirtualServers(
   }
 }
 
+/**
+ * At the start of an iptables or ipvs mode run: what upstream's nftables mode left is removed
+ * (upstream's platformCleanup). Best effort; failures are logged and the run goes on.
+ */
+export async function cleanupOtherModes(
+  exec: Exec,
+  log: Logger,
+  featureGates: Readonly<Record<string, boolean>>,
+): Promise<void> {
+  if (nftablesProxyModeEnabled(featureGates)) await cleanupNftables(createNftClient({ exec }), log);
+}
+
 export async function cleanupNode(
   exec: Exec,
   log: Logger,
   excludeCIDRs: readonly string[] = [],
+  featureGates: Readonly<Record<string, boolean>> = {},
 ): Promise<number> {
   let ok = true;
   const families: IPTablesFamily[] = ["IPv4", "IPv6"];
@@ -79,5 +95,7 @@ export async function cleanupNode(
   ok = (await cleanupIpsets(exec, log)) && ok;
   ok = (await cleanupVirtualServers(exec, excludeCIDRs, log)) && ok;
   ok = (await cleanupDummyDevice(exec, log)) && ok;
+  if (nftablesProxyModeEnabled(featureGates))
+    ok = (await cleanupNftables(createNftClient({ exec }), log)) && ok;
   return ok ? 0 : 1;
 }

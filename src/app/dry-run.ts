@@ -5,6 +5,7 @@ import { writeFileSync } from "node:fs";
 import type { RunOptions } from "../cli/types.ts";
 import { type EffectiveFeatureGates, effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
+import { missingToolsCheck } from "../dryrun/missing-tools.ts";
 import { PlanProxier } from "../dryrun/plan-proxier.ts";
 import {
   type DryRunReport,
@@ -24,6 +25,7 @@ import type { Check } from "../mode/check.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
+import { cleanupOtherModes } from "./cleanup.ts";
 import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { buildIptablesMode } from "./iptables-mode.ts";
@@ -72,6 +74,8 @@ export async function dryRun(
     ...(view.hostState ? { hostState: view.hostState } : {}),
     ...hostOverrides,
   });
+  // What a real run would do first: drop upstream's nftables-mode tables, where they exist.
+  await cleanupOtherModes(host.exec, log, config.featureGates);
   const prep = await prepareNode(config, host, log, true);
   const planner = new PlanProxier();
   const nodeName = view.nodeName ?? resolveNodeName(config.hostnameOverride);
@@ -97,6 +101,9 @@ export async function dryRun(
   } catch (err) {
     checks.push({ name: "sync", ok: false, detail: err instanceof Error ? err.message : String(err) });
   }
+
+  const missing = missingToolsCheck(host.missingTools ?? []);
+  if (missing) checks.push(missing);
 
   if (opts.dumpStateFile) {
     writeFileSync(
@@ -130,11 +137,7 @@ async function planMode(
   node: NodeObject | undefined,
   log: Logger,
 ): Promise<{ proxier: Proxier; virtualServers?: () => IpvsVirtualServerPlan[] } | { check: Check }> {
-  const ips = nodeIPs(node ?? {});
-  const nodeIPsByFamily = {
-    ...(ips.ipv4 ? { IPv4: ips.ipv4 } : {}),
-    ...(ips.ipv6 ? { IPv6: ips.ipv6 } : {}),
-  };
+  const rawNodeIPs = nodeIPs(node ?? {}).ordered;
   try {
     const deps = {
       exec: host.exec,
@@ -143,7 +146,8 @@ async function planMode(
       metrics: createMetrics(),
       log,
       nodeName: node?.metadata?.name ?? "",
-      nodeIPs: await detectNodeIPs(config.bindAddress, () => nodeIPsByFamily, log),
+      nodeIPs: (await detectNodeIPs(config.bindAddress, () => rawNodeIPs, log)).ips,
+      sysctl: host.sysctl,
       backend: opts.iptablesBackend,
     };
     if (mode === "ipvs") {

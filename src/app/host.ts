@@ -1,22 +1,37 @@
 // Builds the host clients a run needs. Under --dry-run every client sits on the recorder, so
 // reads reach the real host and writes become planned commands; a HostState replaces probes.
 
-import { createRecordingSysctl } from "../dryrun/recording-sysctl.ts";
+import { missingToolsAsEmpty } from "../dryrun/missing-tools.ts";
+import { createRecordingHashsize, createRecordingSysctl } from "../dryrun/recording-sysctl.ts";
 import { DryRunRecorder } from "../exec/dry-run.ts";
 import { createRealExec } from "../exec/runner.ts";
 import type { Exec } from "../exec/types.ts";
-import { type HostState, ipsetFromHostState, kernelFromHostState } from "../host/host-state.ts";
+import {
+  type HostState,
+  ipsetFromHostState,
+  kernelFromHostState,
+  sysctlFromHostState,
+} from "../host/host-state.ts";
 import { hostStateExec } from "../host/host-state-exec.ts";
 import { createIpsetClient, type IpsetClient } from "../host/ipset.ts";
 import { createKernelClient, type KernelClient } from "../host/kernel.ts";
-import { createSysctlClient, type SysctlClient } from "../host/sysctl.ts";
+import {
+  type ConntrackHashsizeClient,
+  createConntrackHashsizeClient,
+  createSysctlClient,
+  type SysctlClient,
+} from "../host/sysctl.ts";
 
 export interface Host {
   readonly exec: Exec;
   /** Present under --dry-run: the ordered list of mutating commands. */
   readonly recorder?: DryRunRecorder;
+  /** Under --dry-run: the host tools that were asked for and are not installed. */
+  readonly missingTools?: readonly string[];
   readonly kernel: KernelClient;
   readonly sysctl: SysctlClient;
+  /** nf_conntrack's hashsize (under /sys), raised with nf_conntrack_max. */
+  readonly hashsize: ConntrackHashsizeClient;
   readonly ipset: IpsetClient;
 }
 
@@ -25,7 +40,7 @@ export interface HostOptions {
   readonly hostState?: HostState;
   /** Test hook: the exec real commands go to (default: child processes). */
   readonly exec?: Exec;
-  /** Test hook: filesystem root for /proc and /lib/modules. */
+  /** Test hook: filesystem root for /proc, /sys and /lib/modules. */
   readonly root?: string;
 }
 
@@ -33,7 +48,9 @@ export function createHost(opts: HostOptions): Host {
   const live = opts.exec ?? createRealExec();
   // A HostState stands in for the host's read-only probes (dry runs only reach this with one).
   const real = opts.hostState ? hostStateExec(opts.hostState, live) : live;
-  const recorder = opts.dryRun ? new DryRunRecorder(real) : undefined;
+  // A dry run plans even where a tool is missing: its reads answer as an empty table would.
+  const probing = opts.dryRun ? missingToolsAsEmpty(real) : undefined;
+  const recorder = probing ? new DryRunRecorder(probing) : undefined;
   const exec: Exec = recorder ?? real;
   const root = opts.root ?? "/";
   let kernel = createKernelClient({ exec, root });
@@ -42,9 +59,22 @@ export function createHost(opts: HostOptions): Host {
     kernel = kernelFromHostState(opts.hostState, kernel);
     ipset = ipsetFromHostState(opts.hostState, ipset);
   }
-  const liveSysctl = createSysctlClient({ root });
+  let liveSysctl = createSysctlClient({ root });
+  if (opts.hostState) liveSysctl = sysctlFromHostState(opts.hostState, liveSysctl);
   const sysctl = recorder
     ? createRecordingSysctl(liveSysctl, (argv) => recorder.commands.push({ argv }))
     : liveSysctl;
-  return { exec, kernel, sysctl, ipset, ...(recorder ? { recorder } : {}) };
+  const liveHashsize = createConntrackHashsizeClient({ root });
+  const hashsize = recorder
+    ? createRecordingHashsize(liveHashsize, (argv) => recorder.commands.push({ argv }))
+    : liveHashsize;
+  return {
+    exec,
+    kernel,
+    sysctl,
+    hashsize,
+    ipset,
+    ...(recorder ? { recorder } : {}),
+    ...(probing ? { missingTools: probing.missing } : {}),
+  };
 }

@@ -1,6 +1,8 @@
 // The node's primary IPs, needed before the proxiers are built (nodePortAddresses "primary",
-// load-balancer source ranges that must admit the node itself). Upstream's order: a specific
-// --bind-address, else the Node object's addresses, else loopback with a warning.
+// load-balancer source ranges that must admit the node itself). Upstream's rule (v1.31
+// detectNodeIPs): both families start as loopback, the Node object's addresses fill them in (its
+// first address decides the primary family), then a specific --bind-address replaces the IP of
+// its own family only and makes that family primary.
 
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
@@ -13,20 +15,29 @@ import type { IPFamily } from "../proxy/types.ts";
 
 export type NodeIPs = Partial<Record<IPFamily, string>>;
 
-function fromNode(node: NodeObject | undefined): NodeIPs {
-  if (!node) return {};
-  const ips = nodeIPs(node);
-  return { ...(ips.ipv4 ? { IPv4: ips.ipv4 } : {}), ...(ips.ipv6 ? { IPv6: ips.ipv6 } : {}) };
+/** What startup settles on: an IP for each family (loopback when unknown) and the primary family. */
+export interface DetectedNodeIPs {
+  readonly primaryFamily: IPFamily;
+  readonly ips: Readonly<Record<IPFamily, string>>;
 }
 
-function fromBindAddress(bindAddress: string): NodeIPs {
-  const v = isIP(bindAddress);
-  if (v === 4 && bindAddress !== "0.0.0.0") return { IPv4: bindAddress };
-  if (v === 6 && bindAddress !== "::") return { IPv6: bindAddress };
-  return {};
+const LOOPBACK: Readonly<Record<IPFamily, string>> = { IPv4: "127.0.0.1", IPv6: "::1" };
+
+function familyOf(ip: string): IPFamily | undefined {
+  const v = isIP(ip);
+  return v === 4 ? "IPv4" : v === 6 ? "IPv6" : undefined;
 }
 
-export function nodeIPsFromStateFile(path: string, nodeName: string): NodeIPs {
+function isLoopbackIP(ip: string): boolean {
+  return familyOf(ip) === "IPv4" ? ip.startsWith("127.") : ip === "::1";
+}
+
+/** The Node's IPs, primary first, at most one per family (upstream's raw node IPs). */
+function fromNode(node: NodeObject | undefined): string[] {
+  return node ? [...nodeIPs(node).ordered] : [];
+}
+
+export function nodeIPsFromStateFile(path: string, nodeName: string): string[] {
   const docs = parseStateDocuments(readFileSync(path, "utf8"), path);
   return fromNode(docs.nodes.find((n) => n.metadata?.name === nodeName) as NodeObject | undefined);
 }
@@ -36,7 +47,7 @@ export async function nodeIPsFromApi(
   client: ApiClient,
   nodeName: string,
   timeoutMs: number,
-): Promise<NodeIPs> {
+): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     try {
@@ -50,23 +61,44 @@ export async function nodeIPsFromApi(
     }
     await new Promise((r) => setTimeout(r, 1000));
   }
-  return {};
+  return [];
+}
+
+/** Upstream's precedence, applied to the raw node IPs (primary first) and --bind-address. */
+export function resolveNodeIPs(rawNodeIPs: readonly string[], bindAddress: string): DetectedNodeIPs {
+  const ips: Record<IPFamily, string> = { ...LOOPBACK };
+  let primaryFamily: IPFamily = "IPv4";
+  for (const [i, ip] of rawNodeIPs.slice(0, 2).entries()) {
+    const family = familyOf(ip);
+    if (!family) continue;
+    if (i === 0) primaryFamily = family;
+    ips[family] = ip;
+  }
+  const bindFamily = familyOf(bindAddress);
+  if (bindFamily && bindAddress !== "0.0.0.0" && bindAddress !== "::") {
+    primaryFamily = bindFamily;
+    ips[bindFamily] = bindAddress;
+  }
+  return { primaryFamily, ips };
 }
 
 export async function detectNodeIPs(
   bindAddress: string,
-  lookup: () => Promise<NodeIPs> | NodeIPs,
+  lookup: () => Promise<readonly string[]> | readonly string[],
   log: Logger,
-): Promise<NodeIPs> {
-  const bound = fromBindAddress(bindAddress);
-  if (bound.IPv4 || bound.IPv6) return bound;
-  const found = await lookup();
-  if (found.IPv4 || found.IPv6) {
-    log.info("Detected node IPs", { ipv4: found.IPv4, ipv6: found.IPv6 });
-    return found;
+): Promise<DetectedNodeIPs> {
+  const raw = await lookup();
+  if (raw.length > 0) log.info("Successfully retrieved NodeIPs", { NodeIPs: raw.join(",") });
+  const detected = resolveNodeIPs(raw, bindAddress);
+  if (isLoopbackIP(detected.ips[detected.primaryFamily])) {
+    log.warn(
+      "Can't determine this node's IP, assuming loopback; if this is incorrect, please set the --bind-address flag",
+    );
   }
-  log.warn(
-    "Can't determine this node's IP, assuming loopback; if this is incorrect, please set the --bind-address flag",
-  );
-  return { IPv4: "127.0.0.1", IPv6: "::1" };
+  log.info("Node IPs", {
+    primaryFamily: detected.primaryFamily,
+    ipv4: detected.ips.IPv4,
+    ipv6: detected.ips.IPv6,
+  });
+  return detected;
 }

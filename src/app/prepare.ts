@@ -6,7 +6,13 @@ import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Check } from "../mode/check.ts";
 import { canUseIpvsProxier } from "../mode/ipvs-prereqs.ts";
-import { applySysctls, planSysctls, type SysctlOutcome } from "../mode/sysctls.ts";
+import {
+  applySysctls,
+  type HashsizeResult,
+  planSysctls,
+  raiseConntrackHashsize,
+  type SysctlOutcome,
+} from "../mode/sysctls.ts";
 import type { Host } from "./host.ts";
 
 export type RunnableMode = "iptables" | "ipvs";
@@ -17,18 +23,13 @@ export interface Preparation {
   readonly sysctls: SysctlOutcome[];
   /** Set when a real run must not continue; the message names every failed prerequisite. */
   readonly fatal?: string;
+  /** Warnings a real run also posts as events on its Node (reason, message). */
+  readonly nodeWarnings: { reason: string; message: string }[];
 }
 
 function runnableMode(config: ProxyConfig): RunnableMode {
   // Validation already rejected nftables and kernelspace with a clear message.
   return config.mode === "ipvs" ? "ipvs" : "iptables";
-}
-
-function proxiesIpv4(config: ProxyConfig): boolean {
-  // Single-stack IPv6 nodes are told apart by an IPv6 bind address or IPv6-only cluster CIDRs.
-  if (config.bindAddress.includes(":") && config.bindAddress !== "::") return false;
-  if (config.clusterCIDRs.length > 0) return config.clusterCIDRs.some((c) => !c.includes(":"));
-  return true;
 }
 
 export async function prepareNode(
@@ -58,8 +59,6 @@ export async function prepareNode(
   const plan = planSysctls({
     mode,
     kernelVersion,
-    localhostNodePorts: config.iptables.localhostNodePorts,
-    ipv4: proxiesIpv4(config),
     strictARP: config.ipvs.strictARP,
     cpus: availableParallelism(),
     conntrack: {
@@ -74,6 +73,12 @@ export async function prepareNode(
   });
   // A real run does not touch the kernel for a mode it cannot run.
   const sysctls = fatal && !dryRun ? [] : await applySysctls(plan, host.sysctl, log.named("sysctl"));
+  const nodeWarnings: { reason: string; message: string }[] = [];
+  const hashsize = await followConntrackMax(plan.settings, sysctls, host, log);
+  if (hashsize) {
+    sysctls.push(hashsize.outcome);
+    if (hashsize.nodeWarning) nodeWarnings.push(hashsize.nodeWarning);
+  }
   const failedSysctls = sysctls.filter((s) => s.action === "failed");
   checks.push({
     name: "sysctls",
@@ -82,7 +87,20 @@ export async function prepareNode(
   });
   if (!fatal && failedSysctls.length > 0)
     fatal = `failed to set required sysctls: ${failedSysctls.map((s) => s.name).join(", ")}`;
-  return { mode, checks, sysctls, ...(fatal ? { fatal } : {}) };
+  return { mode, checks, sysctls, nodeWarnings, ...(fatal ? { fatal } : {}) };
+}
+
+/** nf_conntrack's hashsize follows a max we set (or found higher); not when setting it failed. */
+async function followConntrackMax(
+  settings: readonly { name: string; value: number }[],
+  outcomes: readonly SysctlOutcome[],
+  host: Host,
+  log: Logger,
+): Promise<HashsizeResult | undefined> {
+  const max = settings.find((s) => s.name === "net/netfilter/nf_conntrack_max");
+  const outcome = outcomes.find((o) => o.name === max?.name);
+  if (!max || !outcome || outcome.action === "failed") return undefined;
+  return raiseConntrackHashsize(max.value, host.hashsize, log.named("sysctl"));
 }
 
 function describeSysctls(sysctls: readonly SysctlOutcome[], kernelVersion: string): string {

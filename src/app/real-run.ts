@@ -11,16 +11,18 @@ import { recordingHandler, renderStateFile } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
 import { trackerMetrics } from "../proxy/change-metrics.ts";
+import { serviceHealthListenAddresses } from "../proxy/healthcheck/listen-addresses.ts";
 import { healthTimeoutMs, ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import type { IPFamily } from "../proxy/types.ts";
+import { cleanupOtherModes } from "./cleanup.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
-import { buildIptablesMode } from "./iptables-mode.ts";
+import { buildIptablesMode, localAddresses } from "./iptables-mode.ts";
 import { buildIpvsMode } from "./ipvs-mode.ts";
 import { detectNodeIPs } from "./node-ips.ts";
-import { prepareNode } from "./prepare.ts";
+import { type Preparation, prepareNode } from "./prepare.ts";
 import { openRealSource } from "./real-source.ts";
 import { createRunMetrics } from "./run-metrics.ts";
 import { startServers } from "./servers.ts";
@@ -77,17 +79,14 @@ export async function realRun(
   until?: Promise<number>,
 ): Promise<number> {
   const host = createHost({ dryRun: false, ...hostOverrides });
+  await cleanupOtherModes(host.exec, log, config.featureGates);
   const prep = await prepareNode(config, host, log, false);
   if (prep.fatal) {
     log.error(prep.fatal);
     return 1;
   }
   applyOomScoreAdj(config.oomScoreAdj, log);
-  if (opts.initOnly) {
-    log.info("Initialization done (--init-only); exiting");
-    return 0;
-  }
-  return runMode(prep.mode, config, opts, host, log, until);
+  return runMode(prep, config, opts, host, log, until);
 }
 
 /** What the sync loop needs from a mode, whichever it is. */
@@ -134,7 +133,7 @@ async function buildMode(
 }
 
 async function runMode(
-  modeName: "iptables" | "ipvs",
+  prep: Preparation,
   config: ProxyConfig,
   opts: RunOptions,
   host: Host,
@@ -142,6 +141,7 @@ async function runMode(
   until?: Promise<number>,
 ): Promise<number> {
   const nodeName = resolveNodeName(config.hostnameOverride);
+  const modeName = prep.mode;
   // First, so every API request (the Node lookup included) is counted.
   const { metrics, restClient } = createRunMetrics({ mode: modeName });
   const src = openRealSource(config, opts, nodeName, log, restClient);
@@ -150,17 +150,33 @@ async function runMode(
     return 1;
   }
   log.info("Reading cluster state", { from: src.description, node: nodeName });
-  const nodeIPs = await detectNodeIPs(config.bindAddress, () => src.lookupNodeIPs(), log);
+  for (const w of prep.nodeWarnings) {
+    // Upstream posts these on its Node at startup (e.g. a read-only /sys).
+    src.recorder.record({
+      ref: { kind: "Node", name: nodeName, uid: nodeName },
+      type: "Warning",
+      reason: w.reason,
+      action: "StartKubeProxy",
+      message: w.message,
+    });
+  }
+  const nodeIPs = (await detectNodeIPs(config.bindAddress, () => src.lookupNodeIPs(), log)).ips;
   const featureGates = effectiveFeatureGates(config.featureGates);
-  const health = new ProxierHealth({ healthTimeoutMs: healthTimeoutMs(config) });
-  const serviceHealth = new ServiceHealthServer({
-    nodeName,
-    health,
-    logger: log.named("healthcheck"),
-    recorder: src.recorder,
-  });
+  const health = new ProxierHealth({ healthTimeoutMs: healthTimeoutMs(config, modeName) });
+  let serviceHealth: ServiceHealthServer;
   let mode: RunningMode;
   try {
+    // Health check ports listen where NodePorts are served, from the same `ip -o addr` source.
+    const nodeAddresses = await serviceHealthListenAddresses(config.nodePortAddresses, nodeIPs, () =>
+      localAddresses(host.exec, log),
+    );
+    serviceHealth = new ServiceHealthServer({
+      nodeName,
+      ...(nodeAddresses ? { nodeAddresses } : {}),
+      health,
+      logger: log.named("healthcheck"),
+      recorder: src.recorder,
+    });
     mode = await buildMode(modeName, {
       exec: host.exec,
       config,
@@ -169,12 +185,20 @@ async function runMode(
       log,
       nodeName,
       nodeIPs,
+      sysctl: host.sysctl,
       backend: opts.iptablesBackend,
       healthCheck: serviceHealth,
     });
   } catch (err) {
     log.error(`Cannot start ${modeName} mode`, { err: err instanceof Error ? err.message : String(err) });
     return 1;
+  }
+  if (opts.initOnly) {
+    // Like upstream, --init-only goes as far as building the proxier (its sysctls included).
+    mode.stop();
+    await serviceHealth.close();
+    log.info("Initialization done (--init-only); exiting");
+    return 0;
   }
   const servers = await startServers(config, modeName, health, metrics.registry, log);
   const periods = modeName === "ipvs" ? config.ipvs : config.iptables;

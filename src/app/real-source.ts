@@ -13,7 +13,7 @@ import { tokenBucket } from "../k8s/rate-limiter.ts";
 import type { ClusterSource } from "../k8s/source.ts";
 import { createStateFileSource } from "../k8s/state-file-source.ts";
 import type { Logger } from "../log/logger.ts";
-import { type NodeIPs, nodeIPsFromApi, nodeIPsFromStateFile } from "./node-ips.ts";
+import { nodeIPsFromApi, nodeIPsFromStateFile } from "./node-ips.ts";
 
 /** How long startup waits for this Node's addresses from the API server. */
 const NODE_IP_TIMEOUT_MS = 30_000;
@@ -24,8 +24,8 @@ export interface RealSource {
   readonly description: string;
   /** Posts the "Starting" event on the Node where the source is an API server. */
   birthCry(): Promise<void>;
-  /** This node's IPs as the source knows them (the Node object's addresses). */
-  lookupNodeIPs(): Promise<NodeIPs>;
+  /** This node's IPs as the source knows them (the Node object's addresses, primary first). */
+  lookupNodeIPs(): Promise<string[]>;
 }
 
 export function openRealSource(

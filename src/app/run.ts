@@ -79,7 +79,7 @@ export async function run(
     log.info("Wrote effective configuration", { file: opts.writeConfigTo });
     return 0;
   }
-  if (opts.cleanup) return cleanup(opts.dryRun, config.ipvs.excludeCIDRs, log, io, hostOverrides);
+  if (opts.cleanup) return cleanup(opts.dryRun, config, log, io, hostOverrides);
   if (opts.dryRun) return dryRun(config, opts, log, io, hostOverrides);
 
   const watch =
@@ -124,13 +124,13 @@ async function exitOnConfigChange(
 /** --cleanup (with --dry-run: print what it would remove instead). */
 async function cleanup(
   dryRunOnly: boolean,
-  excludeCIDRs: readonly string[],
+  config: ProxyConfig,
   log: Logger,
   io: Io,
   hostOverrides: Partial<HostOptions>,
 ): Promise<number> {
   const host = createHost({ dryRun: dryRunOnly, ...hostOverrides });
-  const code = await cleanupNode(host.exec, log, excludeCIDRs);
+  const code = await cleanupNode(host.exec, log, config.ipvs.excludeCIDRs, config.featureGates);
   if (host.recorder) {
     const lines = host.recorder.commands.map((c) => renderCommand(c));
     io.stdout(`Cleanup would run (${lines.length} commands):\n${lines.join("\n")}\n`);

@@ -111,6 +111,25 @@ function nfacctIsReadOnly(args: Args): boolean {
   return (args[0] === "list" || args[0] === "get") && !args.includes("reset");
 }
 
+// Only listings (and the version) are safe; "nft -f", "add", "delete", "flush" change rules.
+function nftIsReadOnly(args: Args): boolean {
+  const plain = new Set([
+    "-n",
+    "--numeric",
+    "-a",
+    "--handle",
+    "-j",
+    "--json",
+    "-s",
+    "--stateless",
+    "-t",
+    "--terse",
+  ]);
+  const rest = args.filter((a) => !plain.has(a));
+  if (rest.length === 1 && ["-v", "--version", "-V"].includes(rest[0]!)) return true;
+  return rest[0] === "list" && rest.length > 1;
+}
+
 function modprobeIsReadOnly(args: Args): boolean {
   return hasAny(args, shortFlags(args), ["-n", "--dry-run", "--show", "-D", "--show-depends"]);
 }
@@ -122,12 +141,19 @@ function saveIsReadOnly(args: Args): boolean {
 
 const IPTABLES_FAMILY = /^ip6?tables(-legacy|-nft)?$/;
 const IPTABLES_SAVE = /^ip6?tables(-legacy|-nft)?-save$/;
+const IPTABLES_RESTORE = /^ip6?tables(-legacy|-nft)?-restore$/;
+
+// The restore tools change tables unless asked for nothing but their version.
+function restoreIsReadOnly(args: Args): boolean {
+  return args.length === 1 && (args[0] === "--version" || args[0] === "-V");
+}
 
 /** True when running the command cannot change host state. Unknown commands are mutating. */
 export function isReadOnlyCommand(req: Pick<ExecRequest, "cmd" | "args">): boolean {
   const cmd = baseName(req.cmd);
   const args = req.args;
   if (IPTABLES_SAVE.test(cmd)) return saveIsReadOnly(args);
+  if (IPTABLES_RESTORE.test(cmd)) return restoreIsReadOnly(args);
   if (IPTABLES_FAMILY.test(cmd)) return commandIsReadOnly(args, IPTABLES_READ, IPTABLES_WRITE);
   switch (cmd) {
     case "ipset":
@@ -142,6 +168,8 @@ export function isReadOnlyCommand(req: Pick<ExecRequest, "cmd" | "args">): boole
       return nfacctIsReadOnly(args);
     case "modprobe":
       return modprobeIsReadOnly(args);
+    case "nft":
+      return nftIsReadOnly(args);
     case "uname":
     case "cat":
       return true;

@@ -3,7 +3,7 @@
 // comes out on any machine. Whatever the state omits still goes to the real (read-only) host.
 
 import type { Exec, ExecRequest, ExecResult } from "../exec/types.ts";
-import type { HostState } from "./host-state.ts";
+import { type HostState, statedIptablesVersion } from "./host-state.ts";
 import { parseIptablesSave } from "./iptables/save-parser.ts";
 import { ipvsListFromSave } from "./ipvs/format.ts";
 
@@ -58,12 +58,15 @@ function interfacesOutput(state: HostState): string {
 }
 
 export function hostStateExec(state: HostState, inner: Exec): Exec {
-  const backend = state.iptablesVersion?.includes("legacy") ? "legacy" : "nft";
+  const stated = state.iptablesVersion ? statedIptablesVersion(state.iptablesVersion) : undefined;
+  const backend = stated?.mode === "legacy" ? "legacy" : "nft";
   const answer = (req: ExecRequest): ExecResult | undefined => {
     const tool = /^(ip6?tables)(?:-(legacy|nft))?(-save)?$/.exec(req.cmd);
     if (tool) {
-      if (!tool[3] && req.args.includes("--version") && state.iptablesVersion) {
-        return ok(`${state.iptablesVersion.replace(/^iptables/, tool[1] ?? "iptables")}\n`);
+      if (!tool[3] && req.args.includes("--version") && stated) {
+        // Printed the way the tool prints it, whichever form the state used.
+        const mode = stated.mode ? ` (${stated.mode})` : "";
+        return ok(`${tool[1] ?? "iptables"} v${stated.version}${mode}\n`);
       }
       const text = tool[1] === "ip6tables" ? state.ip6tablesSave : state.iptablesSave;
       if (text === undefined) return undefined;

@@ -4,6 +4,7 @@
 import type { Exec } from "../exec/types.ts";
 import type { HostState } from "./host-state.ts";
 import type { IpsetClient } from "./ipset.ts";
+import { parseIptablesVersion } from "./iptables/version.ts";
 import type { KernelClient } from "./kernel.ts";
 
 async function output(exec: Exec, cmd: string, args: string[]): Promise<string | undefined> {
@@ -32,7 +33,11 @@ export async function probeHostState(
 ): Promise<HostState> {
   const modules = await kernel.modules();
   const ipsetVersion = await ipset.version();
-  const iptablesVersion = (await output(exec, "iptables", ["--version"]))?.trim();
+  // Normalised to the form HostState accepts back ("iptables v1.8.9 (legacy)").
+  const iptablesInfo = parseIptablesVersion((await output(exec, "iptables", ["--version"])) ?? "");
+  const iptablesVersion = iptablesInfo
+    ? `iptables v${iptablesInfo.version}${iptablesInfo.mode ? ` (${iptablesInfo.mode})` : ""}`
+    : undefined;
   const addrs = await output(exec, "ip", ["-o", "addr", "show"]);
   const [iptablesSave, ip6tablesSave, ipsetSave, ipvsSave] = await Promise.all([
     output(exec, "iptables-save", []),

@@ -1,8 +1,9 @@
-// Kernel tunables read and written as files under <root>/proc/sys, so a containerised proxy
-// can point at the host's /proc and tests can point at a temp directory.
+// Kernel tunables read and written as files under <root>/proc/sys (and nf_conntrack's hashsize
+// under <root>/sys), so a containerised proxy can point at the host's /proc and tests can point
+// at a temp directory.
 
 import { constants } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, readlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 export interface SysctlClient {
@@ -127,4 +128,102 @@ export function createFakeSysctl(
       writes.push({ name: key, value: text });
     },
   };
+}
+
+/** nf_conntrack's hash table size: a module parameter, not a sysctl, under <root>/sys. */
+export const CONNTRACK_HASHSIZE_PATH = "/sys/module/nf_conntrack/parameters/hashsize";
+
+/**
+ * nf_conntrack's hashsize and the two facts that decide whether it may be written: the kernel
+ * accepts writes only from the initial network namespace, and /sys may be mounted read-only.
+ */
+export interface ConntrackHashsizeClient {
+  /** undefined when nf_conntrack is not loaded (no parameter file). */
+  get(): Promise<number | undefined>;
+  /** Raises SysctlError; its cause carries the errno (EOPNOTSUPP outside the initial netns). */
+  set(value: number): Promise<void>;
+  /** Whether this process shares PID 1's network namespace; undefined when that cannot be read. */
+  inInitialNetns(): Promise<boolean | undefined>;
+  /** Whether sysfs is mounted read-write (/proc/mounts); undefined when no sysfs is listed. */
+  sysfsWritable(): Promise<boolean | undefined>;
+}
+
+export function createConntrackHashsizeClient({
+  root = "/",
+}: SysctlClientOptions = {}): ConntrackHashsizeClient {
+  const file = join(root, CONNTRACK_HASHSIZE_PATH);
+  const readOrUndefined = async (path: string) => {
+    try {
+      return await readFile(path, "utf8");
+    } catch {
+      return undefined;
+    }
+  };
+  return {
+    async get() {
+      const raw = (await readOrUndefined(file))?.trim();
+      return raw === undefined ? undefined : parseIntValue(CONNTRACK_HASHSIZE_PATH, raw);
+    },
+    async set(value) {
+      try {
+        await writeFile(file, `${value}\n`, { flag: constants.O_WRONLY | constants.O_TRUNC });
+      } catch (err) {
+        const msg = `cannot set ${CONNTRACK_HASHSIZE_PATH}=${value}: ${(err as Error).message}`;
+        throw new SysctlError(CONNTRACK_HASHSIZE_PATH, msg, String(value), { cause: err });
+      }
+    },
+    async inInitialNetns() {
+      try {
+        const [self, init] = await Promise.all([
+          readlink(join(root, "proc/self/ns/net")),
+          readlink(join(root, "proc/1/ns/net")),
+        ]);
+        return self === init;
+      } catch {
+        // PID 1's namespace links need privileges we may lack: then the write's errno decides.
+        return undefined;
+      }
+    },
+    async sysfsWritable() {
+      const mounts = await readOrUndefined(join(root, "proc/mounts"));
+      const sysfs = mounts?.split("\n").find((l) => l.split(" ")[2] === "sysfs");
+      if (!sysfs) return undefined;
+      return (sysfs.split(" ")[3] ?? "").split(",")[0] === "rw";
+    },
+  };
+}
+
+export interface FakeConntrackHashsize extends ConntrackHashsizeClient {
+  value: number | undefined;
+  readonly writes: number[];
+}
+
+/** In-memory hashsize; `initialNetns: false` makes writes fail with EOPNOTSUPP, as the kernel does. */
+export function createFakeConntrackHashsize(
+  opts: { value?: number; initialNetns?: boolean; sysfsWritable?: boolean } = {},
+): FakeConntrackHashsize {
+  const fake: FakeConntrackHashsize = {
+    value: opts.value,
+    writes: [],
+    get: async () => fake.value,
+    async set(value) {
+      if (opts.initialNetns === false || opts.sysfsWritable === false) {
+        const code = opts.initialNetns === false ? "EOPNOTSUPP" : "EROFS";
+        const cause = Object.assign(new Error(code), { code });
+        throw new SysctlError(
+          CONNTRACK_HASHSIZE_PATH,
+          `cannot set ${CONNTRACK_HASHSIZE_PATH}: ${code}`,
+          String(value),
+          {
+            cause,
+          },
+        );
+      }
+      fake.value = value;
+      fake.writes.push(value);
+    },
+    inInitialNetns: async () => opts.initialNetns,
+    sysfsWritable: async () => opts.sysfsWritable ?? true,
+  };
+  return fake;
 }

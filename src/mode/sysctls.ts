@@ -1,7 +1,7 @@
 // Kernel settings each proxy mode depends on, decided from config and kernel version, then
 // applied through a SysctlClient (which, under --dry-run, records instead of writing).
 
-import type { SysctlClient } from "../host/sysctl.ts";
+import { CONNTRACK_HASHSIZE_PATH, type ConntrackHashsizeClient, type SysctlClient } from "../host/sysctl.ts";
 import type { Logger } from "../log/logger.ts";
 import { compareVersions } from "../util/version.ts";
 
@@ -18,10 +18,6 @@ export interface ConntrackSettings {
 export interface SysctlInputs {
   readonly mode: "iptables" | "ipvs";
   readonly kernelVersion: string;
-  /** iptables mode: accept NodePort traffic on 127.0.0.1 (needs route_localnet). */
-  readonly localhostNodePorts: boolean;
-  /** Whether the node proxies IPv4 at all (route_localnet is an IPv4 knob). */
-  readonly ipv4: boolean;
   readonly strictARP: boolean;
   readonly conntrack: ConntrackSettings;
   readonly cpus: number;
@@ -91,15 +87,20 @@ function ipvsSettings(inputs: SysctlInputs, notes: string[]): SysctlSetting[] {
   return out;
 }
 
-function iptablesSettings(inputs: SysctlInputs): SysctlSetting[] {
-  if (!inputs.localhostNodePorts || !inputs.ipv4) return [];
-  return [
-    {
-      name: "net/ipv4/conf/all/route_localnet",
-      value: 1,
-      reason: "iptables: NodePorts reachable on 127.0.0.1",
-    },
-  ];
+/**
+ * route_localnet for localhost NodePorts. Not part of planSysctls: it depends on the node IPs
+ * ("primary" nodePortAddresses) and on the IPv4 proxier existing, so the iptables mode assembly
+ * applies it together with the rule that guards it (see proxy/localhost-nodeports.ts).
+ */
+export const ROUTE_LOCALNET: SysctlSetting = {
+  name: "net/ipv4/conf/all/route_localnet",
+  value: 1,
+  reason: "iptables: NodePorts reachable on 127.0.0.1",
+};
+
+/** A plan of just these settings (no expectations), for settings applied outside planSysctls. */
+export function settingsPlan(settings: SysctlSetting[]): SysctlPlan {
+  return { settings, expectations: [], notes: [] };
 }
 
 function conntrackSettings(ct: ConntrackSettings, cpus: number): SysctlSetting[] {
@@ -135,7 +136,7 @@ function conntrackSettings(ct: ConntrackSettings, cpus: number): SysctlSetting[]
 
 export function planSysctls(inputs: SysctlInputs): SysctlPlan {
   const notes: string[] = [];
-  const modeSettings = inputs.mode === "ipvs" ? ipvsSettings(inputs, notes) : iptablesSettings(inputs);
+  const modeSettings = inputs.mode === "ipvs" ? ipvsSettings(inputs, notes) : [];
   return {
     settings: [...conntrackSettings(inputs.conntrack, inputs.cpus), ...modeSettings],
     expectations: [
@@ -154,7 +155,7 @@ export interface SysctlOutcome {
   readonly name: string;
   readonly from: string | undefined;
   readonly to: number;
-  readonly action: "set" | "unchanged" | "kept-higher" | "failed";
+  readonly action: "set" | "unchanged" | "kept-higher" | "skipped" | "failed";
   readonly detail?: string;
 }
 
@@ -193,4 +194,70 @@ export async function applySysctls(
   }
   for (const n of plan.notes) log.warn(n);
   return outcomes;
+}
+
+/** Upstream's warning (and Node event) when /sys is read-only (docker issue #24000). */
+export const READ_ONLY_SYSFS_MESSAGE =
+  "CRI error: /sys is read-only: cannot modify conntrack limits, problems may arise later (If running Docker, see docker issue #24000)";
+
+export interface HashsizeResult {
+  readonly outcome: SysctlOutcome;
+  /** Set when the operator should hear about it on the Node too (upstream's readOnlySysFS event). */
+  readonly nodeWarning?: { readonly reason: string; readonly message: string };
+}
+
+/**
+ * After nf_conntrack_max is raised, its hash table follows: hashsize becomes max/4 when it is
+ * smaller (never lowered), as upstream's conntracker does. The kernel takes the write only from
+ * the initial network namespace, so elsewhere it is skipped with a log line; a read-only /sys is
+ * a warning, not a failure.
+ */
+export async function raiseConntrackHashsize(
+  max: number,
+  client: ConntrackHashsizeClient,
+  log: Logger,
+): Promise<HashsizeResult> {
+  const name = CONNTRACK_HASHSIZE_PATH;
+  const wanted = Math.floor(max / 4);
+  const current = await client.get();
+  const base = { name, from: current === undefined ? undefined : String(current), to: wanted };
+  if (current === undefined) {
+    log.v(2).info("nf_conntrack is not loaded; its hashsize is left to the kernel", { file: name });
+    return { outcome: { ...base, action: "skipped", detail: "nf_conntrack not loaded" } };
+  }
+  if (current >= wanted)
+    return { outcome: { ...base, action: current === wanted ? "unchanged" : "kept-higher" } };
+  const notInitial = (detail: string): HashsizeResult => {
+    log.info("Not setting conntrack hashsize: the kernel allows it only from the initial network namespace", {
+      conntrackHashsize: wanted,
+      current,
+    });
+    return { outcome: { ...base, action: "skipped", detail } };
+  };
+  if ((await client.inInitialNetns()) === false) return notInitial("not in the initial network namespace");
+  if ((await client.sysfsWritable()) === false) {
+    log.warn(READ_ONLY_SYSFS_MESSAGE, { conntrackHashsize: wanted, current });
+    return {
+      outcome: { ...base, action: "skipped", detail: "/sys is read-only" },
+      nodeWarning: { reason: "readOnlySysFS", message: READ_ONLY_SYSFS_MESSAGE },
+    };
+  }
+  log.info("Setting conntrack hashsize", { conntrackHashsize: wanted });
+  try {
+    await client.set(wanted);
+    return { outcome: { ...base, action: "set" } };
+  } catch (err) {
+    const code = ((err as { cause?: { code?: unknown } }).cause?.code ?? "") as string;
+    if (code === "EOPNOTSUPP") return notInitial("not in the initial network namespace (EOPNOTSUPP)");
+    if (code === "EROFS") {
+      log.warn(READ_ONLY_SYSFS_MESSAGE, { conntrackHashsize: wanted, current });
+      return {
+        outcome: { ...base, action: "skipped", detail: "/sys is read-only" },
+        nodeWarning: { reason: "readOnlySysFS", message: READ_ONLY_SYSFS_MESSAGE },
+      };
+    }
+    const detail = err instanceof Error ? err.message : String(err);
+    log.error("Failed to set conntrack hashsize", { conntrackHashsize: wanted, err: detail });
+    return { outcome: { ...base, action: "failed", detail } };
+  }
 }

@@ -5,7 +5,16 @@
 
 import { mergeSlices, type PortEndpoints } from "./endpoint-slice-cache.ts";
 import type { EndpointsChangeTracker } from "./endpoints-tracker.ts";
-import type { EndpointInfo, EndpointsMap as EndpointsMapView, ServiceKey, ServicePortName } from "./types.ts";
+import type {
+  EndpointInfo,
+  EndpointsMap as EndpointsMapView,
+  IPFamily,
+  ServiceKey,
+  ServicePortName,
+} from "./types.ts";
+
+/** Local ready endpoints of one Service, by IP family (a family with none is absent). */
+export type LocalReadyCounts = Readonly<Partial<Record<IPFamily, number>>>;
 
 /** An endpoint of one service port, e.g. a UDP endpoint whose conntrack entries must go. */
 export interface ServiceEndpoint {
@@ -65,7 +74,7 @@ function detectStaleUDP(
 export class EndpointsMap implements EndpointsMapView {
   private readonly ports = new Map<string, PortEndpoints>();
   private readonly idsByService = new Map<ServiceKey, readonly string[]>();
-  private readonly localReady = new Map<ServiceKey, number>();
+  private readonly localReady = new Map<ServiceKey, LocalReadyCounts>();
 
   update(tracker: EndpointsChangeTracker): EndpointsUpdateResult {
     const { slices, triggerTimes } = tracker.checkout();
@@ -88,8 +97,11 @@ export class EndpointsMap implements EndpointsMapView {
     return result;
   }
 
-  /** Service -> number of distinct IPs of ready endpoints on this node (only Services with some). */
-  localReadyEndpoints(): ReadonlyMap<ServiceKey, number> {
+  /**
+   * Service -> distinct IPs of ready endpoints on this node, per IP family (only Services with
+   * some). Per family, because a dual-stack pod has one endpoint in each family's slice.
+   */
+  localReadyEndpoints(): ReadonlyMap<ServiceKey, LocalReadyCounts> {
     return this.localReady;
   }
 
@@ -126,9 +138,14 @@ export class EndpointsMap implements EndpointsMapView {
 
   // Distinct IPs, not ip:port pairs: one pod serving two ports is one endpoint to the health check.
   private countLocalReady(key: ServiceKey, current: Map<string, PortEndpoints>): void {
-    const ips = new Set<string>();
-    for (const p of current.values()) for (const e of p.endpoints) if (e.ready && e.isLocal) ips.add(e.ip);
-    if (ips.size > 0) this.localReady.set(key, ips.size);
+    const ips: Record<IPFamily, Set<string>> = { IPv4: new Set(), IPv6: new Set() };
+    for (const p of current.values()) {
+      for (const e of p.endpoints) if (e.ready && e.isLocal) ips[e.family].add(e.ip);
+    }
+    const counts: Partial<Record<IPFamily, number>> = {};
+    for (const family of ["IPv4", "IPv6"] as const)
+      if (ips[family].size > 0) counts[family] = ips[family].size;
+    if (Object.keys(counts).length > 0) this.localReady.set(key, counts);
     else this.localReady.delete(key);
   }
 

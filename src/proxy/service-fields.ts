@@ -23,8 +23,17 @@ function listOf(value: unknown, field: string, problems: ProblemList): unknown[]
 export type ClusterIPs = Partial<Record<IPFamily, string>>;
 
 /**
- * Cluster IPs by family. undefined: the primary cluster IP is not an IP, so the whole Service is
- * dropped (programming half a Service under a wrong address would be worse than none).
+ * The Service's primary IP family: that of its first cluster IP (spec.ipFamilies[0]).
+ * readClusterIPs fills the record in spec.clusterIPs order, and string keys keep insertion order.
+ */
+export function primaryFamily(clusterIPs: Readonly<ClusterIPs>): IPFamily | undefined {
+  return (Object.keys(clusterIPs) as IPFamily[])[0];
+}
+
+/**
+ * Cluster IPs by family, primary first (see primaryFamily). undefined: the primary cluster IP is
+ * not an IP, so the whole Service is dropped (programming half a Service under a wrong address
+ * would be worse than none).
  */
 export function readClusterIPs(spec: Spec, problems: ProblemList): ClusterIPs | undefined {
   const list =

@@ -2,7 +2,11 @@
 // node ports and the local ready endpoint counts. A failure there never fails the sync.
 
 import type { Logger } from "../log/logger.ts";
+import type { EndpointsMap } from "./endpoints-map.ts";
 import type { SyncInput } from "./proxier.ts";
+import { primaryFamily } from "./service-fields.ts";
+import type { ServiceMap } from "./service-map.ts";
+import type { ServiceKey } from "./types.ts";
 
 export interface ServiceHealthSink {
   syncServices(healthCheckNodePorts: ReadonlyMap<string, number>): void | Promise<void>;
@@ -17,10 +21,26 @@ export async function reportServiceHealth(
   if (!sink) return;
   try {
     await sink.syncServices(input.services.healthCheckNodePorts());
-    await sink.syncEndpoints(input.endpoints.localReadyEndpoints());
+    await sink.syncEndpoints(localEndpointCounts(input.services, input.endpoints));
   } catch (err) {
     log.error("Error syncing healthcheck services", {
       err: err instanceof Error ? err.message : String(err),
     });
   }
+}
+
+/**
+ * Per Service, the local ready endpoints of its primary IP family. One server answers for both
+ * families here (upstream runs one per family), so adding the families would count a dual-stack
+ * pod twice.
+ */
+export function localEndpointCounts(services: ServiceMap, endpoints: EndpointsMap): Map<ServiceKey, number> {
+  const out = new Map<ServiceKey, number>();
+  for (const [key, counts] of endpoints.localReadyEndpoints()) {
+    const port = services.portsOf(key)[0];
+    const family = port ? primaryFamily(port.clusterIPs) : undefined;
+    const count = family ? counts[family] : undefined;
+    if (count) out.set(key, count);
+  }
+  return out;
 }

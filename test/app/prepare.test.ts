@@ -7,16 +7,23 @@ import { FakeExec } from "../../src/exec/fake.ts";
 import { createIpsetClient } from "../../src/host/ipset.ts";
 import { createFakeIpset } from "../../src/host/ipset-fake.ts";
 import { createFakeKernel } from "../../src/host/kernel.ts";
-import { createFakeSysctl } from "../../src/host/sysctl.ts";
+import { createFakeConntrackHashsize, createFakeSysctl } from "../../src/host/sysctl.ts";
 import { memoryLogger } from "../../src/log/logger.ts";
 
 const ipvsMods = ["ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_sh", "nf_conntrack"];
 
-function host(loaded: string[]): Host & { sysctl: ReturnType<typeof createFakeSysctl> } {
+function host(
+  loaded: string[],
+  hashsize = createFakeConntrackHashsize({ value: 65536, initialNetns: true }),
+): Host & { sysctl: ReturnType<typeof createFakeSysctl>; hashsize: typeof hashsize } {
   return {
     exec: new FakeExec(),
     kernel: createFakeKernel({ version: "6.1.0", loaded }),
-    sysctl: createFakeSysctl({ "net/bridge/bridge-nf-call-iptables": 1 }),
+    sysctl: createFakeSysctl({
+      "net/bridge/bridge-nf-call-iptables": 1,
+      "net/netfilter/nf_conntrack_max": 0,
+    }),
+    hashsize,
     ipset: createIpsetClient({ exec: createFakeIpset({ version: "7.17" }).install() }),
   };
 }
@@ -28,12 +35,13 @@ function config(patch: (c: ProxyConfig) => void = () => {}): ProxyConfig {
 }
 
 describe("prepareNode", () => {
-  test("iptables is the default mode and sets route_localnet", async () => {
+  test("iptables is the default mode; route_localnet is left to the mode assembly", async () => {
     const h = host([]);
     const prep = await prepareNode(config(), h, memoryLogger(), false);
     expect(prep.mode).toBe("iptables");
     expect(prep.fatal).toBeUndefined();
-    expect(h.sysctl.values.get("net/ipv4/conf/all/route_localnet")).toBe("1");
+    expect(h.sysctl.values.get("net/netfilter/nf_conntrack_tcp_timeout_established")).toBe("86400");
+    expect(h.sysctl.values.has("net/ipv4/conf/all/route_localnet")).toBe(false);
   });
 
   test("ipvs on a capable node: checks pass and the ipvs sysctls are written", async () => {
@@ -60,5 +68,80 @@ describe("prepareNode", () => {
     expect(prep.fatal).toContain("ip_vs, ip_vs_rr, ip_vs_wrr, ip_vs_sh, nf_conntrack");
     expect(prep.fatal).toContain("ipset version found: 7.17");
     expect(h.sysctl.writes).toEqual([]);
+    expect(h.hashsize.writes).toEqual([]);
+  });
+
+  test("nf_conntrack hashsize follows nf_conntrack_max up to max/4, never down", async () => {
+    const h = host([]);
+    const prep = await prepareNode(
+      config((c) => {
+        c.conntrack.maxPerCore = 0;
+        c.conntrack.min = 0;
+      }),
+      h,
+      memoryLogger(),
+      false,
+    );
+    // No max to set: hashsize is not touched.
+    expect(prep.sysctls.some((s) => s.name.includes("hashsize"))).toBe(false);
+
+    const raise = host([]);
+    await prepareNode(
+      config((c) => {
+        c.conntrack.maxPerCore = 1;
+        c.conntrack.min = 1_048_576;
+      }),
+      raise,
+      memoryLogger(),
+      false,
+    );
+    expect(raise.sysctl.values.get("net/netfilter/nf_conntrack_max")).toBe("1048576");
+    expect(raise.hashsize.writes).toEqual([262144]);
+
+    const big = host([], createFakeConntrackHashsize({ value: 500_000, initialNetns: true }));
+    await prepareNode(
+      config((c) => {
+        c.conntrack.min = 1_048_576;
+      }),
+      big,
+      memoryLogger(),
+      false,
+    );
+    expect(big.hashsize.writes).toEqual([]);
+  });
+
+  test("outside the initial network namespace the hashsize is skipped with a log line, not a failure", async () => {
+    const h = host([], createFakeConntrackHashsize({ value: 65536, initialNetns: false }));
+    const log = memoryLogger();
+    const prep = await prepareNode(
+      config((c) => {
+        c.conntrack.min = 1_048_576;
+      }),
+      h,
+      log,
+      false,
+    );
+    expect(prep.fatal).toBeUndefined();
+    expect(h.hashsize.writes).toEqual([]);
+    expect(prep.sysctls.find((s) => s.name.includes("hashsize"))?.action).toBe("skipped");
+    expect(log.lines.some((l) => l.includes("initial network namespace"))).toBe(true);
+  });
+
+  test("a read-only /sys is a warning and a Node event, not a failure", async () => {
+    const h = host([], createFakeConntrackHashsize({ value: 65536, sysfsWritable: false }));
+    const log = memoryLogger();
+    const prep = await prepareNode(
+      config((c) => {
+        c.conntrack.min = 1_048_576;
+      }),
+      h,
+      log,
+      false,
+    );
+    expect(prep.fatal).toBeUndefined();
+    expect(prep.nodeWarnings).toEqual([
+      { reason: "readOnlySysFS", message: expect.stringContaining("/sys is read-only") },
+    ]);
+    expect(log.lines.some((l) => l.startsWith("W") && l.includes("/sys is read-only"))).toBe(true);
   });
 });

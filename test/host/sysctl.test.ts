@@ -1,8 +1,23 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createFakeSysctl, createSysctlClient, SysctlError } from "../../src/host/sysctl.ts";
+import {
+  createConntrackHashsizeClient,
+  createFakeSysctl,
+  createSysctlClient,
+  SysctlError,
+} from "../../src/host/sysctl.ts";
+import { memoryLogger } from "../../src/log/logger.ts";
+import { raiseConntrackHashsize } from "../../src/mode/sysctls.ts";
 
 const roots: string[] = [];
 afterEach(() => {
@@ -112,5 +127,73 @@ describe("createFakeSysctl", () => {
     expect((err as SysctlError).value).toBe("1");
     expect(sysctl.writes).toEqual([]);
     expect(await sysctl.get("net/ipv4/ip_forward")).toBe("0");
+  });
+});
+
+describe("nf_conntrack hashsize under a root", () => {
+  function sysRoot(opts: { hashsize?: number; sysfs?: string; netns?: [string, string] }): string {
+    const root = mkdtempSync(join(tmpdir(), "kpt-hashsize-"));
+    roots.push(root);
+    if (opts.hashsize !== undefined) {
+      mkdirSync(join(root, "sys/module/nf_conntrack/parameters"), { recursive: true });
+      writeFileSync(join(root, "sys/module/nf_conntrack/parameters/hashsize"), `${opts.hashsize}\n`);
+    }
+    mkdirSync(join(root, "proc/self/ns"), { recursive: true });
+    mkdirSync(join(root, "proc/1/ns"), { recursive: true });
+    if (opts.netns) {
+      symlinkSync(opts.netns[0], join(root, "proc/self/ns/net"));
+      symlinkSync(opts.netns[1], join(root, "proc/1/ns/net"));
+    }
+    writeFileSync(
+      join(root, "proc/mounts"),
+      `proc /proc proc rw 0 0\n${opts.sysfs ?? "sysfs /sys sysfs rw,nosuid 0 0"}\n`,
+    );
+    return root;
+  }
+
+  test("reads and writes the module parameter, never creating it", async () => {
+    const root = sysRoot({ hashsize: 65536 });
+    const c = createConntrackHashsizeClient({ root });
+    expect(await c.get()).toBe(65536);
+    await c.set(262144);
+    expect(readFileSync(join(root, "sys/module/nf_conntrack/parameters/hashsize"), "utf8")).toBe("262144\n");
+    const absent = createConntrackHashsizeClient({ root: sysRoot({}) });
+    expect(await absent.get()).toBeUndefined();
+    expect(await caught(absent.set(1))).toBeInstanceOf(SysctlError);
+  });
+
+  test("initial namespace: same net namespace link as PID 1; unknown when unreadable", async () => {
+    const same = createConntrackHashsizeClient({
+      root: sysRoot({ netns: ["net:[4026531833]", "net:[4026531833]"] }),
+    });
+    expect(await same.inInitialNetns()).toBe(true);
+    const other = createConntrackHashsizeClient({
+      root: sysRoot({ netns: ["net:[4026532400]", "net:[4026531833]"] }),
+    });
+    expect(await other.inInitialNetns()).toBe(false);
+    expect(await createConntrackHashsizeClient({ root: sysRoot({}) }).inInitialNetns()).toBeUndefined();
+  });
+
+  test("a read-only sysfs is seen in /proc/mounts", async () => {
+    expect(await createConntrackHashsizeClient({ root: sysRoot({}) }).sysfsWritable()).toBe(true);
+    const ro = sysRoot({ sysfs: "sysfs /sys sysfs ro,nosuid,nodev 0 0" });
+    expect(await createConntrackHashsizeClient({ root: ro }).sysfsWritable()).toBe(false);
+  });
+
+  test("raised to max/4 in the initial namespace; skipped (logged) in another one", async () => {
+    const root = sysRoot({ hashsize: 16384, netns: ["net:[1]", "net:[1]"] });
+    const log = memoryLogger();
+    const r = await raiseConntrackHashsize(262144, createConntrackHashsizeClient({ root }), log);
+    expect(r.outcome.action).toBe("set");
+    expect(readFileSync(join(root, "sys/module/nf_conntrack/parameters/hashsize"), "utf8")).toBe("65536\n");
+
+    const inNetns = sysRoot({ hashsize: 16384, netns: ["net:[2]", "net:[1]"] });
+    const log2 = memoryLogger();
+    const r2 = await raiseConntrackHashsize(262144, createConntrackHashsizeClient({ root: inNetns }), log2);
+    expect(r2.outcome).toMatchObject({ action: "skipped", detail: "not in the initial network namespace" });
+    expect(readFileSync(join(inNetns, "sys/module/nf_conntrack/parameters/hashsize"), "utf8")).toBe(
+      "16384\n",
+    );
+    expect(log2.lines.some((l) => l.includes("initial network namespace"))).toBe(true);
   });
 });

@@ -16,8 +16,6 @@ const conntrack = {
 const base: SysctlInputs = {
   mode: "ipvs",
   kernelVersion: "6.1.0",
-  localhostNodePorts: true,
-  ipv4: true,
   strictARP: false,
   conntrack,
   cpus: 2,
@@ -52,14 +50,9 @@ describe("sysctl plan", () => {
     expect(n["net/ipv4/conf/all/arp_announce"]).toBe(2);
   });
 
-  test("iptables: route_localnet only with localhost nodeports on IPv4", () => {
-    expect(names({ ...base, mode: "iptables" })["net/ipv4/conf/all/route_localnet"]).toBe(1);
-    expect(
-      "net/ipv4/conf/all/route_localnet" in names({ ...base, mode: "iptables", localhostNodePorts: false }),
-    ).toBe(false);
-    expect("net/ipv4/conf/all/route_localnet" in names({ ...base, mode: "iptables", ipv4: false })).toBe(
-      false,
-    );
+  test("iptables: no ipvs knobs, and route_localnet is left to the mode assembly", () => {
+    // route_localnet needs the node IPs and the IPv4 proxier (proxy/localhost-nodeports.ts).
+    expect("net/ipv4/conf/all/route_localnet" in names({ ...base, mode: "iptables" })).toBe(false);
     expect("net/ipv4/vs/conntrack" in names({ ...base, mode: "iptables" })).toBe(false);
   });
 
@@ -121,7 +114,11 @@ describe("applying the plan", () => {
       recorded.push(a),
     );
     await applySysctls(planSysctls({ ...base, mode: "iptables" }), sysctl, memoryLogger());
-    expect(recorded).toContainEqual(["sysctl", "-w", "net.ipv4.conf.all.route_localnet=1"]);
+    expect(recorded).toContainEqual([
+      "sysctl",
+      "-w",
+      "net.netfilter.nf_conntrack_tcp_timeout_established=86400",
+    ]);
     expect(recorded).toContainEqual(["sysctl", "-w", "net.netfilter.nf_conntrack_max=131072"]);
   });
 });

@@ -151,10 +151,18 @@ describe("local ready endpoints", () => {
       slice("web-b", [ep("192.0.2.4", "node-a", { ready: false, serving: true, terminating: true })]),
       slice("api-a", [ep("192.0.2.9", "node-b")], { service: "api" }),
     ]);
-    expect(map.localReadyEndpoints()).toEqual(new Map([["ns/web", 2]]));
+    expect(map.localReadyEndpoints()).toEqual(new Map([["ns/web", { IPv4: 2 }]]));
     tracker.endpointSliceChanged(slice("web-a", [ep("192.0.2.3", "node-b")], { ports }), false);
     map.update(tracker);
     expect(map.localReadyEndpoints().size).toBe(0);
+  });
+
+  test("a dual-stack pod is counted once per family, never summed", () => {
+    const { map } = setup([
+      slice("web-v4", [ep("192.0.2.1", "node-a"), ep("192.0.2.2", "node-a")]),
+      slice("web-v6", [ep("2001:db8::1", "node-a")], { addressType: "IPv6" }),
+    ]);
+    expect(map.localReadyEndpoints()).toEqual(new Map([["ns/web", { IPv4: 2, IPv6: 1 }]]));
   });
 });
 

@@ -145,6 +145,10 @@ export function createNetlinkClient(opts: NetlinkClientOptions): NetlinkClient {
       throw new NetlinkError("ip", args, res.code, res.stderr, real, `ip -batch refused ${what}`);
     },
 
+    async allAddresses() {
+      return (await show(["-o", "addr", "show"])).map((a) => a.address);
+    },
+
     async localAddresses(excludeDevice) {
       const all = await show(["-o", "addr", "show"]);
       return all

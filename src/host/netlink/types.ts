@@ -18,4 +18,10 @@ export interface NetlinkClient {
   bindAddresses(device: string, add: readonly string[], remove: readonly string[]): Promise<void>;
   /** Every local address except loopback, link-local and those on `excludeDevice` (node IPs). */
   localAddresses(excludeDevice?: string): Promise<InterfaceAddress[]>;
+  /**
+   * Every local address of every device, loopback and link-local included (what nodePortAddresses
+   * is matched against). Raises NetlinkError when `ip` fails: an empty answer would silently
+   * drop every NodePort rule.
+   */
+  allAddresses(): Promise<string[]>;
 }

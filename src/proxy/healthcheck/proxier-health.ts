@@ -11,9 +11,16 @@ import { formatGoTime } from "./go-time.ts";
 /** The taint the cluster autoscaler puts on a node it is about to delete. */
 export const TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler";
 
-/** Upstream's health timeout: twice the (iptables) sync period, whatever the mode. */
-export function healthTimeoutMs(config: Pick<ProxyConfig, "iptables">): number {
-  return 2 * config.iptables.syncPeriod;
+/**
+ * The health timeout: twice the running mode's sync period. (Upstream v1.31 took the iptables
+ * period whatever the mode, so an ipvs node with a longer ipvs.syncPeriod was reported unhealthy
+ * between two healthy periodic syncs; later releases use the one sync period of the mode.)
+ */
+export function healthTimeoutMs(
+  config: Pick<ProxyConfig, "iptables" | "ipvs">,
+  mode: "iptables" | "ipvs",
+): number {
+  return 2 * (mode === "ipvs" ? config.ipvs.syncPeriod : config.iptables.syncPeriod);
 }
 
 /** The parts of a Node that decide whether load balancers should keep using it. */

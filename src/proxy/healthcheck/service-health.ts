@@ -22,8 +22,9 @@ export interface ServiceHealthServerOptions {
   /** This node's name; upstream names it in bind-failure messages and events. */
   nodeName: string;
   /**
-   * Node IPs matching nodePortAddresses, one listener each; empty: every local address
-   * through one dual-stack socket, as upstream does when nodePortAddresses is unset.
+   * Node IPs matching nodePortAddresses, one listener each (none when empty); absent: every
+   * local address through one dual-stack socket, as upstream does when nodePortAddresses
+   * matches everything (see serviceHealthListenAddresses).
    */
   nodeAddresses?: readonly string[];
   health: ProxierHealthChecker;
@@ -77,7 +78,8 @@ export class ServiceHealthServer {
   private closed = false;
 
   constructor(private readonly opts: ServiceHealthServerOptions) {
-    this.addresses = opts.nodeAddresses?.length ? [...opts.nodeAddresses] : [""];
+    // An empty list must stay empty: falling back to the wildcard would open the port everywhere.
+    this.addresses = opts.nodeAddresses ? [...opts.nodeAddresses] : [""];
   }
 
   /**

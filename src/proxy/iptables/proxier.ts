@@ -12,6 +12,7 @@ import type { NodeInfo } from "../../k8s/node-info.ts";
 import type { Logger } from "../../log/logger.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "../local-detect.ts";
+import { decideLocalhostNodePorts } from "../localhost-nodeports.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { isLoopback, NodePortAddresses, resolveNodePortAddresses } from "../nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../proxier.ts";
@@ -51,8 +52,16 @@ export interface IptablesProxierDeps {
   readonly nodeName: string;
   /** The node's primary IPs (for nodePortAddresses "primary" and source ranges covering the node). */
   readonly nodeIPs: Readonly<Partial<Record<IPFamily, string>>>;
-  /** All local addresses ("ip" or "ip/prefix"), e.g. from `ip -o addr`; used with nodePortAddresses. */
+  /**
+   * All local addresses ("ip" or "ip/prefix"), e.g. from `ip -o addr`; used with nodePortAddresses.
+   * A rejection fails the sync before anything is restored (the previous rules stay).
+   */
   readonly localAddresses: () => Promise<readonly string[]>;
+  /**
+   * The node-wide localhost NodePorts decision (decideLocalhostNodePorts), made once by the
+   * assembly that also sets route_localnet from it; derived from config when absent (tests).
+   */
+  readonly localhostNodePorts?: boolean;
   /** Fixed detector; by default derived from config (NodeCIDR mode: from the Node's podCIDRs). */
   readonly localDetector?: LocalTrafficDetector;
   readonly conntrack?: ConntrackCleaner;
@@ -79,10 +88,18 @@ interface FixedSettings {
 function fixedSettings(deps: IptablesProxierDeps): FixedSettings {
   const { config, family } = deps;
   const npa = new NodePortAddresses(family, resolveNodePortAddresses(config.nodePortAddresses, deps.nodeIPs));
+  const localhost =
+    deps.localhostNodePorts ??
+    decideLocalhostNodePorts({
+      enabledByConfig: config.iptables.localhostNodePorts,
+      nodePortAddresses: config.nodePortAddresses,
+      nodeIPs: deps.nodeIPs,
+      proxiesIPv4: family === "IPv4",
+    }).enabled;
   return {
     mark: masqueradeMark(config.iptables.masqueradeBit),
-    // route_localnet exists for IPv4 only, and is pointless if no nodePortAddress is loopback.
-    localhostNodePorts: family === "IPv4" && config.iptables.localhostNodePorts && npa.containsIPv4Loopback,
+    // route_localnet (and so the localnet guard) exists for IPv4 only.
+    localhostNodePorts: family === "IPv4" && localhost,
     nodePortAddresses: npa,
     conntrackTCPLiberal: deps.conntrackTCPLiberal ?? config.conntrack.tcpBeLiberal,
   };
@@ -317,18 +334,23 @@ export class IptablesProxier implements Proxier {
     }
   }
 
-  /** undefined when every local address takes NodePorts; else the matching node addresses. */
+  /**
+   * undefined when every local address takes NodePorts; else the matching node addresses. When
+   * the addresses cannot be listed the sync fails here, before the restore: writing the rules
+   * without the NodePort tail would silently close every NodePort.
+   */
   private async nodePortIPs(): Promise<string[] | undefined> {
     const npa = this.fixed.nodePortAddresses;
     if (npa.matchAll) return undefined;
-    let addresses: readonly string[] = [];
+    let addresses: readonly string[];
     try {
       addresses = await this.deps.localAddresses();
     } catch (err) {
-      this.log.error(
-        "Failed to get node ip address matching nodeport cidrs, services with nodeport may not work as intended",
-        { CIDRs: npa.toString(), err: errText(err) },
-      );
+      this.log.error("Failed to list node addresses matching nodePortAddresses; keeping the previous rules", {
+        CIDRs: npa.toString(),
+        err: errText(err),
+      });
+      throw err;
     }
     return npa.nodeIPs(addresses).filter((ip) => this.acceptsNodePortsOn(ip));
   }

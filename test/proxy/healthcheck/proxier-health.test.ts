@@ -171,6 +171,11 @@ describe("node eligibility", () => {
   });
 });
 
-test("health timeout is twice the iptables sync period", () => {
-  expect(healthTimeoutMs(defaultProxyConfig())).toBe(60_000);
+test("health timeout is twice the running mode's own sync period", () => {
+  const config = defaultProxyConfig();
+  config.iptables.syncPeriod = 30_000;
+  config.ipvs.syncPeriod = 90_000;
+  expect(healthTimeoutMs(config, "iptables")).toBe(60_000);
+  // ipvs mode syncs every ipvs.syncPeriod: judging it by the iptables period would flap.
+  expect(healthTimeoutMs(config, "ipvs")).toBe(180_000);
 });

@@ -203,12 +203,21 @@ describe("ServiceHealthServer", () => {
     await held.close();
   });
 
-  test("no node addresses: listens on every local address", async () => {
-    const { server } = make({ nodeAddresses: [] });
+  test("node addresses absent: listens on every local address", async () => {
+    const { server } = make({ nodeAddresses: undefined });
     const port = await freePort();
     await server.syncServices(new Map([["a/b", port]]));
     await server.syncEndpoints(new Map([["a/b", 1]]));
     expect((await probe(port)).status).toBe(200);
+  });
+
+  test("an empty node address list (nothing matches nodePortAddresses) listens nowhere", async () => {
+    const { server } = make({ nodeAddresses: [] });
+    const port = await freePort();
+    await server.syncServices(new Map([["a/b", port]]));
+    await server.syncEndpoints(new Map([["a/b", 1]]));
+    expect(server.listeners().get("a/b")?.addresses).toEqual([]);
+    expect(await reachable(url(port))).toBe(false);
   });
 
   test("close() closes every listener and later syncs do nothing", async () => {
