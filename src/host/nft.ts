@@ -2,6 +2,7 @@
 // needs (list the tables, delete one). A host without nft is an answer, not an error.
 
 import type { Exec, ExecResult } from "../exec/types.ts";
+import { firstLine } from "./tool-output.ts";
 
 export type NftFamily = "ip" | "ip6" | "inet" | "arp" | "bridge" | "netdev";
 
@@ -29,15 +30,6 @@ export class NftError extends Error {
   get isUnsupported(): boolean {
     return /Operation not supported|Protocol not supported/.test(this.stderr);
   }
-}
-
-function firstLine(text: string): string {
-  return (
-    text
-      .split("\n")
-      .map((l) => l.trim())
-      .find((l) => l !== "") ?? "(no output)"
-  );
 }
 
 export interface NftClient {

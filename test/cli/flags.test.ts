@@ -5,69 +5,11 @@ import { resolveCommandLine } from "../../src/cli/index.ts";
 import type { FlagSpec } from "../../src/cli/types.ts";
 import { defaultProxyConfig } from "../../src/config/defaults.ts";
 import { formatGoDuration } from "../../src/config/duration.ts";
-
-/** Every flag of upstream kube-proxy v1.31 on Linux (pflag normalises "_" to "-"). */
-const UPSTREAM_FLAGS = [
-  "bind-address",
-  "bind-address-hard-fail",
-  "cleanup",
-  "cluster-cidr",
-  "config",
-  "config-sync-period",
-  "conntrack-max-per-core",
-  "conntrack-min",
-  "conntrack-tcp-be-liberal",
-  "conntrack-tcp-timeout-close-wait",
-  "conntrack-tcp-timeout-established",
-  "conntrack-udp-timeout",
-  "conntrack-udp-timeout-stream",
-  "detect-local-mode",
-  "feature-gates",
-  "healthz-bind-address",
-  "healthz-port",
-  "help",
-  "hostname-override",
-  "init-only",
-  "iptables-localhost-nodeports",
-  "iptables-masquerade-bit",
-  "iptables-min-sync-period",
-  "iptables-sync-period",
-  "ipvs-exclude-cidrs",
-  "ipvs-min-sync-period",
-  "ipvs-scheduler",
-  "ipvs-strict-arp",
-  "ipvs-sync-period",
-  "ipvs-tcp-timeout",
-  "ipvs-tcpfin-timeout",
-  "ipvs-udp-timeout",
-  "kube-api-burst",
-  "kube-api-content-type",
-  "kube-api-qps",
-  "kubeconfig",
-  "log-flush-frequency",
-  "log-json-info-buffer-size",
-  "log-json-split-stream",
-  "log-text-info-buffer-size",
-  "log-text-split-stream",
-  "logging-format",
-  "masquerade-all",
-  "master",
-  "metrics-bind-address",
-  "metrics-port",
-  "nodeport-addresses",
-  "oom-score-adj",
-  "pod-bridge-interface",
-  "pod-interface-name-prefix",
-  "profiling",
-  "proxy-mode",
-  "proxy-port-range",
-  "show-hidden-metrics-for-version",
-  "v",
-  "version",
-  "vmodule",
-  "write-config-to",
-];
-const OUR_FLAGS = ["dry-run", "output", "state", "dump-state", "iptables-backend"];
+import {
+  KUBE_PROXY_TS_ONLY_FLAGS,
+  UPSTREAM_V1_31_HELP_FLAGS,
+  UPSTREAM_V1_31_HIDDEN_FLAGS,
+} from "../support/upstream-flags.ts";
 
 /** The default written the way a user would pass it on the command line. */
 function defaultText(spec: FlagSpec): string {
@@ -80,7 +22,9 @@ function defaultText(spec: FlagSpec): string {
 
 describe("flag table", () => {
   test("has every upstream flag plus ours, and nothing else", () => {
-    expect(FLAGS.map((spec) => spec.name).sort()).toEqual([...UPSTREAM_FLAGS, ...OUR_FLAGS].sort());
+    expect(FLAGS.map((spec) => spec.name).sort()).toEqual(
+      [...UPSTREAM_V1_31_HELP_FLAGS, ...UPSTREAM_V1_31_HIDDEN_FLAGS, ...KUBE_PROXY_TS_ONLY_FLAGS].sort(),
+    );
   });
 
   test("the aliases --mode and --port-range resolve to the upstream flags", () => {

@@ -2,6 +2,8 @@
 // failed run into one of these so callers can tell "chain missing" from "lock held" from "line 42
 // of the restore input was rejected" without matching strings themselves.
 
+import { firstLine as firstToolLine } from "../tool-output.ts";
+
 /** iptables exits 4 for a "resource problem": above all, the xtables lock was not acquired in time. */
 export const EXIT_RESOURCE_PROBLEM = 4;
 
@@ -47,13 +49,9 @@ export function isNotFoundMessage(stderr: string): boolean {
 // iptables >= 1.8.8 prints this on every run given -W; it is never the error.
 const WAIT_INTERVAL_NOTICE = "Ignoring deprecated --wait-interval option.";
 
+/** iptables' first line worth quoting: comments and the --wait-interval notice are noise. */
 function firstLine(text: string): string {
-  return (
-    text
-      .split("\n")
-      .map((l) => l.trim())
-      .find((l) => l !== "" && !l.startsWith("#") && l !== WAIT_INTERVAL_NOTICE) ?? "(no output)"
-  );
+  return firstToolLine(text, (l) => l.startsWith("#") || l === WAIT_INTERVAL_NOTICE);
 }
 
 /** One numbered line of the restore input (numbering starts at 1, as iptables-restore counts). */

@@ -1,6 +1,8 @@
 // Typed failures of the ip tool. The client decides what an exit means ("File exists" on a
 // link add is success for ensureDummyDevice) and raises a NetlinkError for the rest.
 
+import { firstLine } from "../tool-output.ts";
+
 /** One line of an `ip -batch` input that ip refused ("Command failed -:N"). */
 export interface BatchLineFailure {
   readonly line: number;
@@ -36,15 +38,6 @@ export class NetlinkError extends Error {
   get isUnsupportedType(): boolean {
     return /Unknown device type/.test(this.stderr);
   }
-}
-
-function firstLine(text: string): string {
-  return (
-    text
-      .split("\n")
-      .map((l) => l.trim())
-      .find((l) => l !== "") ?? "(no output)"
-  );
 }
 
 /**
