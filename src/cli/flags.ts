@@ -200,7 +200,7 @@ export const FLAGS: readonly FlagSpec[] = [
     default: false,
     config: "enableProfiling",
     group: "Node and servers",
-    help: "Serve profiling endpoints under /debug/pprof on the metrics server.",
+    help: "Answer /debug/pprof on the metrics server, as upstream; this build has no Go profiler, so those routes answer 501 with a note saying so.",
   }),
   f({
     name: "show-hidden-metrics-for-version",
