@@ -729,6 +729,52 @@ describe("a healthCheckNodePort, served on the nodePortAddresses IP only", () =>
     expect(path.ok || path.error === "refused", JSON.stringify(path)).toBe(true);
   });
 
+  e2eTest(run, "dual-stack: an endpoint with an IPv4 and an IPv6 address counts once", async () => {
+    // The Service becomes dual-stack and its two local Pods get IPv6 addresses in a second slice.
+    const { service, slice } = serviceObjects(LB_LOCAL, NODE_NAME);
+    const v6ClusterIP = "2001:db8:70::70";
+    run.api!.server.update("Service", {
+      ...service,
+      spec: {
+        ...service.spec,
+        ipFamilies: ["IPv4", "IPv6"],
+        ipFamilyPolicy: "RequireDualStack",
+        clusterIPs: [LB_LOCAL.clusterIP, v6ClusterIP],
+      },
+    });
+    const v6Of = (ip: string) => `2001:db8:1::${ip.split(".")[3]}`;
+    const v4 = slice!;
+    run.api!.server.create("EndpointSlice", {
+      ...v4,
+      metadata: {
+        ...v4.metadata,
+        name: `${v4.metadata!.name}-v6`,
+        uid: undefined,
+        resourceVersion: undefined,
+      },
+      addressType: "IPv6",
+      endpoints: (v4.endpoints as { addresses: string[] }[]).map((e) => ({
+        ...e,
+        addresses: e.addresses.map(v6Of),
+      })),
+    });
+    // Synced once the IPv6 cluster IP is programmed (where the node proxies IPv6 at all).
+    if ((await familiesProxied(run.topo!)) === 2) {
+      const deadline = Date.now() + 20_000;
+      for (let i = 0; i < 100 && !(await ip6Nat(run.topo!)).includes(v6ClusterIP); i++) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${v6ClusterIP} in ip6tables nat`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    // The count is reported after each sync; read it a few times to see the settled value.
+    for (let i = 0; i < 3; i++) {
+      const r = await httpGet(run.topo!, "client", url, { timeoutMs: 3000 });
+      expect(r.status, describeHttp(r)).toBe(200);
+      expect(jsonBody(r)).toMatchObject({ localEndpoints: 2 });
+      await new Promise((res) => setTimeout(res, 300));
+    }
+  });
+
   e2eTest(run, "503 with localEndpoints=0 once the local endpoints are gone", async () => {
     run.api!.server.update(
       "EndpointSlice",
