@@ -3,7 +3,7 @@
 // 127.0.0.1:10249 from inside that namespace after the first sync. A second run points the binary
 // at an API server address where nothing listens, to see its REST client metrics.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir } from "../support/binary.ts";
 import { type NodeSpec, renderState, type ServiceSpec, writeStateFile } from "../support/e2e-cluster.ts";
@@ -307,4 +307,40 @@ describe("REST client metrics of the running binary", () => {
       'rest_client_request_duration_seconds_bucket{host="127.0.0.1:16443",verb="GET",le="0.005"}',
     );
   }, 120_000);
+});
+
+describe("nfacct metrics when nfacct is not usable", () => {
+  const h: Harness = {};
+  afterAll(() => tearDown(h), 30_000);
+
+  test("both nfacct families are absent from /metrics, not 0", async () => {
+    h.topo = await createTopology({ pods: [{ name: "web", ip: "203.0.113.2" }], client: false });
+    h.dir = tempDir("kpts-metrics-nonfacct-");
+    // An nfacct earlier on the daemon's PATH that fails as a kernel without nfnetlink_acct would.
+    const bin = join(h.dir, "bin");
+    mkdirSync(bin);
+    writeFileSync(
+      join(bin, "nfacct"),
+      "#!/bin/sh\necho 'nfacct: netlink error: Operation not supported' >&2\nexit 1\n",
+    );
+    chmodSync(join(bin, "nfacct"), 0o755);
+    const stateFile = join(h.dir, "state.yaml");
+    writeStateFile(stateFile, renderState(NODE, SERVICES));
+    h.kubeProxy = startKubeProxy(h.topo, {
+      stateFile,
+      env: { PATH: `${bin}:${process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin"}` },
+    });
+    const text = await scrapeUntil(
+      h.topo,
+      h.kubeProxy,
+      (t) => t.includes("kubeproxy_sync_proxy_rules_last_timestamp_seconds "),
+      "a scrape after the first sync",
+    );
+    for (const name of [
+      "kubeproxy_iptables_ct_state_invalid_dropped_packets_total",
+      "kubeproxy_iptables_localhost_nodeports_accepted_packets_total",
+    ]) {
+      expect(text, `${name} must be absent`).not.toContain(name);
+    }
+  }, 90_000);
 });
