@@ -38,6 +38,17 @@ function isObject(v: unknown): v is KubeObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** The whole text as one JSON value, when it is JSON; { ok: false } sends it to the YAML parser. */
+function parseJsonDocument(text: string): { ok: true; value: unknown } | { ok: false } {
+  const start = text.search(/\S/);
+  if (start < 0 || (text[start] !== "{" && text[start] !== "[")) return { ok: false };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}
+
 export function parseStateDocuments(text: string, source: string): StateDocuments {
   const services: KubeObject[] = [];
   const endpointSlices: KubeObject[] = [];
@@ -73,6 +84,18 @@ export function parseStateDocuments(text: string, source: string): StateDocument
     }
   };
 
+  const placeDocument = (value: unknown, i: number) => {
+    if (value == null) return;
+    if (!isObject(value)) throw new StateFileError(source, `document ${i + 1} is not an object`);
+    place(value, `document ${i + 1}`);
+  };
+  // A JSON snapshot (what `kubectl get -o json` prints) skips the YAML parser, which costs many
+  // times more at scale; text that only looks like JSON falls back to YAML and its messages.
+  const json = parseJsonDocument(text);
+  if (json.ok) {
+    placeDocument(json.value, 0);
+    return { services, endpointSlices, nodes, ignored, ...(hostState ? { hostState } : {}) };
+  }
   const docs = parseAllDocuments(text, { prettyErrors: true });
   for (const [i, doc] of docs.entries()) {
     const first = doc.errors[0];
@@ -83,10 +106,7 @@ export function parseStateDocuments(text: string, source: string): StateDocument
         `document ${i + 1}${line ? ` line ${line}` : ""}: ${first.message.split("\n")[0]}`,
       );
     }
-    const value: unknown = doc.toJS();
-    if (value == null) continue;
-    if (!isObject(value)) throw new StateFileError(source, `document ${i + 1} is not an object`);
-    place(value, `document ${i + 1}`);
+    placeDocument(doc.toJS(), i);
   }
   return { services, endpointSlices, nodes, ignored, ...(hostState ? { hostState } : {}) };
 }

@@ -40,6 +40,29 @@ describe("state file documents", () => {
     expect(docs.ignored).toEqual(["v1 ConfigMap default/c"]);
   });
 
+  test("a JSON snapshot gives the objects its YAML form gives, without the YAML parser", () => {
+    const yaml = readFileSync("examples/cluster.yaml", "utf8");
+    const fromYaml = parseStateDocuments(yaml, "cluster.yaml");
+    const asList = JSON.stringify({
+      apiVersion: "v1",
+      kind: "List",
+      items: [...fromYaml.nodes, ...fromYaml.services, ...fromYaml.endpointSlices],
+    });
+    const fromJson = parseStateDocuments(`\n  ${asList}\n`, "cluster.json");
+    expect(fromJson.services).toEqual(fromYaml.services);
+    expect(fromJson.endpointSlices).toEqual(fromYaml.endpointSlices);
+    expect(fromJson.nodes).toEqual(fromYaml.nodes);
+    // The YAML parser refuses a repeated key; JSON.parse keeps the last one: proof of the JSON path.
+    const repeated = '{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x", "name": "y"}}';
+    expect(parseStateDocuments(repeated, "r.json").services[0]?.metadata?.name).toBe("y");
+    // Text that only starts like JSON still gets the YAML parser's verdict, line and all.
+    expect(() => parseStateDocuments('{"apiVersion": "v1",\n  "kind": [', "bad.json")).toThrow(
+      StateFileError,
+    );
+    // A top-level JSON array is refused as before.
+    expect(() => parseStateDocuments("[1, 2]", "a.json")).toThrow("document 1 is not an object");
+  });
+
   test("HostState is picked up, and a second one is an error", () => {
     const one = "apiVersion: kube-proxy-ts/v1\nkind: HostState\nkernelVersion: 6.1.0\n";
     expect(parseStateDocuments(one, "s.yaml").hostState?.kernelVersion).toBe("6.1.0");
