@@ -18,7 +18,7 @@ import { probeHostState } from "../host/probe.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
 import { nodeIPs } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
-import { recordingHandler, renderStateFile } from "../k8s/object-store.ts";
+import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { NodeObject } from "../k8s/objects.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Check } from "../mode/check.ts";
@@ -108,7 +108,11 @@ export async function dryRun(
   if (opts.dumpStateFile) {
     writeFileSync(
       opts.dumpStateFile,
-      renderStateFile(store, await probeHostState(host.exec, host.kernel, host.ipset)),
+      renderStateFile(
+        store,
+        await probeHostState(host.exec, host.kernel, host.ipset),
+        stateFileFormatFor(opts.dumpStateFile),
+      ),
     );
     log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
   }

@@ -7,7 +7,7 @@ import { effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { probeHostState } from "../host/probe.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
-import { recordingHandler, renderStateFile } from "../k8s/object-store.ts";
+import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
 import { trackerMetrics } from "../proxy/change-metrics.ts";
@@ -233,7 +233,11 @@ async function runMode(
     if (opts.dumpStateFile) {
       writeFileSync(
         opts.dumpStateFile,
-        renderStateFile(store, await probeHostState(host.exec, host.kernel, host.ipset)),
+        renderStateFile(
+          store,
+          await probeHostState(host.exec, host.kernel, host.ipset),
+          stateFileFormatFor(opts.dumpStateFile),
+        ),
       );
       log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
     }

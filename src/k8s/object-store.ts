@@ -48,8 +48,23 @@ function withKind<T extends object>(obj: T, apiVersion: string, kind: string): T
   return { apiVersion, kind, ...obj };
 }
 
-/** Multi-document YAML in the --state format: objects sorted by key, then the HostState. */
-export function renderStateFile(store: ObjectStore, hostState?: HostState): string {
+/** How --dump-state writes the snapshot: by the file's extension, ".json" for JSON. */
+export type StateFileFormat = "yaml" | "json";
+
+export function stateFileFormatFor(path: string): StateFileFormat {
+  return path.toLowerCase().endsWith(".json") ? "json" : "yaml";
+}
+
+/**
+ * The --state format: objects sorted by key, then the HostState. YAML is one document per object
+ * (easy to read in a bug report); JSON is one `v1 List` holding them all, which writes and reads
+ * in a fraction of the time at 10,000 Services.
+ */
+export function renderStateFile(
+  store: ObjectStore,
+  hostState?: HostState,
+  format: StateFileFormat = "yaml",
+): string {
   const sorted = <T>(m: ReadonlyMap<string, T>) =>
     [...m].sort(([a], [b]) => a.localeCompare(b)).map(([, v]) => v);
   const docs: object[] = [];
@@ -58,6 +73,8 @@ export function renderStateFile(store: ObjectStore, hostState?: HostState): stri
   for (const s of sorted(store.endpointSlices))
     docs.push(withKind(s, "discovery.k8s.io/v1", "EndpointSlice"));
   if (hostState) docs.push(hostState);
+  if (format === "json")
+    return `${JSON.stringify({ apiVersion: "v1", kind: "List", items: docs }, null, 1)}\n`;
   // Round-trip through JSON: informer objects may carry Date instances and class prototypes.
   return docs.map((d) => stringify(JSON.parse(JSON.stringify(d)), { lineWidth: 0 })).join("---\n");
 }

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { parse, parseAllDocuments } from "yaml";
-import { recordingHandler, renderStateFile } from "../../src/k8s/object-store.ts";
+import { recordingHandler, renderStateFile, stateFileFormatFor } from "../../src/k8s/object-store.ts";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "../../src/k8s/objects.ts";
 import { createSnapshotSource, snapshotNodeName } from "../../src/k8s/snapshot-source.ts";
 import type { ClusterEventHandler } from "../../src/k8s/source.ts";
@@ -100,5 +100,18 @@ describe("object store and --dump-state rendering", () => {
       .map((d) => d.toJS())
       .find((o) => o.kind === "Service" && o.metadata.name === "web");
     expect(web).toEqual({ ...parse(JSON.stringify(docs.services[0])) });
+  });
+
+  test("a .json dump is one v1 List that reads back as the same cluster as the YAML dump", async () => {
+    const { handler, store } = recordingHandler(journal());
+    await createSnapshotSource(docs, "node-a").start(handler);
+    const host = { apiVersion: "kube-proxy-ts/v1", kind: "HostState", kernelVersion: "6.1.0" } as const;
+    expect(stateFileFormatFor("/tmp/dump.JSON")).toBe("json");
+    expect(stateFileFormatFor("/tmp/dump.yaml")).toBe("yaml");
+    const json = renderStateFile(store, host, "json");
+    expect(JSON.parse(json)).toMatchObject({ apiVersion: "v1", kind: "List" });
+    const fromJson = parseStateDocuments(json, "dump.json");
+    const fromYaml = parseStateDocuments(renderStateFile(store, host), "dump.yaml");
+    expect(fromJson).toEqual(fromYaml);
   });
 });
