@@ -1,0 +1,262 @@
+// Benchmark of the real run (issue "Scale", item 1): the fake API server serves a synthetic
+// cluster over list/watch, the built binary runs in iptables mode in a fresh network namespace
+// (legacy backend, chosen as a node would: the kubelet's KUBE-IPTABLES-HINT chain in the legacy
+// mangle table), and this prints medians of:
+//   - start -> first sync in the kernel (the binary's own last-sync timestamp, read from
+//     /metrics inside the namespace: nothing here takes the xtables lock while it works);
+//   - one endpoint added over watch -> traffic to it flows (TCP connects from the node namespace,
+//     refused until the rule is in);
+//   - peak RSS (VmHWM) of the binary;
+//   - the kernel's floors, measured in the same run: iptables-legacy-restore of the same tables
+//     into an empty namespace, and one small --noflush restore on top of them.
+//
+//   bash scripts/bench-api [--services=1000,10000] [--endpoints=10] [--runs=3]
+//
+// Needs root, iproute2, iptables (legacy), nfacct. Only namespaces it creates; all deleted.
+
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { tempDir } from "../test/support/binary.ts";
+import { startNodeApi } from "../test/support/e2e-apiserver.ts";
+import { nodeObject } from "../test/support/e2e-cluster.ts";
+import { httpGet, metricValue, parseMetrics } from "../test/support/e2e-http.ts";
+import { kubeProxyBinary, NODE_NAME, startKubeProxy } from "../test/support/e2e-kubeproxy.ts";
+import { startServer } from "../test/support/e2e-traffic.ts";
+import type { KObject } from "../test/support/fake-apiserver.ts";
+import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
+
+interface Options {
+  services: number[];
+  endpoints: number;
+  runs: number;
+}
+
+function parseOptions(argv: readonly string[]): Options {
+  const o: Options = { services: [1000, 10000], endpoints: 10, runs: 3 };
+  for (const a of argv) {
+    const [k, v = ""] = a.split("=", 2);
+    if (k === "--services") o.services = v.split(",").map(Number);
+    else if (k === "--endpoints") o.endpoints = Number(v);
+    else if (k === "--runs") o.runs = Number(v);
+    else throw new Error(`unknown option ${a} (--services=1000,10000 --endpoints=10 --runs=3)`);
+  }
+  if (o.services.some((n) => !(n > 0 && n <= 30_000))) throw new Error("--services: 1..30000 each");
+  if (!(o.endpoints > 0 && o.endpoints <= 100)) throw new Error("--endpoints: 1..100");
+  if (!(o.runs > 0 && o.runs <= 10)) throw new Error("--runs: 1..10");
+  return o;
+}
+
+/** 198.18.0.0/15 (benchmarking range): Services from 198.18/16, endpoints from 198.19/16. */
+const addr = (base: number, n: number) => `198.${base}.${(n >> 8) & 255}.${n & 255}`;
+const PROBE_POD = { name: "p1", ip: "203.0.113.11" };
+const PROBE_VIP = "198.51.100.200";
+
+/** Service i: mostly ClusterIP, every 50th a NodePort, every 100th a LoadBalancer (ETP Local). */
+function syntheticService(i: number, endpoints: number): { service: KObject; slice: KObject } {
+  const name = `svc-${i}`;
+  const type = i % 100 === 0 ? "LoadBalancer" : i % 50 === 0 ? "NodePort" : "ClusterIP";
+  const port: Record<string, unknown> = { name: "http", port: 80, protocol: "TCP", targetPort: 8080 };
+  if (type !== "ClusterIP") port.nodePort = 30000 + (i % 2700);
+  const spec: Record<string, unknown> = {
+    type,
+    clusterIP: addr(18, i + 1),
+    clusterIPs: [addr(18, i + 1)],
+    ipFamilies: ["IPv4"],
+    ipFamilyPolicy: "SingleStack",
+    ports: [port],
+  };
+  if (type === "LoadBalancer") spec.externalTrafficPolicy = "Local";
+  if (i % 200 === 1) spec.externalIPs = [addr(18, 60_000 + i)];
+  const eps = Array.from({ length: endpoints }, (_, j) => ({
+    addresses: [addr(19, i * endpoints + j + 1)],
+    conditions: { ready: true, serving: true, terminating: false },
+    nodeName: j === 0 ? NODE_NAME : "node-b",
+  }));
+  return {
+    service: { apiVersion: "v1", kind: "Service", metadata: { name, namespace: "default" }, spec },
+    slice: {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: { name: `${name}-1`, namespace: "default", labels: { "kubernetes.io/service-name": name } },
+      addressType: "IPv4",
+      endpoints: eps,
+      ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+    },
+  };
+}
+
+function must(topo: Topology, argv: string[], stdin?: string) {
+  return topo.run("node", argv, { timeoutMs: 600_000, ...(stdin !== undefined ? { stdin } : {}) });
+}
+
+function hwmKiB(pid: number): number | undefined {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Time of `argv` (stdin fed) in a fresh namespace of its own, deleted after. */
+function timedInFreshNs(label: string, steps: { argv: string[]; stdin?: string; timed?: boolean }[]): number {
+  const ns = `kpts-bench-${process.pid.toString(36)}-${label}`;
+  spawnSync("ip", ["netns", "add", ns]);
+  try {
+    let ms = 0;
+    for (const s of steps) {
+      const t = performance.now();
+      const r = spawnSync("ip", ["netns", "exec", ns, ...s.argv], {
+        input: s.stdin ?? "",
+        timeout: 900_000,
+        maxBuffer: 1 << 30,
+      });
+      if (r.status !== 0) throw new Error(`${s.argv.join(" ")}: ${r.stderr?.toString().slice(0, 500)}`);
+      if (s.timed) ms += performance.now() - t;
+    }
+    return ms;
+  } finally {
+    spawnSync("ip", ["netns", "del", ns]);
+  }
+}
+
+interface RunResult {
+  firstSyncMs: number;
+  changeMs: number;
+  peakRssMiB: number;
+  fullFloorMs: number;
+  changeFloorMs: number;
+}
+
+async function scrapeLastSync(topo: Topology): Promise<number | undefined> {
+  const r = await httpGet(topo, "node", "http://127.0.0.1:10249/metrics", { timeoutMs: 5000 });
+  if (r.status !== 200 || !r.body) return undefined;
+  // 0 until the first successful sync sets it.
+  const v = metricValue(parseMetrics(r.body), "kubeproxy_sync_proxy_rules_last_timestamp_seconds");
+  return v !== undefined && v > 0 ? v : undefined;
+}
+
+async function oneRun(services: number, endpoints: number): Promise<RunResult> {
+  const topo = await createTopology({ pods: [PROBE_POD], client: false });
+  const dir = tempDir("kpts-bench-api-");
+  let api: Awaited<ReturnType<typeof startNodeApi>> | undefined;
+  let kp: ReturnType<typeof startKubeProxy> | undefined;
+  try {
+    await startServer(topo, PROBE_POD.name, { tcp: [8080] });
+    // The kubelet's hint: this node uses the legacy backend.
+    await topo.must("node", ["iptables-legacy", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"]);
+    api = await startNodeApi(topo, dir);
+    api.server.create(
+      "Node",
+      nodeObject({ name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR }) as KObject,
+    );
+    for (let i = 0; i < services; i++) {
+      const { service, slice } = syntheticService(i, endpoints);
+      api.server.create("Service", service);
+      api.server.create("EndpointSlice", slice);
+    }
+    // The Service the change goes to: no endpoints yet, so connects are refused.
+    api.server.create("Service", {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "probe", namespace: "default" },
+      spec: {
+        type: "ClusterIP",
+        clusterIP: PROBE_VIP,
+        clusterIPs: [PROBE_VIP],
+        ports: [{ name: "http", port: 80, protocol: "TCP", targetPort: 8080 }],
+      },
+    });
+    const started = Date.now();
+    kp = startKubeProxy(topo, {
+      kubeconfig: api.kubeconfig,
+      extraArgs: [`--bind-address=${ADDR.node}`, "-v=0"],
+    });
+    let lastSync: number | undefined;
+    for (let i = 0; i < 3000 && lastSync === undefined; i++) {
+      if (kp.exitCode() !== undefined) throw new Error(`kube-proxy-ts exited:\n${kp.stderr().slice(-2000)}`);
+      if (Date.now() - started > 900_000) throw new Error("no first sync within 900 s");
+      lastSync = await scrapeLastSync(topo).catch(() => undefined);
+      if (lastSync === undefined) await new Promise((r) => setTimeout(r, 100));
+    }
+    const firstSyncMs = lastSync! * 1000 - started;
+
+    // One endpoint over watch -> the first connect that reaches the pod.
+    const changed = Date.now();
+    api.server.create("EndpointSlice", {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: { name: "probe-1", namespace: "default", labels: { "kubernetes.io/service-name": "probe" } },
+      addressType: "IPv4",
+      endpoints: [{ addresses: [PROBE_POD.ip], conditions: { ready: true }, nodeName: NODE_NAME }],
+      ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+    });
+    // New connections (new conntrack flows) every 10 ms, refused until the rule is in.
+    const probe = `const net=require("net");
+const once=()=>new Promise((res)=>{const s=net.connect({host:"${PROBE_VIP}",port:80});
+const t=setTimeout(()=>{s.destroy();res(false)},300);
+s.on("connect",()=>{clearTimeout(t);s.destroy();res(true)});s.on("error",()=>{clearTimeout(t);res(false)})});
+for(let i=0;i<30000;i++){if(await once()){console.log(Date.now());process.exit(0)}
+if(Date.now()-${changed}>300000)break;await new Promise((r)=>setTimeout(r,10))}
+process.exit(1)`;
+    const flowed = await topo.run("node", [process.execPath, "-e", probe], { timeoutMs: 320_000 });
+    if (flowed.code !== 0) throw new Error(`traffic never flowed to the new endpoint: ${flowed.stderr}`);
+    const changeMs = Number(flowed.stdout.trim()) - changed;
+    const peakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
+
+    // Floors: the same tables into an empty namespace, then one small change on top.
+    const nat = (await must(topo, ["iptables-legacy-save", "-t", "nat"])).stdout;
+    const filter = (await must(topo, ["iptables-legacy-save", "-t", "filter"])).stdout;
+    const counters = ["ct_state_invalid_dropped_pkts", "localhost_nps_accepted_pkts"];
+    const setup = counters.map((c) => ({ argv: ["nfacct", "add", c] }));
+    // In nat, the big table: a legacy --noflush restore rewrites the whole table it touches.
+    const small = "*nat\n:KUBE-BENCH-CHANGE - [0:0]\n-A KUBE-BENCH-CHANGE -j RETURN\nCOMMIT\n";
+    const restore = ["iptables-legacy-restore", "-w", "5", "--noflush", "--counters"];
+    const fullFloorMs = timedInFreshNs("full", [
+      ...setup,
+      { argv: restore, stdin: filter + nat, timed: true },
+    ]);
+    const changeFloorMs = timedInFreshNs("change", [
+      ...setup,
+      { argv: restore, stdin: filter + nat },
+      { argv: restore, stdin: small, timed: true },
+    ]);
+    return { firstSyncMs, changeMs, peakRssMiB, fullFloorMs, changeFloorMs };
+  } finally {
+    await kp?.kill(5000);
+    await api?.close();
+    await topo.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+async function main(): Promise<void> {
+  const o = parseOptions(process.argv.slice(2));
+  const bin = kubeProxyBinary();
+  if (!existsSync(bin)) throw new Error(`${bin} missing: run bash scripts/build`);
+  console.log(`bench-api: ${bin}, runs=${o.runs}, endpoints/Service=${o.endpoints}`);
+  for (const services of o.services) {
+    const runs: RunResult[] = [];
+    for (let r = 0; r < o.runs; r++) {
+      const res = await oneRun(services, o.endpoints);
+      runs.push(res);
+      console.log(
+        `  ${services} x ${o.endpoints} run ${r + 1}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
+      );
+    }
+    const m = (k: keyof RunResult) => median(runs.map((x) => x[k]));
+    console.log(
+      `${services} x ${o.endpoints} (median of ${o.runs}): first sync ${Math.round(m("firstSyncMs"))} ms = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the full-restore floor ${Math.round(m("fullFloorMs"))} ms; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB`,
+    );
+  }
+  console.log(`(${join(process.cwd(), "dist/kube-proxy-ts")})`);
+}
+
+await main();
