@@ -2,8 +2,9 @@
 // cluster over list/watch, the built binary runs in iptables mode in a fresh network namespace
 // (legacy backend, chosen as a node would: the kubelet's KUBE-IPTABLES-HINT chain in the legacy
 // mangle table), and this prints medians of:
-//   - start -> first sync in the kernel (the binary's own last-sync timestamp, read from
-//     /metrics inside the namespace: nothing here takes the xtables lock while it works);
+//   - start -> first sync in the kernel (the binary's own "SyncProxyRules complete" log line,
+//     read from its stderr: nothing here takes the xtables lock or scrapes while it works), and
+//     where that time went (listed, sync started, restore input computed, restored);
 //   - one endpoint added over watch -> traffic to it flows (TCP connects from the node namespace,
 //     refused until the rule is in);
 //   - peak RSS (VmHWM) of the binary;
@@ -47,6 +48,13 @@ function parseOptions(argv: readonly string[]): Options {
   return o;
 }
 
+/**
+ * The xtables lock guards one host's tables, but its file is shared by every namespace: a lock
+ * file of the bench's own keeps anything else on the machine (another bench, a test) from
+ * stalling the binary or the floors, and the bench from stalling them.
+ */
+const LOCK_ENV = { XTABLES_LOCKFILE: `/run/kpts-bench-api-${process.pid}.lock` };
+
 /** 198.18.0.0/15 (benchmarking range): Services from 198.18/16, endpoints from 198.19/16. */
 const addr = (base: number, n: number) => `198.${base}.${(n >> 8) & 255}.${n & 255}`;
 const PROBE_POD = { name: "p1", ip: "203.0.113.11" };
@@ -87,7 +95,11 @@ function syntheticService(i: number, endpoints: number): { service: KObject; sli
 }
 
 function must(topo: Topology, argv: string[], stdin?: string) {
-  return topo.run("node", argv, { timeoutMs: 600_000, ...(stdin !== undefined ? { stdin } : {}) });
+  return topo.run("node", argv, {
+    timeoutMs: 600_000,
+    env: LOCK_ENV,
+    ...(stdin !== undefined ? { stdin } : {}),
+  });
 }
 
 function hwmKiB(pid: number): number | undefined {
@@ -109,6 +121,7 @@ function timedInFreshNs(label: string, steps: { argv: string[]; stdin?: string; 
       const t = performance.now();
       const r = spawnSync("ip", ["netns", "exec", ns, ...s.argv], {
         input: s.stdin ?? "",
+        env: { ...process.env, ...LOCK_ENV },
         timeout: 900_000,
         maxBuffer: 1 << 30,
       });
@@ -121,7 +134,81 @@ function timedInFreshNs(label: string, steps: { argv: string[]; stdin?: string; 
   }
 }
 
+/** Where the first sync's time went, from the binary's own -v=2 log (klog times, UTC). */
+interface Phases {
+  /** Process start -> both lists delivered (startup, API lists, ingest). */
+  listedMs: number;
+  /** -> the IPv4 proxier starts its sync (tracker checkout, runner). */
+  syncStartMs: number;
+  /** -> the restore input is computed (jump rules, iptables-save, rule computation). */
+  computedMs: number;
+  /** -> the IPv4 restore is done. */
+  restoredMs: number;
+}
+
+/** ms since UTC midnight of a klog header "I1124 21:32:26.301000". */
+function klogMs(line: string): number | undefined {
+  const m = /^[IWE]\d{4} (\d\d):(\d\d):(\d\d)\.(\d{3})/.exec(line);
+  return m ? ((Number(m[1]) * 60 + Number(m[2])) * 60 + Number(m[3])) * 1000 + Number(m[4]) : undefined;
+}
+
+function msOfDay(epochMs: number): number {
+  const d = new Date(epochMs);
+  return (
+    ((d.getUTCHours() * 60 + d.getUTCMinutes()) * 60 + d.getUTCSeconds()) * 1000 + d.getUTCMilliseconds()
+  );
+}
+
+function phasesFrom(log: string, startedAt: number): Phases | undefined {
+  const lines = log.split("\n");
+  const at = (re: RegExp) => {
+    const line = lines.find((l) => re.test(l));
+    return line ? klogMs(line) : undefined;
+  };
+  const listed = at(/"Services and EndpointSlices listed; syncing"/);
+  const syncStart = at(/"Syncing iptables rules" ipFamily="IPv4" fullSync=true/);
+  const computed = at(/"Reloading service iptables data"/);
+  const restored = at(/"SyncProxyRules complete"/);
+  if ([listed, syncStart, computed, restored].some((t) => t === undefined)) return undefined;
+  const d = new Date(startedAt);
+  const start =
+    ((d.getUTCHours() * 60 + d.getUTCMinutes()) * 60 + d.getUTCSeconds()) * 1000 + d.getUTCMilliseconds();
+  return {
+    listedMs: listed! - start,
+    syncStartMs: syncStart! - listed!,
+    computedMs: computed! - syncStart!,
+    restoredMs: restored! - computed!,
+  };
+}
+
+/** The change's sync, from the same log: what it waited for, computed, restored. */
+interface ChangePhases {
+  /** The change made on the API server -> the first sync that starts after it. */
+  syncStartMs: number;
+  computedMs: number;
+  restoredMs: number;
+}
+
+function changePhasesFrom(log: string, changedAt: number): ChangePhases | undefined {
+  const changed = msOfDay(changedAt);
+  const lines = log.split("\n").filter((l) => (klogMs(l) ?? -1) >= changed);
+  const start = lines.findIndex((l) => /"Syncing iptables rules" ipFamily="IPv4"/.test(l));
+  if (start < 0) return undefined;
+  const after = lines.slice(start);
+  const computed = after.find((l) => l.includes('"Reloading service iptables data"'));
+  const restored = after.find((l) => l.includes('"SyncProxyRules complete"'));
+  if (!computed || !restored) return undefined;
+  const t0 = klogMs(lines[start]!)!;
+  return {
+    syncStartMs: t0 - changed,
+    computedMs: klogMs(computed)! - t0,
+    restoredMs: klogMs(restored)! - klogMs(computed)!,
+  };
+}
+
 interface RunResult {
+  phases: Phases | undefined;
+  changePhases: ChangePhases | undefined;
   firstSyncMs: number;
   changeMs: number;
   peakRssMiB: number;
@@ -145,7 +232,9 @@ async function oneRun(services: number, endpoints: number): Promise<RunResult> {
   try {
     await startServer(topo, PROBE_POD.name, { tcp: [8080] });
     // The kubelet's hint: this node uses the legacy backend.
-    await topo.must("node", ["iptables-legacy", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"]);
+    await topo.must("node", ["iptables-legacy", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"], {
+      env: LOCK_ENV,
+    });
     api = await startNodeApi(topo, dir);
     api.server.create(
       "Node",
@@ -171,16 +260,26 @@ async function oneRun(services: number, endpoints: number): Promise<RunResult> {
     const started = Date.now();
     kp = startKubeProxy(topo, {
       kubeconfig: api.kubeconfig,
-      extraArgs: [`--bind-address=${ADDR.node}`, "-v=0"],
+      // -v=2: a few lines per sync, which give the phases of the first one.
+      extraArgs: [`--bind-address=${ADDR.node}`, "-v=2"],
+      env: LOCK_ENV,
     });
-    let lastSync: number | undefined;
-    for (let i = 0; i < 3000 && lastSync === undefined; i++) {
+    // The binary's own log line, read from its stderr as it arrives: polling /metrics every
+    // 100 ms (each scrape runs nfacct twice) took CPU from the very restore being timed.
+    let firstSyncLine: string | undefined;
+    while (firstSyncLine === undefined) {
       if (kp.exitCode() !== undefined) throw new Error(`kube-proxy-ts exited:\n${kp.stderr().slice(-2000)}`);
       if (Date.now() - started > 900_000) throw new Error("no first sync within 900 s");
-      lastSync = await scrapeLastSync(topo).catch(() => undefined);
-      if (lastSync === undefined) await new Promise((r) => setTimeout(r, 100));
+      firstSyncLine = kp
+        .stderr()
+        .split("\n")
+        .find((l) => l.includes('"SyncProxyRules complete"'));
+      if (firstSyncLine === undefined) await new Promise((r) => setTimeout(r, 20));
     }
-    const firstSyncMs = lastSync! * 1000 - started;
+    const firstSyncMs = klogMs(firstSyncLine)! - msOfDay(started);
+    // The metric agrees (set by the same sync, or by the IPv6 one just after it).
+    const lastSync = await scrapeLastSync(topo);
+    if (lastSync === undefined) throw new Error("first sync logged, but /metrics has no last-sync timestamp");
 
     // One endpoint over watch -> the first connect that reaches the pod.
     const changed = Date.now();
@@ -222,12 +321,15 @@ process.exit(1)`;
       { argv: restore, stdin: filter + nat },
       { argv: restore, stdin: small, timed: true },
     ]);
-    return { firstSyncMs, changeMs, peakRssMiB, fullFloorMs, changeFloorMs };
+    const phases = phasesFrom(kp.stderr(), started);
+    const changePhases = changePhasesFrom(kp.stderr(), changed);
+    return { phases, changePhases, firstSyncMs, changeMs, peakRssMiB, fullFloorMs, changeFloorMs };
   } finally {
     await kp?.kill(5000);
     await api?.close();
     await topo.destroy();
     rmSync(dir, { recursive: true, force: true });
+    rmSync(LOCK_ENV.XTABLES_LOCKFILE, { force: true });
   }
 }
 
@@ -250,8 +352,18 @@ async function main(): Promise<void> {
       console.log(
         `  ${services} x ${o.endpoints} run ${r + 1}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
       );
+      const p = res.phases;
+      if (p)
+        console.log(
+          `    first sync phases: start -> listed ${p.listedMs} ms, -> sync start ${p.syncStartMs} ms, -> computed ${p.computedMs} ms, -> restored ${p.restoredMs} ms`,
+        );
+      const c = res.changePhases;
+      if (c)
+        console.log(
+          `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> restored ${c.restoredMs} ms`,
+        );
     }
-    const m = (k: keyof RunResult) => median(runs.map((x) => x[k]));
+    const m = (k: Exclude<keyof RunResult, "phases" | "changePhases">) => median(runs.map((x) => x[k]));
     console.log(
       `${services} x ${o.endpoints} (median of ${o.runs}): first sync ${Math.round(m("firstSyncMs"))} ms = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the full-restore floor ${Math.round(m("fullFloorMs"))} ms; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB`,
     );

@@ -223,6 +223,8 @@ async function runMode(
   });
   const { handler, store } = recordingHandler(withNodeHealth(controller, health));
   controller.start();
+  // While the informers list: the first sync then starts with its cluster-independent part done.
+  void mode.proxier.prepare?.();
   await src.source.start(handler);
   void src.birthCry();
   let stopping = false;

@@ -18,4 +18,10 @@ export interface SyncInput {
 export interface Proxier {
   /** Programs the kernel. Rejecting keeps the previous kernel state; the runner retries with backoff. */
   sync(input: SyncInput): Promise<void>;
+  /**
+   * The part of the first full sync that needs no cluster state (e.g. jump rules from the
+   * built-in chains), started while the informers list so the first sync does not wait for it.
+   * Never rejects: a failure is logged and the first sync does the work again.
+   */
+  prepare?(): Promise<void>;
 }

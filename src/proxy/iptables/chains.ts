@@ -2,7 +2,7 @@
 // byte: an operator switching between upstream and us relies on the same chain being found, and
 // stale-chain cleanup recognises them by prefix.
 
-import { createHash } from "node:crypto";
+import * as nodeCrypto from "node:crypto";
 
 /** Top-level chains (nat and/or filter), as upstream names them. */
 export const KUBE_SERVICES = "KUBE-SERVICES";
@@ -31,7 +31,7 @@ const BASE32_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
  * characters are exactly 80 bits, i.e. the first 10 digest bytes, so no padding is involved.
  */
 export function hash16(input: string): string {
-  const digest = createHash("sha256").update(input).digest();
+  const digest = sha256(input);
   let out = "";
   // Two groups of 5 bytes = 40 bits = 8 base32 characters each; 40 bits fit a double exactly.
   for (let group = 0; group < 10; group += 5) {
@@ -41,6 +41,13 @@ export function hash16(input: string): string {
   }
   return out;
 }
+
+// crypto.hash (one call, no Hash object) is several times faster where the runtime has it: a
+// first sync at 10,000 Services x 10 endpoints names 110,000 chains.
+const oneShot = (nodeCrypto as { hash?: (alg: string, data: string, enc: "buffer") => Uint8Array }).hash;
+const sha256: (input: string) => Uint8Array = oneShot
+  ? (input) => oneShot("sha256", input, "buffer")
+  : (input) => nodeCrypto.createHash("sha256").update(input).digest();
 
 /** The four per-service-port chains; hashed once per service port and cached by the caller. */
 export interface ServicePortChains {

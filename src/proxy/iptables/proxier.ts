@@ -129,6 +129,8 @@ export class IptablesProxier implements Proxier {
   private randomFully: boolean | undefined;
   private canariesInstalled = false;
   private largeClusterMode = false;
+  /** prepare()'s baseline, settled to whether it succeeded; the next full sync consumes it. */
+  private preparedBaseline: Promise<boolean> | undefined;
 
   constructor(private readonly deps: IptablesProxierDeps) {
     this.fixed = fixedSettings(deps);
@@ -150,6 +152,34 @@ export class IptablesProxier implements Proxier {
     this.needFullSync = true;
   }
 
+  /**
+   * The first full sync's jump rules and nfacct counters, made while the cluster is listed (at
+   * 10,000 Services that is a second of process spawns off the first sync's path), and the
+   * canary chains, created as upstream's monitor creates them: at start, while the tables are
+   * small. Created after a big first restore, the nat canary would make legacy iptables rewrite
+   * that whole table, holding the xtables lock for seconds while the next change waits.
+   */
+  prepare(): Promise<void> {
+    this.preparedBaseline ??= this.prepareOnce();
+    return this.preparedBaseline.then(() => {});
+  }
+
+  private async prepareOnce(): Promise<boolean> {
+    let ready = true;
+    try {
+      await this.ensureBaseline();
+    } catch {
+      ready = false; // logged by ensureBaseline; the first sync tries again
+    }
+    try {
+      await this.checkCanaries();
+    } catch (err) {
+      // The monitor's first check, after the first sync, creates them instead.
+      this.log.error("Could not check iptables canary", { err: errText(err) });
+    }
+    return ready;
+  }
+
   async sync(input: SyncInput): Promise<void> {
     const start = this.clock.now();
     this.observeNode(input.node);
@@ -157,7 +187,7 @@ export class IptablesProxier implements Proxier {
     const fullSync = request.fullSync;
     this.log.v(2).info("Syncing iptables rules", { ipFamily: this.deps.family, fullSync });
     try {
-      if (fullSync) await this.ensureBaseline();
+      if (fullSync && !(await this.takePreparedBaseline())) await this.ensureBaseline();
       const set = await this.computeRuleSet(request, scope, start);
       this.recordRuleCounts(set, input, scope.totalEndpoints);
       await this.restore(set.payload);
@@ -230,6 +260,14 @@ export class IptablesProxier implements Proxier {
 
   private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
     return localDetectorFromConfig(this.deps.config, node?.podCIDRs ?? [], this.deps.family, this.log);
+  }
+
+  /** Whether a prepare() made the baseline this full sync needs (used once: later full syncs redo it). */
+  private async takePreparedBaseline(): Promise<boolean> {
+    const prepared = this.preparedBaseline;
+    if (!prepared) return false;
+    this.preparedBaseline = Promise.resolve(false);
+    return prepared;
   }
 
   /** Jump rules from the built-in chains and the nfacct counters: full syncs only. */

@@ -4,6 +4,7 @@
 // every Service port (full syncs, and partial syncs where Service objects changed), and the
 // fast walk for endpoint-only changes, which writes unchanged ports chunk by chunk.
 
+import { orderChainDeclarations } from "../../host/iptables/chain-order.ts";
 import type { LocalTrafficDetector } from "../local-detect.ts";
 import type { TopologyContext } from "../topology.ts";
 import type { EndpointInfo, IPFamily, ServicePortInfo } from "../types.ts";
@@ -326,9 +327,12 @@ export class RuleSetBuilder {
   private staleChains(req: RuleSetRequest, out: Output, next: readonly PortState[]): string[] {
     const stale = new Set<string>();
     if (req.existingNatChains) {
+      const candidates = req.existingNatChains.filter(isServiceChainName);
+      // A first sync into empty tables has none: skip gathering every port's chains.
+      if (candidates.length === 0) return [];
       const active = new Set<string>();
       for (const s of next) for (const c of s.activeChains) active.add(c);
-      for (const c of req.existingNatChains) if (isServiceChainName(c) && !active.has(c)) stale.add(c);
+      for (const c of candidates) if (!active.has(c)) stale.add(c);
       return [...stale].sort();
     }
     // Chain names hash the port's name and protocol, so no other port can own them.
@@ -349,6 +353,8 @@ export class RuleSetBuilder {
   private finish(out: Output, deletedChains: string[], commit: RuleSet["commit"]): RuleSet {
     const filterChains = topLevelChainLines(FILTER_TOP_LEVEL_CHAINS);
     if (this.writesLocalnetGuard()) filterChains.push(chainLine(KUBE_FIREWALL));
+    // Same tables, restored faster from empty (chain-order.ts).
+    orderChainDeclarations(out.natChains);
     // Joined per section: one copy of the (possibly huge) arrays fewer than a spread.
     const payload = `*filter\n${joinLines(filterChains)}${joinLines(out.filterRules)}COMMIT\n*nat\n${joinLines(out.natChains)}${joinLines(out.natRules)}COMMIT\n`;
     return {
