@@ -11,7 +11,7 @@ import {
   type DryRunReport,
   dryRunExitCode,
   type IpvsVirtualServerPlan,
-  renderJson,
+  renderJsonParts,
   renderText,
 } from "../dryrun/report.ts";
 import { probeHostState } from "../host/probe.ts";
@@ -127,7 +127,8 @@ export async function dryRun(
       : {}),
     notes: [`node ${nodeName}`],
   };
-  io.stdout(opts.output === "json" ? renderJson(report) : renderText(report));
+  if (opts.output === "json") for (const part of renderJsonParts(report)) io.stdout(part);
+  else io.stdout(renderText(report));
   return dryRunExitCode(report);
 }
 

@@ -3,6 +3,7 @@ import {
   type DryRunReport,
   dryRunExitCode,
   renderJson,
+  renderJsonParts,
   renderText,
   shellQuote,
 } from "../../src/dryrun/report.ts";
@@ -82,6 +83,37 @@ describe("dry-run report", () => {
       "default/web:http",
       "default/pending:grpc",
     ]);
+  });
+
+  test("the JSON pieces join to exactly JSON.stringify(report, null, 2), tricky stdin included", () => {
+    const tricky = {
+      ...base,
+      commands: [
+        ...base.commands,
+        {
+          argv: ["iptables-restore"],
+          stdin: '*nat\n-A X -m comment --comment "a \\"q\\" \u0000stdin-x-0" -j Y\nCOMMIT\n',
+        },
+        { argv: ["iptables-restore"], stdin: "" },
+      ],
+      notes: ["\u0000stdin-0", '"\\u0000stdin-'],
+    };
+    for (const report of [base, tricky]) {
+      const { mode, checks, commands, services, ipvs, notes } = report;
+      const plain = `${JSON.stringify({ mode, checks, commands, services, ipvs, notes }, null, 2)}\n`;
+      expect(renderJsonParts(report).join("")).toBe(plain);
+      expect(renderJson(report)).toBe(plain);
+    }
+    // A restore input of several megabytes, non-ASCII included, escapes the same in pieces.
+    const big = Array.from(
+      { length: 60_000 },
+      (_, i) => `-A KUBE-SEP-${i} -m comment --comment "ns/é\\${i}" -j DNAT`,
+    ).join("\n");
+    const large = { ...base, commands: [{ argv: ["iptables-restore"], stdin: big }] };
+    expect(big.length).toBeGreaterThan(3 << 20);
+    expect(renderJson(large)).toBe(
+      `${JSON.stringify({ mode: "ipvs", checks: base.checks, commands: large.commands, services: base.services, ipvs: base.ipvs, notes: base.notes }, null, 2)}\n`,
+    );
   });
 
   test("text shows failed checks, commands with heredoc stdin, and the verdict", () => {

@@ -24,26 +24,29 @@ export const SEP_PREFIX = "KUBE-SEP-";
 
 const SERVICE_CHAIN_PREFIXES = [SVC_PREFIX, SVL_PREFIX, SEP_PREFIX, FW_PREFIX, EXT_PREFIX] as const;
 
-const BASE32_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+const BASE32_CODES = Array.from("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", (c) => c.charCodeAt(0));
 
 /**
  * The first 16 characters of the standard (RFC 4648) base32 encoding of sha256(input). 16
  * characters are exactly 80 bits, i.e. the first 10 digest bytes, so no padding is involved.
  */
 export function hash16(input: string): string {
-  const digest = sha256(input);
-  let out = "";
-  // Two groups of 5 bytes = 40 bits = 8 base32 characters each; 40 bits fit a double exactly.
-  for (let group = 0; group < 10; group += 5) {
-    let bits = 0;
-    for (let i = 0; i < 5; i++) bits = bits * 256 + digest[group + i]!;
-    for (let shift = 35; shift >= 0; shift -= 5) out += BASE32_ALPHABET[Math.floor(bits / 2 ** shift) % 32];
+  const d = sha256(input);
+  const codes = new Array<number>(16);
+  let k = 0;
+  // Two groups of 5 bytes = 40 bits = 8 characters each: a high byte and a 32-bit low word,
+  // read 5 bits at a time with integer operations (a first sync names 110,000 chains).
+  for (let g = 0; g < 10; g += 5) {
+    const hi = d[g]!;
+    const lo = ((d[g + 1]! << 24) | (d[g + 2]! << 16) | (d[g + 3]! << 8) | d[g + 4]!) >>> 0;
+    codes[k++] = BASE32_CODES[hi >>> 3]!;
+    codes[k++] = BASE32_CODES[((hi & 7) << 2) | (lo >>> 30)]!;
+    for (let shift = 25; shift >= 0; shift -= 5) codes[k++] = BASE32_CODES[(lo >>> shift) & 31]!;
   }
-  return out;
+  return String.fromCharCode(...codes);
 }
 
-// crypto.hash (one call, no Hash object) is several times faster where the runtime has it: a
-// first sync at 10,000 Services x 10 endpoints names 110,000 chains.
+// crypto.hash (one call, no Hash object) is several times faster where the runtime has it.
 const oneShot = (nodeCrypto as { hash?: (alg: string, data: string, enc: "buffer") => Uint8Array }).hash;
 const sha256: (input: string) => Uint8Array = oneShot
   ? (input) => oneShot("sha256", input, "buffer")

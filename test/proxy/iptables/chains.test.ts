@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import {
   chainLine,
   chainsInSave,
@@ -42,6 +43,20 @@ describe("per-service chain names match upstream", () => {
   test("hash16 is 16 characters of the upper-case RFC 4648 alphabet", () => {
     for (const input of ["", "a", "ns/svc:dns-udp", "x".repeat(1000)]) {
       expect(hash16(input)).toMatch(/^[A-Z2-7]{16}$/);
+    }
+  });
+
+  test("hash16 is the leading 80 bits of sha256 in base32, for any input", () => {
+    // A plain reference: the digest as one big number, 5 bits at a time from the top.
+    const reference = (input: string) => {
+      let n = BigInt(`0x${createHash("sha256").update(input).digest("hex").slice(0, 20)}`);
+      let out = "";
+      for (let i = 0; i < 16; i++, n >>= 5n) out = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[Number(n & 31n)] + out;
+      return out;
+    };
+    for (let i = 0; i < 2000; i++) {
+      const input = `ns${i % 7}/svc-${i}:p${i % 3}tcp198.19.${i & 255}.${i >> 8}:${8000 + i}é`;
+      expect(hash16(input)).toBe(reference(input));
     }
   });
 });
