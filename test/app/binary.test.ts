@@ -1,8 +1,9 @@
 // End-to-end checks of the compiled binary: what an operator types, what they get back.
 import { describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runBinary, tempDir } from "../support/binary.ts";
+import { ensureBinary, runBinary, tempDir } from "../support/binary.ts";
 
 const kernelHasIpvs = existsSync("/proc/net/ip_vs");
 
@@ -206,5 +207,26 @@ ipsetVersion: v7.17
     const r = runBinary(["--no-such-flag=1"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("--no-such-flag");
+  });
+});
+
+describe("the binary's environment is the one it was started with", () => {
+  test(".env and bunfig.toml in the working directory are not read", () => {
+    const dir = tempDir("kpts-dotenv-");
+    writeFileSync(join(dir, ".env"), "KUBECONFIG=/nonexistent/kubeconfig-from-dotenv\n");
+    writeFileSync(join(dir, "bunfig.toml"), 'preload = ["./nonexistent-preload.ts"]\n');
+    const env = { ...process.env };
+    delete env.KUBECONFIG;
+    delete env.KUBERNETES_SERVICE_HOST;
+    const r = spawnSync(ensureBinary(), ["--dry-run", "--output=json"], {
+      cwd: dir,
+      env,
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    expect(r.stdout + r.stderr).not.toContain("kubeconfig-from-dotenv");
+    expect(r.stderr).not.toContain("nonexistent-preload");
+    // The embedded example was used: no kubeconfig came from anywhere.
+    expect(r.stdout).toContain("examples/cluster.yaml (embedded)");
   });
 });
