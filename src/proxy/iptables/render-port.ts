@@ -3,17 +3,18 @@
 // (the port's KUBE-SERVICES/KUBE-NODEPORTS lines first, then its chains).
 
 import type { TopologyContext } from "../topology.ts";
+import type { LineSink } from "./line-blocks.ts";
 import type { PortInputs, PortState } from "./port-state.ts";
 import type { ChainRuleSettings, ChainSink } from "./service-chains.ts";
 import { writeServiceChains } from "./service-chains.ts";
 import { planServicePort } from "./service-plan.ts";
 import { type EntryRuleSettings, writeEntryRules } from "./service-rules.ts";
 
-/** The line arrays of a sync; entries may hold several joined lines (counted in *ExtraLines). */
+/** Where a sync's lines go; entries may hold several joined lines (counted in *ExtraLines). */
 export interface RenderOutput {
-  readonly filterRules: string[];
-  readonly natChains: string[];
-  readonly natRules: string[];
+  readonly filterRules: LineSink;
+  readonly natChains: LineSink;
+  readonly natRules: LineSink;
   filterExtraLines: number;
   natExtraLines: number;
 }

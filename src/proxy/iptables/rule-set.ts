@@ -1,13 +1,15 @@
 // Computes one sync's iptables-restore input. Synchronous and pure apart from the committed
 // port states: the proxier does the I/O (iptables-save for stale chains, the restore) around
-// it. Output is built as arrays of lines joined once. Two walks produce it: the full walk over
-// every Service port (full syncs, and partial syncs where Service objects changed), and the
-// fast walk for endpoint-only changes, which writes unchanged ports chunk by chunk.
+// it. Output lines are collected in joined blocks (line-blocks.ts), and the payload is joined
+// once from them. Two walks produce it: the full walk over every Service port (full syncs, and
+// partial syncs where Service objects changed), and the fast walk for endpoint-only changes,
+// which writes unchanged ports chunk by chunk.
 
 import type { LocalTrafficDetector } from "../local-detect.ts";
 import type { TopologyContext } from "../topology.ts";
 import type { EndpointInfo, IPFamily, ServicePortInfo } from "../types.ts";
 import { chainLine, isServiceChainName, KUBE_FIREWALL } from "./chains.ts";
+import { LineBlocks, type LineSink } from "./line-blocks.ts";
 import { CHUNK_SIZE, PortOrder } from "./port-order.ts";
 import { type PortState, portInputs, usableEndpointCount } from "./port-state.ts";
 import type { ProbabilityCache } from "./probability.ts";
@@ -97,6 +99,9 @@ export interface RuleSet {
 }
 
 interface Output extends RenderOutput {
+  readonly filterRules: LineBlocks;
+  readonly natChains: LineBlocks;
+  readonly natRules: LineBlocks;
   readonly rendered: { readonly prev: PortState | undefined; readonly now: PortState }[];
   readonly removed: PortState[];
   skippedNatRuleLines: number;
@@ -105,10 +110,14 @@ interface Output extends RenderOutput {
 }
 
 function newOutput(settings: RuleSetSettings): Output {
+  const natChains = new LineBlocks();
+  natChains.pushAll(topLevelChainLines(NAT_TOP_LEVEL_CHAINS));
+  const natRules = new LineBlocks();
+  natRules.pushAll(masqueradeRules(settings.mark, settings.randomFully));
   return {
-    filterRules: [],
-    natChains: topLevelChainLines(NAT_TOP_LEVEL_CHAINS),
-    natRules: masqueradeRules(settings.mark, settings.randomFully),
+    filterRules: new LineBlocks(),
+    natChains,
+    natRules,
     filterExtraLines: 0,
     natExtraLines: 0,
     rendered: [],
@@ -120,7 +129,7 @@ function newOutput(settings: RuleSetSettings): Output {
 }
 
 /** Appends a cached block of `lines` lines (joined by newlines); returns the extra line count. */
-function pushBlock(target: string[], text: string, lines: number): number {
+function pushBlock(target: LineSink, text: string, lines: number): number {
   if (lines === 0) return 0;
   target.push(text);
   return lines - 1;
@@ -205,8 +214,8 @@ export class RuleSetBuilder {
       out.natChains.push(chainLine(chain));
       out.natRules.push(`-X ${chain}`);
     }
-    out.natRules.push(...this.nodePortsTail(req.nodePortIPs));
-    out.filterRules.push(...forwardRules(settings));
+    out.natRules.pushAll(this.nodePortsTail(req.nodePortIPs));
+    out.filterRules.pushAll(forwardRules(settings));
     return this.finish(out, deletedChains, commit);
   }
 
@@ -349,8 +358,18 @@ export class RuleSetBuilder {
   private finish(out: Output, deletedChains: string[], commit: RuleSet["commit"]): RuleSet {
     const filterChains = topLevelChainLines(FILTER_TOP_LEVEL_CHAINS);
     if (this.writesLocalnetGuard()) filterChains.push(chainLine(KUBE_FIREWALL));
-    // Joined per section: one copy of the (possibly huge) arrays fewer than a spread.
-    const payload = `*filter\n${joinLines(filterChains)}${joinLines(out.filterRules)}COMMIT\n*nat\n${joinLines(out.natChains)}${joinLines(out.natRules)}COMMIT\n`;
+    // One join over the sections' blocks: a flat string, built without intermediate copies.
+    const payload = [
+      "*filter",
+      ...filterChains,
+      ...out.filterRules.joinedBlocks(),
+      "COMMIT",
+      "*nat",
+      ...out.natChains.joinedBlocks(),
+      ...out.natRules.joinedBlocks(),
+      "COMMIT",
+      "",
+    ].join("\n");
     return {
       payload,
       filterRuleLines: out.filterRules.length + out.filterExtraLines,
@@ -367,10 +386,6 @@ export class RuleSetBuilder {
 
 function protocolOf(req: ScopeRequest, id: string): string | undefined {
   return req.sources.endpoints.portName(id)?.protocol;
-}
-
-function joinLines(lines: readonly string[]): string {
-  return lines.length === 0 ? "" : `${lines.join("\n")}\n`;
 }
 
 function sameChains(a: readonly string[], b: readonly string[]): boolean {
