@@ -26,20 +26,40 @@ const SERVICE_CHAIN_PREFIXES = [SVC_PREFIX, SVL_PREFIX, SEP_PREFIX, FW_PREFIX, E
 
 const BASE32_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
-/**
- * The first 16 characters of the standard (RFC 4648) base32 encoding of sha256(input). 16
- * characters are exactly 80 bits, i.e. the first 10 digest bytes, so no padding is involved.
- */
-export function hash16(input: string): string {
+// Reused buffers (names are made one at a time): the 16 base32 characters of the last hash,
+// and the character codes of the name being built.
+const hashChars: number[] = [];
+const nameCodes: number[] = [];
+
+// The first 16 characters of the standard (RFC 4648) base32 encoding of sha256(input), as
+// character codes in hashChars. 16 characters are exactly 80 bits, i.e. the first 10 digest
+// bytes, so no padding is involved.
+function hashInto(input: string): void {
   const digest = createHash("sha256").update(input).digest();
-  let out = "";
+  hashChars.length = 0;
   // Two groups of 5 bytes = 40 bits = 8 base32 characters each; 40 bits fit a double exactly.
   for (let group = 0; group < 10; group += 5) {
     let bits = 0;
     for (let i = 0; i < 5; i++) bits = bits * 256 + digest[group + i]!;
-    for (let shift = 35; shift >= 0; shift -= 5) out += BASE32_ALPHABET[Math.floor(bits / 2 ** shift) % 32];
+    for (let shift = 35; shift >= 0; shift -= 5)
+      hashChars.push(BASE32_ALPHABET.charCodeAt(Math.floor(bits / 2 ** shift) % 32));
   }
-  return out;
+}
+
+// prefix + the hash as one flat string. Appending character by character (or the prefix to
+// the hash) would leave a chain of partial strings behind every name, and a sync makes one
+// name per endpoint: at 100,000 endpoints that chain costs tens of MB.
+function hashedName(prefix: string): string {
+  nameCodes.length = 0;
+  for (let i = 0; i < prefix.length; i++) nameCodes.push(prefix.charCodeAt(i));
+  for (const c of hashChars) nameCodes.push(c);
+  return String.fromCharCode.apply(null, nameCodes);
+}
+
+/** The first 16 characters of the standard (RFC 4648) base32 encoding of sha256(input). */
+export function hash16(input: string): string {
+  hashInto(input);
+  return hashedName("");
 }
 
 /** The four per-service-port chains; hashed once per service port and cached by the caller. */
@@ -59,13 +79,19 @@ export interface ServicePortChains {
  * chains share the hash and differ only in prefix.
  */
 export function servicePortChains(servicePortName: string, protocolLower: string): ServicePortChains {
-  const h = hash16(servicePortName + protocolLower);
-  return { svc: SVC_PREFIX + h, svl: SVL_PREFIX + h, ext: EXT_PREFIX + h, fw: FW_PREFIX + h };
+  hashInto(servicePortName + protocolLower);
+  return {
+    svc: hashedName(SVC_PREFIX),
+    svl: hashedName(SVL_PREFIX),
+    ext: hashedName(EXT_PREFIX),
+    fw: hashedName(FW_PREFIX),
+  };
 }
 
 /** KUBE-SEP-: the service port name, protocol and the endpoint's "ip:port" hashed together. */
 export function endpointChain(servicePortName: string, protocolLower: string, endpoint: string): string {
-  return SEP_PREFIX + hash16(servicePortName + protocolLower + endpoint);
+  hashInto(servicePortName + protocolLower + endpoint);
+  return hashedName(SEP_PREFIX);
 }
 
 /** Whether a chain is one of the per-service chains this proxier creates and garbage-collects. */
