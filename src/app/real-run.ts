@@ -221,20 +221,22 @@ async function runMode(
       },
     },
   });
-  const { handler, store } = recordingHandler(withNodeHealth(controller, health));
+  const handler = withNodeHealth(controller, health);
+  // A map of every object only for --dump-state: otherwise nobody reads it.
+  const recording = opts.dumpStateFile ? recordingHandler(handler) : undefined;
   controller.start();
-  await src.source.start(handler);
+  await src.source.start(recording?.handler ?? handler);
   void src.birthCry();
   let stopping = false;
   void controller.firstSync().then(async () => {
     // A stop that came during the first sync must not find canary timers started after it.
     if (stopping) return;
     mode.afterFirstSync(() => controller.requestSync());
-    if (opts.dumpStateFile) {
+    if (opts.dumpStateFile && recording) {
       writeFileSync(
         opts.dumpStateFile,
         renderStateFile(
-          store,
+          recording.store,
           await probeHostState(host.exec, host.kernel, host.ipset),
           stateFileFormatFor(opts.dumpStateFile),
         ),
