@@ -11,6 +11,7 @@ import type { NfacctClient } from "../../host/nfacct.ts";
 import type { NodeInfo } from "../../k8s/node-info.ts";
 import type { Logger } from "../../log/logger.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
+import { memoryFigures } from "../../util/memory.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "../local-detect.ts";
 import { decideLocalhostNodePorts } from "../localhost-nodeports.ts";
 import type { Metrics } from "../metrics/metrics.ts";
@@ -429,6 +430,9 @@ export class IptablesProxier implements Proxier {
     m.syncProxyRulesLatency.observe(seconds);
     (fullSync ? m.syncFullProxyRulesLatency : m.syncPartialProxyRulesLatency).observe(seconds);
     this.log.v(2).info("SyncProxyRules complete", { elapsed: `${seconds}s` });
+    // Full syncs are the memory peaks: what the process holds after one is worth a line.
+    if (fullSync)
+      this.log.v(2).info("Memory after a full sync", { ipFamily: this.deps.family, ...memoryFigures() });
   }
 }
 
