@@ -5,7 +5,7 @@
 // partial syncs where Service objects changed), and the fast walk for endpoint-only changes,
 // which writes unchanged ports chunk by chunk.
 
-import { collectYoungGarbage } from "../../runtime.ts";
+import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { LocalTrafficDetector } from "../local-detect.ts";
 import type { TopologyContext } from "../topology.ts";
 import type { EndpointInfo, IPFamily, ServicePortInfo } from "../types.ts";
@@ -33,6 +33,9 @@ import {
  * their garbage peaks at ~80 MB before the runtime gets to it.
  */
 const LINES_PER_COLLECTION = 32_768;
+
+/** Nat lines from which a sync is big enough for a full collection before its payload is joined. */
+const LINES_FOR_FULL_COLLECTION = 100_000;
 
 /** Above this many endpoints upstream switches to "large cluster mode". */
 export const LARGE_CLUSTER_ENDPOINTS_THRESHOLD = 1000;
@@ -227,6 +230,9 @@ export class RuleSetBuilder {
     }
     out.natRules.pushAll(this.nodePortsTail(req.nodePortIPs));
     out.filterRules.pushAll(forwardRules(settings));
+    // The payload is joined from the blocks, so both are alive at once: in a big sync, the
+    // walk's garbage goes first, and the memory it held back to the system.
+    if (out.natChains.length + out.natRules.length >= LINES_FOR_FULL_COLLECTION) collectGarbage();
     return this.finish(out, deletedChains, commit);
   }
 
