@@ -129,7 +129,8 @@ export function parseSlice(slice: EndpointSliceObject, ctx: SliceContext): Parse
     .filter((e): e is SliceEndpoint => e !== undefined);
   const portPart = ports.map((p) => `${p.name}/${p.port}/${p.protocol}`).join(";");
   const epPart = endpoints.map(endpointFingerprint).sort().join(";");
-  return { ports, endpoints, fingerprint: `${portPart}#${epPart}` };
+  // Kept with the slice: as one flat string rather than a tree of its two parts.
+  return { ports, endpoints, fingerprint: [portPart, epPart].join("#") };
 }
 
 /** Parses the trigger-time annotation (RFC 3339, fraction optional); undefined when absent or bad. */
