@@ -380,8 +380,7 @@ export class RuleSetBuilder {
   private finish(out: Output, deletedChains: string[], commit: RuleSet["commit"]): RuleSet {
     const filterChains = topLevelChainLines(FILTER_TOP_LEVEL_CHAINS);
     if (this.writesLocalnetGuard()) filterChains.push(chainLine(KUBE_FIREWALL));
-    // One join over the sections' blocks: a flat string, built without intermediate copies.
-    const payload = [
+    const pieces = [
       "*filter",
       ...filterChains,
       ...out.filterRules.joinedBlocks(),
@@ -390,8 +389,11 @@ export class RuleSetBuilder {
       ...out.natChains.joinedBlocks(),
       ...out.natRules.joinedBlocks(),
       "COMMIT",
-      "",
-    ].join("\n");
+    ];
+    // Concatenated rather than joined: no copy here. The one copy into a flat string is made
+    // by whoever first reads the payload whole (the restore writer), as before blocks existed.
+    let payload = "";
+    for (const piece of pieces) payload = `${payload}${piece}\n`;
     return {
       payload,
       filterRuleLines: out.filterRules.length + out.filterExtraLines,
