@@ -34,8 +34,8 @@ import {
  */
 const LINES_PER_COLLECTION = 32_768;
 
-/** Nat lines from which a sync is big enough for a full collection before its payload is joined. */
-const LINES_FOR_FULL_COLLECTION = 100_000;
+/** Nat lines from which a sync is big enough for full collections around its payload. */
+export const LINES_FOR_FULL_COLLECTION = 100_000;
 
 /** Above this many endpoints upstream switches to "large cluster mode". */
 export const LARGE_CLUSTER_ENDPOINTS_THRESHOLD = 1000;
@@ -230,7 +230,7 @@ export class RuleSetBuilder {
     }
     out.natRules.pushAll(this.nodePortsTail(req.nodePortIPs));
     out.filterRules.pushAll(forwardRules(settings));
-    // The payload is joined from the blocks, so both are alive at once: in a big sync, the
+    // The payload is made from the blocks, so both are alive at once: in a big sync, the
     // walk's garbage goes first, and the memory it held back to the system.
     if (out.natChains.length + out.natRules.length >= LINES_FOR_FULL_COLLECTION) collectGarbage();
     return this.finish(out, deletedChains, commit);
