@@ -162,6 +162,9 @@ export class IptablesProxier implements Proxier {
     try {
       if (fullSync) await this.ensureBaseline();
       const set = await this.computeRuleSet(request, scope, start);
+      // The blocks a big payload was joined from are garbage now: collected before the restore,
+      // which takes seconds and after which the commit allocates, rather than after both.
+      if (set.natRuleLines >= LINES_FOR_FULL_COLLECTION) collectGarbage();
       this.recordRuleCounts(set, input, scope.totalEndpoints);
       await this.restore(set.payload);
       this.needFullSync = false;

@@ -380,7 +380,9 @@ export class RuleSetBuilder {
   private finish(out: Output, deletedChains: string[], commit: RuleSet["commit"]): RuleSet {
     const filterChains = topLevelChainLines(FILTER_TOP_LEVEL_CHAINS);
     if (this.writesLocalnetGuard()) filterChains.push(chainLine(KUBE_FIREWALL));
-    const pieces = [
+    // One join over the blocks: a flat string, so the blocks are garbage as soon as the build
+    // returns (a concatenation would keep them until the restore writer flattens it).
+    const payload = [
       "*filter",
       ...filterChains,
       ...out.filterRules.joinedBlocks(),
@@ -389,11 +391,8 @@ export class RuleSetBuilder {
       ...out.natChains.joinedBlocks(),
       ...out.natRules.joinedBlocks(),
       "COMMIT",
-    ];
-    // Concatenated rather than joined: no copy here. The one copy into a flat string is made
-    // by whoever first reads the payload whole (the restore writer), as before blocks existed.
-    let payload = "";
-    for (const piece of pieces) payload = `${payload}${piece}\n`;
+      "",
+    ].join("\n");
     return {
       payload,
       filterRuleLines: out.filterRules.length + out.filterExtraLines,
