@@ -17,7 +17,7 @@ import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import type { IPFamily } from "../proxy/types.ts";
-import { collectGarbage } from "../runtime.ts";
+import { collectGarbage, enableGarbageCollections } from "../runtime.ts";
 import { memoryFigures } from "../util/memory.ts";
 import { cleanupOtherModes } from "./cleanup.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
@@ -80,6 +80,7 @@ export async function realRun(
   hostOverrides: Partial<HostOptions> = {},
   until?: Promise<number>,
 ): Promise<number> {
+  enableGarbageCollections();
   const host = createHost({ dryRun: false, ...hostOverrides });
   await cleanupOtherModes(host.exec, log, config.featureGates);
   const prep = await prepareNode(config, host, log, false);
