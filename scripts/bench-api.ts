@@ -12,11 +12,17 @@
 //     into an empty namespace, and one small --noflush restore on top of them.
 //
 //   bash scripts/bench-api [--services=1000,10000] [--endpoints=10] [--runs=3]
+//                          [--rss-trace] [--v=N] [--log=FILE]
+//
+// --rss-trace also prints the binary's RSS over time (sampled every 100 ms) and its RSS once the
+// change is in (the steady state); --v sets the binary's -v (2, the default, is the least: the
+// first sync is read from its log; at 2 it also logs its own memory figures after the first
+// sync); --log writes the binary's stderr to FILE.
 //
 // Needs root, iproute2, iptables (legacy), nfacct. Only namespaces it creates; all deleted.
 
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir } from "../test/support/binary.ts";
 import { startNodeApi } from "../test/support/e2e-apiserver.ts";
@@ -31,20 +37,40 @@ interface Options {
   services: number[];
   endpoints: number;
   runs: number;
+  rssTrace: boolean;
+  verbosity: number;
+  log: string | undefined;
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const o: Options = { services: [1000, 10000], endpoints: 10, runs: 3 };
+  const o: Options = {
+    services: [1000, 10000],
+    endpoints: 10,
+    runs: 3,
+    rssTrace: false,
+    verbosity: 2,
+    log: undefined,
+  };
   for (const a of argv) {
     const [k, v = ""] = a.split("=", 2);
     if (k === "--services") o.services = v.split(",").map(Number);
     else if (k === "--endpoints") o.endpoints = Number(v);
     else if (k === "--runs") o.runs = Number(v);
-    else throw new Error(`unknown option ${a} (--services=1000,10000 --endpoints=10 --runs=3)`);
+    else if (k === "--rss-trace") o.rssTrace = true;
+    else if (k === "--v") o.verbosity = Number(v);
+    else if (k === "--log") o.log = v;
+    else
+      throw new Error(
+        `unknown option ${a} (--services=1000,10000 --endpoints=10 --runs=3 --rss-trace --v=N --log=FILE)`,
+      );
   }
   if (o.services.some((n) => !(n > 0 && n <= 30_000))) throw new Error("--services: 1..30000 each");
   if (!(o.endpoints > 0 && o.endpoints <= 100)) throw new Error("--endpoints: 1..100");
   if (!(o.runs > 0 && o.runs <= 10)) throw new Error("--runs: 1..10");
+  // The first sync is read from a -v=2 log line.
+  if (!(Number.isInteger(o.verbosity) && o.verbosity >= 2 && o.verbosity <= 10))
+    throw new Error("--v: 2..10");
+  if (o.log === "") throw new Error("--log: a file name");
   return o;
 }
 
@@ -102,13 +128,40 @@ function must(topo: Topology, argv: string[], stdin?: string) {
   });
 }
 
-function hwmKiB(pid: number): number | undefined {
+function statusKiB(pid: number, field: "VmHWM" | "VmRSS"): number | undefined {
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
     return m ? Number(m[1]) : undefined;
   } catch {
     return undefined;
   }
+}
+
+const hwmKiB = (pid: number) => statusKiB(pid, "VmHWM");
+
+/** VmRSS every 100 ms from `start`: [ms since start, MiB] pairs, until stopped. */
+function traceRss(pid: number, start: number): { stop(): [number, number][] } {
+  const samples: [number, number][] = [];
+  const timer = setInterval(() => {
+    const kib = statusKiB(pid, "VmRSS");
+    if (kib !== undefined) samples.push([Date.now() - start, kib / 1024]);
+  }, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      return samples;
+    },
+  };
+}
+
+/** The trace, thinned to one line per second ("12s 300 MiB": the highest sample in second 12). */
+function formatTrace(samples: readonly [number, number][]): string {
+  const perSecond = new Map<number, number>();
+  for (const [t, mib] of samples) {
+    const s = Math.floor(t / 1000);
+    perSecond.set(s, Math.max(perSecond.get(s) ?? 0, mib));
+  }
+  return [...perSecond].map(([s, mib]) => `    ${s}s ${Math.round(mib)} MiB`).join("\n");
 }
 
 /** Time of `argv` (stdin fed) in a fresh namespace of its own, deleted after. */
@@ -212,6 +265,8 @@ interface RunResult {
   firstSyncMs: number;
   changeMs: number;
   peakRssMiB: number;
+  /** VmRSS once the change is in. */
+  steadyRssMiB: number;
   fullFloorMs: number;
   changeFloorMs: number;
 }
@@ -224,11 +279,12 @@ async function scrapeLastSync(topo: Topology): Promise<number | undefined> {
   return v !== undefined && v > 0 ? v : undefined;
 }
 
-async function oneRun(services: number, endpoints: number): Promise<RunResult> {
+async function oneRun(services: number, endpoints: number, o: Options): Promise<RunResult> {
   const topo = await createTopology({ pods: [PROBE_POD], client: false });
   const dir = tempDir("kpts-bench-api-");
   let api: Awaited<ReturnType<typeof startNodeApi>> | undefined;
   let kp: ReturnType<typeof startKubeProxy> | undefined;
+  let trace: ReturnType<typeof traceRss> | undefined;
   try {
     await startServer(topo, PROBE_POD.name, { tcp: [8080] });
     // The kubelet's hint: this node uses the legacy backend.
@@ -260,10 +316,11 @@ async function oneRun(services: number, endpoints: number): Promise<RunResult> {
     const started = Date.now();
     kp = startKubeProxy(topo, {
       kubeconfig: api.kubeconfig,
-      // -v=2: a few lines per sync, which give the phases of the first one.
-      extraArgs: [`--bind-address=${ADDR.node}`, "-v=2"],
+      // At -v=2 (the least --v allows) a few lines per sync give the phases of the first one.
+      extraArgs: [`--bind-address=${ADDR.node}`, `-v=${o.verbosity}`],
       env: LOCK_ENV,
     });
+    if (o.rssTrace) trace = traceRss(kp.pid, started);
     // The binary's own log line, read from its stderr as it arrives: polling /metrics every
     // 100 ms (each scrape runs nfacct twice) took CPU from the very restore being timed.
     let firstSyncLine: string | undefined;
@@ -303,6 +360,11 @@ process.exit(1)`;
     if (flowed.code !== 0) throw new Error(`traffic never flowed to the new endpoint: ${flowed.stderr}`);
     const changeMs = Number(flowed.stdout.trim()) - changed;
     const peakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
+    const steadyRssMiB = (statusKiB(kp.pid, "VmRSS") ?? Number.NaN) / 1024;
+    const samples = trace?.stop();
+    trace = undefined;
+    if (samples)
+      console.log(`  RSS of the binary over time (max per second since start):\n${formatTrace(samples)}`);
 
     // Floors: the same tables into an empty namespace, then one small change on top.
     const nat = (await must(topo, ["iptables-legacy-save", "-t", "nat"])).stdout;
@@ -323,9 +385,20 @@ process.exit(1)`;
     ]);
     const phases = phasesFrom(kp.stderr(), started);
     const changePhases = changePhasesFrom(kp.stderr(), changed);
-    return { phases, changePhases, firstSyncMs, changeMs, peakRssMiB, fullFloorMs, changeFloorMs };
+    return {
+      phases,
+      changePhases,
+      firstSyncMs,
+      changeMs,
+      peakRssMiB,
+      steadyRssMiB,
+      fullFloorMs,
+      changeFloorMs,
+    };
   } finally {
+    trace?.stop();
     await kp?.kill(5000);
+    if (o.log && kp) writeFileSync(o.log, kp.stderr());
     await api?.close();
     await topo.destroy();
     rmSync(dir, { recursive: true, force: true });
@@ -347,7 +420,7 @@ async function main(): Promise<void> {
   for (const services of o.services) {
     const runs: RunResult[] = [];
     for (let r = 0; r < o.runs; r++) {
-      const res = await oneRun(services, o.endpoints);
+      const res = await oneRun(services, o.endpoints, o);
       runs.push(res);
       console.log(
         `  ${services} x ${o.endpoints} run ${r + 1}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
@@ -362,6 +435,7 @@ async function main(): Promise<void> {
         console.log(
           `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> restored ${c.restoredMs} ms`,
         );
+      if (o.rssTrace) console.log(`  steady RSS (after the change) ${Math.round(res.steadyRssMiB)} MiB`);
     }
     const m = (k: Exclude<keyof RunResult, "phases" | "changePhases">) => median(runs.map((x) => x[k]));
     console.log(

@@ -2,8 +2,10 @@
 // built-ins and web APIs, so the same code runs under Bun (the shipped binary), Deno and Node.
 
 interface RuntimeGlobals {
-  Bun?: { version: string };
+  Bun?: { version: string; gc?(force: boolean): unknown };
   Deno?: { version: { deno: string } };
+  /** Node's, when run with --expose-gc. */
+  gc?: () => void;
 }
 
 export function runtimeName(): string {
@@ -11,4 +13,38 @@ export function runtimeName(): string {
   if (g.Bun) return `bun ${g.Bun.version}`;
   if (g.Deno) return `deno ${g.Deno.version.deno}`;
   return `node ${process.versions.node}`;
+}
+
+// Explicit collections are for the long-running daemon only (realRun turns them on): they cost
+// sync time (Bun.gc(true) also drops compiled code, so the next sync starts cold), which only
+// pays off in a process that lives on; a dry run, the tests and in-process benchmarks keep the
+// runtime's own pacing and timings.
+let collections = false;
+
+/** Turns on the collections below (off by default). */
+export function enableGarbageCollections(): void {
+  collections = true;
+}
+
+/**
+ * Collects recent garbage now where the runtime offers that cheaply (Bun: Bun.gc(false), about
+ * a millisecond); elsewhere nothing, as V8 scavenges young garbage often on its own. For long
+ * synchronous jobs that make garbage by the hundred megabytes: JSC, left alone, lets it pile up
+ * to about the size of the live heap before it collects.
+ */
+export function collectYoungGarbage(): void {
+  if (collections) (globalThis as unknown as RuntimeGlobals).Bun?.gc?.(false);
+}
+
+/**
+ * A full collection now, where the runtime allows it (Bun, which also hands freed memory back
+ * to the system; Node run with --expose-gc). For the moment right after something big became
+ * garbage and before something big is built: a collection left to the runtime would come
+ * later, on top of both.
+ */
+export function collectGarbage(): void {
+  if (!collections) return;
+  const g = globalThis as unknown as RuntimeGlobals;
+  if (g.Bun?.gc) g.Bun.gc(true);
+  else g.gc?.();
 }

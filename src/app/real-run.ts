@@ -17,6 +17,8 @@ import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import type { IPFamily } from "../proxy/types.ts";
+import { collectGarbage, enableGarbageCollections } from "../runtime.ts";
+import { memoryFigures } from "../util/memory.ts";
 import { cleanupOtherModes } from "./cleanup.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { buildIptablesMode, localAddresses } from "./iptables-mode.ts";
@@ -78,6 +80,7 @@ export async function realRun(
   hostOverrides: Partial<HostOptions> = {},
   until?: Promise<number>,
 ): Promise<number> {
+  enableGarbageCollections();
   const host = createHost({ dryRun: false, ...hostOverrides });
   await cleanupOtherModes(host.exec, log, config.featureGates);
   const prep = await prepareNode(config, host, log, false);
@@ -219,24 +222,30 @@ async function runMode(
       synced: () => {
         for (const f of mode.families) health.updated(f);
       },
+      // What delivering the initial lists left behind (their texts alone are tens of MB at
+      // 10,000 Services) is collected before the first sync, the biggest, builds on top of it.
+      beforeFirstSync: collectGarbage,
     },
   });
-  const { handler, store } = recordingHandler(withNodeHealth(controller, health));
+  const handler = withNodeHealth(controller, health);
+  // A map of every object only for --dump-state: otherwise nobody reads it.
+  const recording = opts.dumpStateFile ? recordingHandler(handler) : undefined;
   controller.start();
   // While the informers list: the first sync then starts with its cluster-independent part done.
   void mode.proxier.prepare?.();
-  await src.source.start(handler);
+  await src.source.start(recording?.handler ?? handler);
   void src.birthCry();
   let stopping = false;
   void controller.firstSync().then(async () => {
+    log.v(2).info("Memory after the first sync", { ...memoryFigures() });
     // A stop that came during the first sync must not find canary timers started after it.
     if (stopping) return;
     mode.afterFirstSync(() => controller.requestSync());
-    if (opts.dumpStateFile) {
+    if (opts.dumpStateFile && recording) {
       writeFileSync(
         opts.dumpStateFile,
         renderStateFile(
-          store,
+          recording.store,
           await probeHostState(host.exec, host.kernel, host.ipset),
           stateFileFormatFor(opts.dumpStateFile),
         ),

@@ -3,7 +3,7 @@
 
 import { spawn } from "node:child_process";
 import { constants as osConstants } from "node:os";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import type { Exec, ExecRequest, ExecResult } from "./types.ts";
 
 export interface RealExecOptions {
@@ -28,6 +28,42 @@ function collect(stream: Readable | null): () => string {
     size += chunk.length;
   });
   return () => Buffer.concat(chunks, size).toString("utf8");
+}
+
+/** Characters per stdin write: a big input (a 30 MB restore) is never encoded in one piece. */
+export const STDIN_PIECE = 1 << 20;
+
+// Resolves true once the pipe drained, false when it broke (the child went away).
+function drained(stdin: Writable): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      stdin.off("drain", onDrain);
+      stdin.off("error", onBroken);
+      stdin.off("close", onBroken);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onBroken = () => done(false);
+    stdin.on("drain", onDrain);
+    stdin.on("error", onBroken);
+    stdin.on("close", onBroken);
+  });
+}
+
+// Writes the input a piece at a time, each once the pipe took the last: the child reads at its
+// own pace and only one piece exists as bytes, not a UTF-8 copy of the whole input at once.
+async function writeInput(stdin: Writable, text: string): Promise<void> {
+  let from = 0;
+  while (from < text.length) {
+    let to = Math.min(text.length, from + STDIN_PIECE);
+    // A surrogate pair split between two pieces would be encoded as two replacement characters.
+    const last = text.charCodeAt(to - 1);
+    if (to < text.length && last >= 0xd800 && last <= 0xdbff) to--;
+    const more = stdin.write(text.slice(from, to), "utf8");
+    from = to;
+    if (!more && from < text.length && !(await drained(stdin))) return;
+  }
+  stdin.end();
 }
 
 // A child killed by a signal has no exit code; report 128+signo like a shell does.
@@ -110,7 +146,7 @@ export function createRealExec(opts: RealExecOptions = {}): Exec {
         if (hasStdin && child.stdin) {
           // A child may exit without reading its input (EPIPE); its exit status tells the story.
           child.stdin.on("error", () => {});
-          child.stdin.end(req.stdin, "utf8");
+          void writeInput(child.stdin, req.stdin);
         }
       });
     },

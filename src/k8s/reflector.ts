@@ -7,6 +7,7 @@
 // - an outage only delays delivery: nothing is dropped while the API server is away.
 
 import type { Logger } from "../log/logger.ts";
+import { collectYoungGarbage } from "../runtime.ts";
 import { type ApiClient, apiErrorFrom, describeError } from "./api-client.ts";
 import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
 import { type KubeObject, ObjectStore, objectKey } from "./store.ts";
@@ -42,6 +43,19 @@ type WatchOutcome =
   | { kind: "closed"; events: number }
   | { kind: "expired"; events: number }
   | { kind: "failed"; events: number; error: string };
+
+/** A list response's body, as far as the reflector reads it. */
+interface ListBody<T> {
+  metadata?: { resourceVersion?: string };
+  items?: T[] | null;
+}
+
+/**
+ * Objects delivered between two young-generation collections while a list is delivered: the
+ * handlers turn each object into their own state and leave garbage behind (a 10,000-slice list
+ * leaves tens of MB), which is better collected as it comes than all at the end.
+ */
+const DELIVERIES_PER_COLLECTION = 1000;
 
 /** A watch that lived this long counts as healthy, so its end does not lengthen the backoff. */
 const HEALTHY_WATCH_MS = 1000;
@@ -164,23 +178,9 @@ export class Reflector<T extends KubeObject> {
   }
 
   private async list(from: string): Promise<"ok" | "expired" | "failed"> {
-    const what = `list ${this.opts.kind}`;
     try {
-      const res = await this.opts.client.request({
-        method: "GET",
-        path: this.opts.path,
-        query: this.query({ resourceVersion: from }),
-        signal: this.life.signal,
-      });
-      if (res.status === 410) {
-        this.log.v(2).info("List expired, relisting from the current state", { resource: this.opts.kind });
-        return "expired";
-      }
-      if (res.status < 200 || res.status > 299) throw await apiErrorFrom(res, what);
-      const list = JSON.parse(await res.text()) as {
-        metadata?: { resourceVersion?: string };
-        items?: T[] | null;
-      };
+      const list = await this.fetchList(from);
+      if (list === "expired") return "expired";
       if (this.stopped) return "failed";
       this.replace(list.items ?? []);
       this.resourceVersion = list.metadata?.resourceVersion ?? "";
@@ -201,15 +201,38 @@ export class Reflector<T extends KubeObject> {
     }
   }
 
+  /**
+   * The parsed list, or "expired". Its own call, so that the response and its text (tens of MB
+   * at 10,000 objects) are out of reach while the objects are delivered.
+   */
+  private async fetchList(from: string): Promise<ListBody<T> | "expired"> {
+    const res = await this.opts.client.request({
+      method: "GET",
+      path: this.opts.path,
+      query: this.query({ resourceVersion: from }),
+      signal: this.life.signal,
+    });
+    if (res.status === 410) {
+      this.log.v(2).info("List expired, relisting from the current state", { resource: this.opts.kind });
+      return "expired";
+    }
+    if (res.status < 200 || res.status > 299) throw await apiErrorFrom(res, `list ${this.opts.kind}`);
+    return JSON.parse(await res.text()) as ListBody<T>;
+  }
+
   private replace(items: T[]): void {
     for (const item of items) this.typed(item);
     const diff = this.store.replace(items);
-    for (const obj of diff.added) this.call(() => this.handler.added(obj));
-    for (const { previous, current } of diff.updated)
-      this.call(() => this.handler.updated(previous, current));
+    let delivered = 0;
+    const deliver = (fn: () => void) => {
+      this.call(fn);
+      if (++delivered % DELIVERIES_PER_COLLECTION === 0) collectYoungGarbage();
+    };
+    for (const obj of diff.added) deliver(() => this.handler.added(obj));
+    for (const { previous, current } of diff.updated) deliver(() => this.handler.updated(previous, current));
     for (const obj of diff.deleted) {
       this.log.v(2).info("Object gone after relist", { resource: this.opts.kind, key: objectKey(obj) });
-      this.call(() => this.handler.deleted(obj));
+      deliver(() => this.handler.deleted(obj));
     }
   }
 

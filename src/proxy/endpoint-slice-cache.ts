@@ -9,8 +9,11 @@ import { type EndpointInfo, type ServiceKey, type ServicePortName, servicePortNa
 
 interface SliceState {
   readonly applied: Map<string, ParsedSlice>;
-  /** null: the slice is to be removed. */
-  readonly pending: Map<string, ParsedSlice | null>;
+  /**
+   * null: the slice is to be removed. Absent between changes: an empty Map is ~200 bytes, and
+   * a large cluster has one state per Service.
+   */
+  pending?: Map<string, ParsedSlice | null>;
 }
 
 /** The endpoints of one service port, sorted by "ip:port". */
@@ -36,16 +39,23 @@ export class EndpointSliceCache {
     let state = this.services.get(key);
     if (!state) {
       if (slice === null) return false;
-      state = { applied: new Map(), pending: new Map() };
+      state = { applied: new Map() };
       this.services.set(key, state);
     }
-    const base = state.pending.has(sliceName) ? state.pending.get(sliceName) : state.applied.get(sliceName);
+    const pending = state.pending;
+    const base = pending?.has(sliceName) ? pending.get(sliceName) : state.applied.get(sliceName);
     if (sameSlice(base, slice)) return false;
-    if (sameSlice(state.applied.get(sliceName), slice)) state.pending.delete(sliceName);
-    else state.pending.set(sliceName, slice);
-    if (state.pending.size > 0) this.touched.add(key);
-    else this.touched.delete(key);
-    if (state.pending.size === 0 && state.applied.size === 0) this.services.delete(key);
+    if (sameSlice(state.applied.get(sliceName), slice)) pending?.delete(sliceName);
+    else {
+      state.pending ??= new Map();
+      state.pending.set(sliceName, slice);
+    }
+    if (state.pending && state.pending.size > 0) this.touched.add(key);
+    else {
+      state.pending = undefined;
+      this.touched.delete(key);
+    }
+    if (!state.pending && state.applied.size === 0) this.services.delete(key);
     return true;
   }
 
@@ -59,11 +69,11 @@ export class EndpointSliceCache {
     for (const key of this.touched) {
       const state = this.services.get(key);
       if (!state) continue;
-      for (const [name, slice] of state.pending) {
+      for (const [name, slice] of state.pending ?? []) {
         if (slice) state.applied.set(name, slice);
         else state.applied.delete(name);
       }
-      state.pending.clear();
+      state.pending = undefined;
       out.set(key, state.applied);
       if (state.applied.size === 0) this.services.delete(key);
     }

@@ -25,8 +25,11 @@ export interface SyncControllerOptions {
   readonly logger?: Logger;
   readonly recorder?: EventRecorder;
   readonly clock?: Clock;
-  /** Told when a sync is requested and when one succeeds (the healthz server's inputs). */
-  readonly hooks?: { queued(): void; synced(): void };
+  /**
+   * Told when a sync is requested and when one succeeds (the healthz server's inputs), and
+   * before the first sync runs (both initial lists are in by then).
+   */
+  readonly hooks?: { queued(): void; synced(): void; beforeFirstSync?(): void };
   /** The run's feature gates, for what the trackers read from objects; v1.31 defaults if absent. */
   readonly featureGates?: EffectiveFeatureGates;
   /** The change metrics the trackers feed (see trackerMetrics). */
@@ -141,6 +144,7 @@ export class SyncController implements ClusterEventHandler {
       this.log.v(2).info("Not syncing until Services and EndpointSlices have been listed");
       return;
     }
+    if (this.syncs === 0) this.opts.hooks?.beforeFirstSync?.();
     const input: SyncInput = {
       services: this.services,
       endpoints: this.endpoints,

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createRealExec } from "../../src/exec/runner.ts";
+import { createRealExec, STDIN_PIECE } from "../../src/exec/runner.ts";
 
 const exec = createRealExec();
 
@@ -23,6 +23,16 @@ describe("createRealExec", () => {
     const res = await exec.run({ cmd: "cat", args: [], stdin: input });
     expect(res.code).toBe(0);
     expect(res.stdout.length).toBe(input.length);
+    expect(res.stdout === input).toBe(true);
+  });
+
+  test("stdin goes in pieces: a surrogate pair on a piece boundary arrives whole, to a slow reader", async () => {
+    const line = "-A KUBE-SEP-XXXXXXXXXXXXXXXX -s 198.51.100.7 -j KUBE-MARK-MASQ\n";
+    const filler = line.repeat(Math.ceil((3 * STDIN_PIECE) / line.length));
+    // The pair's high half is the last character of the first piece.
+    const input = `${filler.slice(0, STDIN_PIECE - 1)}\u{1F600}é${filler.slice(STDIN_PIECE - 1)}`;
+    const res = await exec.run({ cmd: "/bin/sh", args: ["-c", "sleep 0.2; cat"], stdin: input });
+    expect(res.code).toBe(0);
     expect(res.stdout === input).toBe(true);
   });
 

@@ -2,20 +2,28 @@
 // later partial syncs) and its own chains straight into the sync's output, in upstream's order
 // (the port's KUBE-SERVICES/KUBE-NODEPORTS lines first, then its chains).
 
+import { flatString } from "../../util/flat-string.ts";
 import type { TopologyContext } from "../topology.ts";
+import type { LineSink } from "./line-blocks.ts";
 import type { PortInputs, PortState } from "./port-state.ts";
 import type { ChainRuleSettings, ChainSink } from "./service-chains.ts";
 import { writeServiceChains } from "./service-chains.ts";
 import { planServicePort } from "./service-plan.ts";
 import { type EntryRuleSettings, writeEntryRules } from "./service-rules.ts";
 
-/** The line arrays of a sync; entries may hold several joined lines (counted in *ExtraLines). */
+/** Where a sync's lines go; entries may hold several joined lines (counted in *ExtraLines). */
 export interface RenderOutput {
-  readonly filterRules: string[];
-  readonly natChains: string[];
-  readonly natRules: string[];
+  readonly filterRules: LineSink;
+  readonly natChains: LineSink;
+  readonly natRules: LineSink;
   filterExtraLines: number;
   natExtraLines: number;
+}
+
+// Lines kept until the port changes. A join of several lines is flat already; a single line
+// would be kept as the tree of the parts it was built from.
+function keptText(lines: readonly string[]): string {
+  return lines.length === 1 ? flatString(lines[0]!) : lines.join("\n");
 }
 
 const scratchFilter: string[] = [];
@@ -33,8 +41,8 @@ export function renderPort(
   scratchFilter.length = 0;
   scratchNat.length = 0;
   writeEntryRules(view, names, plan, entrySettings, { filter: scratchFilter, nat: scratchNat });
-  const filterText = scratchFilter.join("\n");
-  const natText = scratchNat.join("\n");
+  const filterText = keptText(scratchFilter);
+  const natText = keptText(scratchNat);
   if (scratchFilter.length > 0) {
     out.filterRules.push(filterText);
     out.filterExtraLines += scratchFilter.length - 1;

@@ -6,6 +6,7 @@ import type { LocalTrafficDetector } from "../local-detect.ts";
 import { cidrContains } from "../nodeport-addresses.ts";
 import type { EndpointInfo } from "../types.ts";
 import { chainLine, KUBE_MARK_MASQ } from "./chains.ts";
+import type { LineSink } from "./line-blocks.ts";
 import type { ProbabilityCache } from "./probability.ts";
 import type { ServicePlan } from "./service-plan.ts";
 import type { FamilyServicePort, ServicePortNames } from "./service-view.ts";
@@ -22,8 +23,8 @@ export interface ChainRuleSettings {
 
 /** Where chain declarations and rules go; `active` collects every chain declared. */
 export interface ChainSink {
-  readonly chains: string[];
-  readonly rules: string[];
+  readonly chains: LineSink;
+  readonly rules: LineSink;
   readonly active: string[];
 }
 

@@ -2,7 +2,11 @@
 // with the real tools in a netns), and a big sync's restore input declares its chains so.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { MIN_CHAINS_TO_ORDER, orderChainDeclarations } from "../../../src/host/iptables/chain-order.ts";
+import {
+  MIN_CHAINS_TO_ORDER,
+  orderChainDeclarations,
+  orderDeclarationBlocks,
+} from "../../../src/host/iptables/chain-order.ts";
 import { endpointSlice, ep, service, setup } from "../../proxy/iptables/harness.ts";
 import { createTestNetns, type TestNetns } from "./netns.ts";
 
@@ -24,6 +28,15 @@ describe("orderChainDeclarations", () => {
       ":KUBE-SVC-AB - [0:0]",
       ":b - [0:0]",
     ]);
+  });
+
+  test("declarations collected in blocks come back as one ordered block, or as they were", () => {
+    const blocks = [":KUBE-SVC-B - [0:0]\n:KUBE-SEP-Z - [0:0]", ":KUBE-SVC-A - [0:0]"];
+    expect(orderDeclarationBlocks(blocks, 3)).toEqual([
+      ":KUBE-SEP-Z - [0:0]\n:KUBE-SVC-A - [0:0]\n:KUBE-SVC-B - [0:0]",
+    ]);
+    expect(orderDeclarationBlocks(blocks, 4)).toBe(blocks);
+    expect(orderDeclarationBlocks([])).toEqual([]);
   });
 
   test("fewer than the threshold are left in the order they were written", () => {
