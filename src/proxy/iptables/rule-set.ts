@@ -231,10 +231,13 @@ export class RuleSetBuilder {
     }
     out.natRules.pushAll(this.nodePortsTail(req.nodePortIPs));
     out.filterRules.pushAll(forwardRules(settings));
+    // Same tables, restored faster from empty (chain-order.ts). Ordered before the collection
+    // below, so the loose lines that sorting makes are gone before the payload is joined.
+    const natDeclarations = orderDeclarationBlocks(out.natChains.joinedBlocks());
     // The payload is made from the blocks, so both are alive at once: in a big sync, the
     // walk's garbage goes first, and the memory it held back to the system.
     if (out.natChains.length + out.natRules.length >= LINES_FOR_FULL_COLLECTION) collectGarbage();
-    return this.finish(out, deletedChains, commit);
+    return this.finish(out, natDeclarations, deletedChains, commit);
   }
 
   private writesLocalnetGuard(): boolean {
@@ -381,7 +384,12 @@ export class RuleSetBuilder {
     return nodePortIPs.map(nodePortsTailForIP);
   }
 
-  private finish(out: Output, deletedChains: string[], commit: RuleSet["commit"]): RuleSet {
+  private finish(
+    out: Output,
+    natDeclarations: readonly string[],
+    deletedChains: string[],
+    commit: RuleSet["commit"],
+  ): RuleSet {
     const filterChains = topLevelChainLines(FILTER_TOP_LEVEL_CHAINS);
     if (this.writesLocalnetGuard()) filterChains.push(chainLine(KUBE_FIREWALL));
     // One join over the blocks: a flat string, so the blocks are garbage as soon as the build
@@ -392,8 +400,7 @@ export class RuleSetBuilder {
       ...out.filterRules.joinedBlocks(),
       "COMMIT",
       "*nat",
-      // Same tables, restored faster from empty (chain-order.ts).
-      ...orderDeclarationBlocks(out.natChains.joinedBlocks()),
+      ...natDeclarations,
       ...out.natRules.joinedBlocks(),
       "COMMIT",
       "",
