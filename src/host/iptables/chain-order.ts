@@ -20,16 +20,16 @@ export function orderChainDeclarations(lines: string[], minChains = MIN_CHAINS_T
 }
 
 /**
- * The same for declarations collected in blocks (each one or more lines joined by newlines):
- * the blocks themselves when there are too few lines to order, else one block in name order.
+ * The same for `count` declarations collected in blocks (each one or more lines joined by
+ * newlines): the blocks themselves when there are too few to order, else one block in name order.
  */
 export function orderDeclarationBlocks(
   blocks: readonly string[],
+  count: number,
   minChains = MIN_CHAINS_TO_ORDER,
 ): readonly string[] {
-  if (blocks.length === 0) return blocks;
+  if (count < minChains) return blocks;
   const lines = blocks.join("\n").split("\n");
-  if (lines.length < minChains) return blocks;
   orderChainDeclarations(lines, minChains);
   return [lines.join("\n")];
 }

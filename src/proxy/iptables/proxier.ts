@@ -194,14 +194,15 @@ export class IptablesProxier implements Proxier {
       const set = await this.computeRuleSet(request, scope, start);
       // The blocks a big payload was joined from are garbage now: collected before the restore,
       // which takes seconds and after which the commit allocates, rather than after both.
-      if (set.natRuleLines >= LINES_FOR_FULL_COLLECTION) collectGarbage();
+      const big = set.natRuleLines >= LINES_FOR_FULL_COLLECTION;
+      if (big) collectGarbage();
       this.recordRuleCounts(set, input, scope.totalEndpoints);
       await this.restore(set.payload);
       this.needFullSync = false;
       if (fullSync) this.lastFullSync = start;
       this.builder.commit(set);
       await this.afterSuccess(input, set);
-      if (set.natRuleLines >= LINES_FOR_FULL_COLLECTION) collectAfterThisSync();
+      if (big) collectAfterThisSync();
     } catch (err) {
       // The change sets of this sync are consumed: only a full sync can catch up.
       this.needFullSync = true;

@@ -233,7 +233,7 @@ export class RuleSetBuilder {
     out.filterRules.pushAll(forwardRules(settings));
     // Same tables, restored faster from empty (chain-order.ts). Ordered before the collection
     // below, so the loose lines that sorting makes are gone before the payload is joined.
-    const natDeclarations = orderDeclarationBlocks(out.natChains.joinedBlocks());
+    const natDeclarations = orderDeclarationBlocks(out.natChains.joinedBlocks(), out.natChains.length);
     // The payload is made from the blocks, so both are alive at once: in a big sync, the
     // walk's garbage goes first, and the memory it held back to the system.
     if (out.natChains.length + out.natRules.length >= LINES_FOR_FULL_COLLECTION) collectGarbage();

@@ -32,11 +32,11 @@ describe("orderChainDeclarations", () => {
 
   test("declarations collected in blocks come back as one ordered block, or as they were", () => {
     const blocks = [":KUBE-SVC-B - [0:0]\n:KUBE-SEP-Z - [0:0]", ":KUBE-SVC-A - [0:0]"];
-    expect(orderDeclarationBlocks(blocks, 3)).toEqual([
+    expect(orderDeclarationBlocks(blocks, 3, 3)).toEqual([
       ":KUBE-SEP-Z - [0:0]\n:KUBE-SVC-A - [0:0]\n:KUBE-SVC-B - [0:0]",
     ]);
-    expect(orderDeclarationBlocks(blocks, 4)).toBe(blocks);
-    expect(orderDeclarationBlocks([])).toEqual([]);
+    expect(orderDeclarationBlocks(blocks, 3, 4)).toBe(blocks);
+    expect(orderDeclarationBlocks([], 0)).toEqual([]);
   });
 
   test("fewer than the threshold are left in the order they were written", () => {
