@@ -39,9 +39,11 @@ import {
   probeOnce,
   startServer,
 } from "../support/e2e-traffic.ts";
+import { scaled } from "../support/kernel-vm.ts";
 import { ADDR, createTopology, namespaceExists, type PodSpec, type Topology } from "../support/netns.ts";
 
-const TEST_TIMEOUT_MS = 60_000;
+/** Stretched on a slow (emulated) machine: see test/support/kernel-vm.ts. */
+const TEST_TIMEOUT_MS = scaled(60_000);
 /**
  * A refusal must come well before the probes' 3 s timeout (that is what tells it from a drop),
  * but not within a kernel timer: one SYN or ARP retransmit on a busy machine costs 1 s.
@@ -355,7 +357,8 @@ describe("iptables mode: Service traffic through the real kernel", () => {
         durationMs: 20_000,
       });
       // Let it run against the three backends first (bounded).
-      for (let i = 0; i < 200 && bg.results().length < 40; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < scaled(200) && bg.results().length < 40; i++)
+        await new Promise((r) => setTimeout(r, 50));
       expect(bg.results().length).toBeGreaterThanOrEqual(40);
 
       const without = ALL.map((s) =>
@@ -371,7 +374,7 @@ describe("iptables mode: Service traffic through the real kernel", () => {
       );
       const synced = Date.now();
       // Keep probing a while on the new rules (bounded), then stop the probe.
-      for (let i = 0; i < 100 && bg.results().filter((r) => r.t > synced).length < 60; i++) {
+      for (let i = 0; i < scaled(100) && bg.results().filter((r) => r.t > synced).length < 60; i++) {
         await new Promise((r) => setTimeout(r, 50));
       }
       const s = await bg.stop();

@@ -3,6 +3,7 @@
 
 import { existsSync, readFileSync } from "node:fs";
 import { ensureBinary } from "./binary.ts";
+import { scaled } from "./kernel-vm.ts";
 import type { Daemon, Topology } from "./netns.ts";
 
 /**
@@ -82,7 +83,8 @@ export async function rulesView(topo: Topology): Promise<RulesView> {
 }
 
 /**
- * Polls the node's rules until `ready` holds (at most timeoutMs, every 200 ms). Fails at once,
+ * Polls the node's rules until `ready` holds (at most timeoutMs, stretched by timeScale(), every
+ * 200 ms). Fails at once,
  * with the daemon's output, if the daemon exits meanwhile.
  */
 export async function waitForRules(
@@ -92,9 +94,10 @@ export async function waitForRules(
   what: string,
   timeoutMs = 20_000,
 ): Promise<RulesView> {
-  const deadline = Date.now() + timeoutMs;
+  const limitMs = scaled(timeoutMs);
+  const deadline = Date.now() + limitMs;
   let last: RulesView = { nat: "", filter: "" };
-  for (let i = 0; i < 1000; i++) {
+  for (let i = 0; i < scaled(1000); i++) {
     const code = daemon?.exitCode();
     if (code !== undefined) {
       throw new Error(
@@ -107,7 +110,7 @@ export async function waitForRules(
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(
-    `timed out after ${timeoutMs} ms waiting for ${what}\n--- nat ---\n${last.nat}\n--- filter ---\n${last.filter}\n--- kube-proxy-ts stderr (tail) ---\n${tail(daemon?.stderr() ?? "", 80)}`,
+    `timed out after ${limitMs} ms waiting for ${what}\n--- nat ---\n${last.nat}\n--- filter ---\n${last.filter}\n--- kube-proxy-ts stderr (tail) ---\n${tail(daemon?.stderr() ?? "", 80)}`,
   );
 }
 

@@ -3,6 +3,7 @@
 
 import { join } from "node:path";
 import type { ProbeReply, ProbeResult } from "./e2e-probe.ts";
+import { scaled } from "./kernel-vm.ts";
 import type { Daemon, NsRef, Topology } from "./netns.ts";
 
 export type { ProbeReply, ProbeResult };
@@ -81,6 +82,7 @@ export async function probe(topo: Topology, ns: NsRef, o: ProbeOptions): Promise
   const count = o.count ?? 1;
   const per = (o.timeoutMs ?? 2000) + (o.intervalMs ?? 0);
   const bound = Math.min(count * per, o.durationMs ?? Number.POSITIVE_INFINITY) + per + 10_000;
+  // topo.run stretches the bound on a slow (emulated) machine.
   const r = await topo.run(ns, probeArgv(o, false), { timeoutMs: bound });
   return parseSummary(r.stdout, `${ns} -> ${o.target}`, r.stderr);
 }
@@ -113,7 +115,7 @@ export function probeInBackground(topo: Topology, ns: NsRef, o: ProbeOptions): B
       .filter((l) => l.startsWith('{"ok"') && !l.includes('"attempts":'))
       .map((l) => JSON.parse(l) as ProbeResult);
   const finish = async (boundMs: number) => {
-    const timer = setTimeout(() => void daemon.kill(500), boundMs);
+    const timer = setTimeout(() => void daemon.kill(500), scaled(boundMs));
     await daemon.exited;
     clearTimeout(timer);
     return parseSummary(daemon.stdout(), `${ns} -> ${o.target}`, daemon.stderr());

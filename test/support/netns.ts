@@ -27,6 +27,7 @@
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { scaled } from "./kernel-vm.ts";
 
 export const ADDR = {
   client: "192.0.2.1",
@@ -136,10 +137,13 @@ function runHost(argv: readonly string[], opts: RunOptions = {}): Promise<RunRes
     });
     child.stdin?.on("error", () => {});
     child.stdin?.end(opts.stdin ?? "");
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill("SIGKILL");
-    }, opts.timeoutMs ?? 15_000);
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        child.kill("SIGKILL");
+      },
+      scaled(opts.timeoutMs ?? 15_000),
+    );
     child.on("error", (err) => {
       stderr += String(err);
     });
@@ -288,7 +292,8 @@ class DaemonImpl implements Daemon {
     return this.code;
   }
 
-  waitForOutput(re: RegExp, timeoutMs = 10_000): Promise<RegExpMatchArray> {
+  waitForOutput(re: RegExp, unscaledMs = 10_000): Promise<RegExpMatchArray> {
+    const timeoutMs = scaled(unscaledMs);
     return new Promise((resolve, reject) => {
       const check = () => {
         const m = this.out.match(re) ?? this.err.match(re);
@@ -326,7 +331,7 @@ class DaemonImpl implements Daemon {
     this.child.kill("SIGTERM");
     const timer = setTimeout(() => {
       if (this.code === undefined) this.child.kill("SIGKILL");
-    }, graceMs);
+    }, scaled(graceMs));
     await this.exited;
     clearTimeout(timer);
   }
