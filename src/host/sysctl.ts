@@ -47,6 +47,24 @@ function parseIntValue(name: string, raw: string): number {
   return Number(raw);
 }
 
+/**
+ * Sysctl directories that appear only once a module is loaded; a write there failing with ENOENT
+ * usually means the module is missing, which the bare error does not say.
+ */
+const MODULE_OF_SYSCTL_DIR: readonly (readonly [string, string])[] = [
+  ["net/netfilter/nf_conntrack", "nf_conntrack"],
+  ["net/ipv4/vs/", "ip_vs"],
+  ["net/bridge/", "br_netfilter"],
+];
+
+function missingSysctlHint(name: string): string {
+  const path = normalizeSysctlName(name);
+  const mod = MODULE_OF_SYSCTL_DIR.find(([dir]) => path.startsWith(dir))?.[1];
+  return mod
+    ? ` (the kernel has no such sysctl: is the ${mod} module loaded?)`
+    : " (the kernel has no such sysctl)";
+}
+
 export interface SysctlClientOptions {
   /** Filesystem root holding proc/sys. */
   root?: string;
@@ -80,9 +98,15 @@ export function createSysctlClient({ root = "/" }: SysctlClientOptions = {}): Sy
         await writeFile(file(name), `${text}\n`, { flag: constants.O_WRONLY | constants.O_TRUNC });
       } catch (err) {
         if (err instanceof SysctlError) throw err;
-        throw new SysctlError(name, `cannot set sysctl ${name}=${text}: ${(err as Error).message}`, text, {
-          cause: err,
-        });
+        const hint = (err as NodeJS.ErrnoException).code === "ENOENT" ? missingSysctlHint(name) : "";
+        throw new SysctlError(
+          name,
+          `cannot set sysctl ${name}=${text}: ${(err as Error).message}${hint}`,
+          text,
+          {
+            cause: err,
+          },
+        );
       }
     },
   };

@@ -5,10 +5,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { BINARY, ensureBinary } from "../support/binary.ts";
+import { scaled } from "../support/kernel-vm.ts";
 
 const ns = `kpts-${process.pid.toString(36)}-${randomBytes(3).toString("hex")}-clean`;
 const inNs = (argv: string[], input?: string) =>
-  spawnSync("ip", ["netns", "exec", ns, ...argv], { input, encoding: "utf8", timeout: 30_000 });
+  spawnSync("ip", ["netns", "exec", ns, ...argv], { input, encoding: "utf8", timeout: scaled(30_000) });
 
 const LEFTOVERS = (svcNet: string) => `*filter
 :KUBE-FIREWALL - [0:0]
@@ -37,13 +38,13 @@ COMMIT
 `;
 
 afterAll(() => {
-  spawnSync("ip", ["netns", "del", ns], { timeout: 10_000 });
+  spawnSync("ip", ["netns", "del", ns], { timeout: scaled(10_000) });
 });
 
 describe("--cleanup on a real kernel", () => {
   test("removes upstream's leftovers from legacy and nft, IPv4 and IPv6, and the KUBE- ipsets", () => {
     ensureBinary();
-    expect(spawnSync("ip", ["netns", "add", ns], { timeout: 10_000 }).status).toBe(0);
+    expect(spawnSync("ip", ["netns", "add", ns], { timeout: scaled(10_000) }).status).toBe(0);
     for (const tool of ["iptables-legacy-restore", "iptables-nft-restore"]) {
       expect(inNs([tool, "--noflush"], LEFTOVERS("198.51.100.10/32")).status).toBe(0);
     }

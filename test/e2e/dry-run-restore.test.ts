@@ -5,20 +5,25 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { runBinary } from "../support/binary.ts";
+import { scaled } from "../support/kernel-vm.ts";
 
 const ns = `kpts-${process.pid.toString(36)}-${randomBytes(3).toString("hex")}-dryrun`;
 
 function inNs(argv: readonly string[], stdin?: string) {
-  return spawnSync("ip", ["netns", "exec", ns, ...argv], { input: stdin, encoding: "utf8", timeout: 20_000 });
+  return spawnSync("ip", ["netns", "exec", ns, ...argv], {
+    input: stdin,
+    encoding: "utf8",
+    timeout: scaled(20_000),
+  });
 }
 
 afterAll(() => {
-  spawnSync("ip", ["netns", "del", ns], { timeout: 10_000 });
+  spawnSync("ip", ["netns", "del", ns], { timeout: scaled(10_000) });
 });
 
 describe("dry-run plan replayed on a real kernel", () => {
   test("every iptables and nfacct command of `--dry-run --state examples/cluster.yaml` succeeds in a fresh namespace", () => {
-    expect(spawnSync("ip", ["netns", "add", ns], { timeout: 10_000 }).status).toBe(0);
+    expect(spawnSync("ip", ["netns", "add", ns], { timeout: scaled(10_000) }).status).toBe(0);
     const r = runBinary([
       "--dry-run",
       "--state",

@@ -354,7 +354,7 @@ describe("iptables mode: Service traffic through the real kernel", () => {
         count: 2000,
         intervalMs: 10,
         timeoutMs: 1500,
-        durationMs: 20_000,
+        durationMs: scaled(20_000),
       });
       // Let it run against the three backends first (bounded).
       for (let i = 0; i < scaled(200) && bg.results().length < 40; i++)

@@ -7,10 +7,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { BINARY, ensureBinary } from "../support/binary.ts";
+import { scaled } from "../support/kernel-vm.ts";
 
 const ns = `kpts-${process.pid.toString(36)}-${randomBytes(3).toString("hex")}-nft`;
 const inNs = (argv: string[]) =>
-  spawnSync("ip", ["netns", "exec", ns, ...argv], { encoding: "utf8", timeout: 30_000 });
+  spawnSync("ip", ["netns", "exec", ns, ...argv], { encoding: "utf8", timeout: scaled(30_000) });
 const tables = () => inNs(["nft", "list", "tables"]).stdout.trim().split("\n").filter(Boolean).sort();
 const UPSTREAM = ["table ip kube-proxy", "table ip6 kube-proxy"];
 
@@ -23,13 +24,13 @@ function createUpstreamTables(): void {
 }
 
 afterAll(() => {
-  spawnSync("ip", ["netns", "del", ns], { timeout: 10_000 });
+  spawnSync("ip", ["netns", "del", ns], { timeout: scaled(10_000) });
 });
 
 describe("cleanup of upstream's nftables mode on a real kernel", () => {
   test("--cleanup deletes both kube-proxy tables, keeps others, and a second run is a no-op", () => {
     ensureBinary();
-    expect(spawnSync("ip", ["netns", "add", ns], { timeout: 10_000 }).status).toBe(0);
+    expect(spawnSync("ip", ["netns", "add", ns], { timeout: scaled(10_000) }).status).toBe(0);
     createUpstreamTables();
     expect(inNs(["nft", "add", "table", "inet", "other"]).status).toBe(0);
 

@@ -69,6 +69,22 @@ describe("createSysctlClient", () => {
     expect(await sysctl.getInt("net/ipv4/vs/conntrack")).toBe(1);
   });
 
+  test("setting a sysctl the kernel lacks names the module that would provide it", async () => {
+    const sysctl = createSysctlClient({ root: procRoot() });
+    const conntrack = await caught(sysctl.set("net/netfilter/nf_conntrack_tcp_timeout_established", 86400));
+    expect(conntrack).toBeInstanceOf(SysctlError);
+    expect((conntrack as Error).message).toContain(
+      "cannot set sysctl net/netfilter/nf_conntrack_tcp_timeout_established=86400: ",
+    );
+    expect((conntrack as Error).message).toEndWith(
+      "(the kernel has no such sysctl: is the nf_conntrack module loaded?)",
+    );
+    const vs = await caught(sysctl.set("net.ipv4.vs.expire_nodest_conn", 1));
+    expect((vs as Error).message).toEndWith("is the ip_vs module loaded?)");
+    const other = await caught(sysctl.set("net/ipv4/no_such_knob", 1));
+    expect((other as Error).message).toEndWith("(the kernel has no such sysctl)");
+  });
+
   test("getInt on a non-integer value raises SysctlError naming the sysctl", async () => {
     const err = await caught(createSysctlClient({ root: procRoot() }).getInt("net/ipv4/tcp_rmem"));
     expect(err).toBeInstanceOf(SysctlError);

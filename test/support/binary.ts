@@ -4,6 +4,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { scaled } from "./kernel-vm.ts";
 
 export const BINARY = join(import.meta.dir, "..", "..", "dist", "kube-proxy-ts");
 
@@ -25,7 +26,7 @@ export interface BinaryResult {
 }
 
 export function runBinary(args: string[], opts: { timeoutMs?: number } = {}): BinaryResult {
-  const r = spawnSync(ensureBinary(), args, { encoding: "utf8", timeout: opts.timeoutMs ?? 30_000 });
+  const r = spawnSync(ensureBinary(), args, { encoding: "utf8", timeout: scaled(opts.timeoutMs ?? 30_000) });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -51,7 +52,7 @@ export async function runBinaryAsync(
   child.stderr.on("data", (d) => {
     stderr += d;
   });
-  const timer = setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs ?? 30_000);
+  const timer = setTimeout(() => child.kill("SIGKILL"), scaled(opts.timeoutMs ?? 30_000));
   const code = await new Promise<number>((resolve) => child.on("close", (c) => resolve(c ?? -1)));
   clearTimeout(timer);
   return { code, stdout, stderr };

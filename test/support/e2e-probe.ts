@@ -12,6 +12,7 @@
 import { createSocket } from "node:dgram";
 import { connect } from "node:net";
 import { classifySocketError as classify } from "./e2e-errors.ts";
+import { scaled } from "./kernel-vm.ts";
 
 export interface ProbeReply {
   pod: string;
@@ -45,7 +46,8 @@ interface Args {
 }
 
 const MAX_COUNT = 5000;
-const MAX_DURATION_MS = 120_000;
+// A probe on an emulated CPU (test/support/kernel-vm.ts) gets the same stretch as its waits.
+const MAX_DURATION_MS = scaled(120_000);
 
 function parseArgs(argv: readonly string[]): Args {
   const a: Partial<Args> = { count: 1, intervalMs: 0, timeoutMs: 2000, durationMs: 60_000, stream: false };
