@@ -59,6 +59,8 @@ export interface GuestRunOptions {
   readonly testTimeoutMs?: number;
   /** The whole guest's limit, seconds. */
   readonly limitSeconds?: number;
+  /** Each file's limit inside the guest, seconds. */
+  readonly fileLimitSeconds?: number;
   /** Where the guest's output goes as it arrives (default: stderr, prefixed). */
   readonly onOutput?: (chunk: string) => void;
 }
@@ -106,22 +108,38 @@ export function parseJunit(xml: string): GuestCase[] {
   return cases;
 }
 
-/** Runs `files` with `bun test` in one guest boot; resolves when the guest is gone. */
+/**
+ * Runs `files` in one guest boot, one `bun test` per file with its own JUnit report, so a file
+ * that hangs or crashes loses only its own results; resolves when the guest is gone. A file
+ * that left no report becomes one failed case saying so.
+ */
 export function runInKernelVm(o: GuestRunOptions): Promise<GuestRun> {
-  const outDir = join(REPO, "dist", "kernel-vm");
+  const outDir = join(REPO, "dist", "kernel-vm", `run-${process.pid}-${Date.now()}`);
   mkdirSync(outDir, { recursive: true });
-  const report = join(outDir, `junit-${process.pid}-${Date.now()}.xml`);
+  const reportOf = (i: number) => join(outDir, `${i}.xml`);
   const bun = relative(REPO, join(REPO, "node_modules", ".bin", "bun"));
-  const testArgs = [
-    "test",
-    `--timeout=${o.testTimeoutMs ?? 600_000}`,
-    "--reporter=junit",
-    `--reporter-outfile=${relative(REPO, report)}`,
-    ...o.files.map((f) => `./${f}`),
-  ];
-  const script = [...(o.setup ?? []), ["NO_COLOR=1", bun, ...testArgs].map(shellQuote).join(" ")].join(
-    " && ",
+  const perFile = o.files.map((f, i) =>
+    [
+      "NO_COLOR=1",
+      "timeout",
+      "--kill-after=10",
+      String(o.fileLimitSeconds ?? 900),
+      bun,
+      "test",
+      `--timeout=${o.testTimeoutMs ?? 600_000}`,
+      "--reporter=junit",
+      `--reporter-outfile=${relative(REPO, reportOf(i))}`,
+      `./${f}`,
+    ]
+      .map(shellQuote)
+      .join(" "),
   );
+  const script = [
+    ...(o.setup ?? []).map((cmd) => `${cmd} || exit 125`),
+    "failed=0",
+    ...perFile.map((cmd) => `${cmd} || failed=1`),
+    "exit $failed",
+  ].join("\n");
   const argv = [
     join(REPO, "scripts", "kernel-vm"),
     "--timeout",
@@ -148,11 +166,22 @@ export function runInKernelVm(o: GuestRunOptions): Promise<GuestRun> {
       output += `\n${String(err)}\n`;
     });
     child.on("close", (code, signal) => {
-      let cases: GuestCase[] = [];
-      if (existsSync(report)) {
-        cases = parseJunit(readFileSync(report, "utf8"));
-        rmSync(report, { force: true });
-      }
+      const cases: GuestCase[] = [];
+      o.files.forEach((file, i) => {
+        const report = reportOf(i);
+        if (existsSync(report)) {
+          cases.push(...parseJunit(readFileSync(report, "utf8")).map((c) => ({ ...c, file })));
+        } else {
+          cases.push({
+            file,
+            group: "",
+            name: "(the whole file)",
+            seconds: 0,
+            failure: `${file} left no report: it did not finish (per-file limit ${o.fileLimitSeconds ?? 900} s, guest limit ${o.limitSeconds ?? 1500} s) or bun crashed; see the guest output above`,
+          });
+        }
+      });
+      rmSync(outDir, { recursive: true, force: true });
       resolvePromise({
         status: code ?? (signal ? 128 : 125),
         cases,
