@@ -48,7 +48,7 @@ const TEST_TIMEOUT_MS = scaled(60_000);
  * A refusal must come well before the probes' 3 s timeout (that is what tells it from a drop),
  * but not within a kernel timer: one SYN or ARP retransmit on a busy machine costs 1 s.
  */
-const REFUSED_WITHIN_MS = 2500;
+const REFUSED_WITHIN_MS = scaled(2500);
 const NODE: NodeSpec = { name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR };
 const HTTP = { name: "http", port: 80, targetPort: 8080 } as const;
 const DNS = { name: "dns", port: 53, targetPort: 5353, protocol: "UDP" } as const;
@@ -316,13 +316,16 @@ describe("iptables mode: Service traffic through the real kernel", () => {
     "a Service without endpoints is refused at once (TCP and UDP), not left to time out",
     async () => {
       for (const from of ["p4", "node"]) {
-        const tcp = await probeOnce(h.topo!, from, { target: `${EMPTY.clusterIP}:80`, timeoutMs: 3000 });
+        const tcp = await probeOnce(h.topo!, from, {
+          target: `${EMPTY.clusterIP}:80`,
+          timeoutMs: scaled(3000),
+        });
         expect(tcp.error, `${from}: ${JSON.stringify(tcp)}`).toBe("refused");
         expect(tcp.ms, JSON.stringify(tcp)).toBeLessThan(REFUSED_WITHIN_MS);
         const udp = await probeOnce(h.topo!, from, {
           proto: "udp",
           target: `${EMPTY.clusterIP}:53`,
-          timeoutMs: 3000,
+          timeoutMs: scaled(3000),
         });
         // A pod gets the ICMP port-unreachable; on the node itself the REJECT happens in OUTPUT,
         // where the kernel fails the send with EPERM instead.
@@ -336,7 +339,11 @@ describe("iptables mode: Service traffic through the real kernel", () => {
   );
 
   e2eTest(h, "hairpin: a pod reaches its own Service (masqueraded back to itself)", async () => {
-    const s = await probe(h.topo!, "p6", { target: `${HAIRPIN.clusterIP}:80`, count: 5, timeoutMs: 1500 });
+    const s = await probe(h.topo!, "p6", {
+      target: `${HAIRPIN.clusterIP}:80`,
+      count: 5,
+      timeoutMs: scaled(1500),
+    });
     expect(s.ok, describeSummary(s)).toBe(true);
     expect(s.backends).toEqual({ p6: 5 });
     for (const r of s.results) expect(r.reply!.peer).toBe(ADDR.podGateway);
@@ -353,7 +360,7 @@ describe("iptables mode: Service traffic through the real kernel", () => {
         target: `${CHURN.clusterIP}:80`,
         count: 2000,
         intervalMs: 10,
-        timeoutMs: 1500,
+        timeoutMs: scaled(1500),
         durationMs: scaled(20_000),
       });
       // Let it run against the three backends first (bounded).
@@ -515,7 +522,7 @@ describe("iptables mode: switching to another Service set leaves no stale chains
     const fresh = await probeOnce(h.topo!, "q1", { target: "198.51.100.35:80" });
     expect(fresh.reply?.pod, JSON.stringify(fresh)).toBe("q3");
     // The old NodePort is gone: the node itself answers with a reset (nothing listens there).
-    const np = await probeOnce(h.topo!, "client", { target: `${ADDR.node}:30090`, timeoutMs: 2000 });
+    const np = await probeOnce(h.topo!, "client", { target: `${ADDR.node}:30090`, timeoutMs: scaled(2000) });
     expect(np.error, JSON.stringify(np)).toBe("refused");
     // The old LoadBalancer IP leads nowhere now.
     const lb = await probeOnce(h.topo!, "client", { target: "192.0.2.201:80", timeoutMs: 800 });

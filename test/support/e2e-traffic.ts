@@ -55,12 +55,15 @@ export interface ProbeOptions {
   durationMs?: number;
 }
 
+/** What one attempt may take unless the caller says otherwise (stretched like every wait). */
+const DEFAULT_TIMEOUT_MS = scaled(2000);
+
 function probeArgv(o: ProbeOptions, stream: boolean): string[] {
   const argv = [BUN, PROBE, "--proto", o.proto ?? "tcp", "--target", o.target];
   if (o.source) argv.push("--source", o.source);
   if (o.count !== undefined) argv.push("--count", String(o.count));
   if (o.intervalMs !== undefined) argv.push("--interval-ms", String(o.intervalMs));
-  if (o.timeoutMs !== undefined) argv.push("--timeout-ms", String(o.timeoutMs));
+  argv.push("--timeout-ms", String(o.timeoutMs ?? DEFAULT_TIMEOUT_MS));
   if (o.durationMs !== undefined) argv.push("--duration-ms", String(o.durationMs));
   if (stream) argv.push("--stream");
   return argv;
@@ -80,7 +83,7 @@ function parseSummary(stdout: string, what: string, stderr: string): ProbeSummar
 /** Runs a probe to completion in namespace `ns` and returns its summary. */
 export async function probe(topo: Topology, ns: NsRef, o: ProbeOptions): Promise<ProbeSummary> {
   const count = o.count ?? 1;
-  const per = (o.timeoutMs ?? 2000) + (o.intervalMs ?? 0);
+  const per = (o.timeoutMs ?? DEFAULT_TIMEOUT_MS) + (o.intervalMs ?? 0);
   const bound = Math.min(count * per, o.durationMs ?? Number.POSITIVE_INFINITY) + per + 10_000;
   // topo.run stretches the bound on a slow (emulated) machine.
   const r = await topo.run(ns, probeArgv(o, false), { timeoutMs: bound });
@@ -120,7 +123,7 @@ export function probeInBackground(topo: Topology, ns: NsRef, o: ProbeOptions): B
     clearTimeout(timer);
     return parseSummary(daemon.stdout(), `${ns} -> ${o.target}`, daemon.stderr());
   };
-  const per = (o.timeoutMs ?? 2000) + (o.intervalMs ?? 0);
+  const per = (o.timeoutMs ?? DEFAULT_TIMEOUT_MS) + (o.intervalMs ?? 0);
   return {
     daemon,
     results,
