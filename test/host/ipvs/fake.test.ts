@@ -135,7 +135,7 @@ TCP  [fd00:10:96::1]:443 mh (mh-port)
     const one = await ipvsadm(["-L", "-n", "-u", "10.96.0.10:53"]);
     expect(one.stdout.split("\n")[2]).toBe("UDP  10.96.0.10:53 rr");
     expect(await ipvsadm(["-L", "-n", "-t", "10.9.9.9:1"])).toEqual({
-      code: 255,
+      code: 1,
       stdout: "",
       stderr: "No such service\n",
     });

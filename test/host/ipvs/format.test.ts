@@ -13,10 +13,13 @@ import { parseIpvsadmArgs, restoreLineWords } from "../../../src/host/ipvs/synta
 import type { IpvsChange, VirtualServer, VirtualServerKey } from "../../../src/host/ipvs/types.ts";
 
 // `ipvsadm -L -n --exact` on a kind node in ipvs mode, laid out as ipvsadm 1.31 prints it
-// ("%-4s %s" service names; "  -> %-28s %-7s %-6d %-10u %-10u" real servers, trailing blanks kept).
+// ("%-4s %s" service names; "  -> %-28s %-7s %-6d %-10u %-10u" real servers, trailing blanks kept),
+// in ipvsadm's order (172.18.0.2 before 10.96.0.1: see SAVE).
 const LIST = `IP Virtual Server version 1.2.1 (size=4096)
 Prot LocalAddress:Port Scheduler Flags
   -> RemoteAddress:Port           Forward Weight ActiveConn InActConn
+TCP  172.18.0.2:30080 sh (sh-fallback,sh-port)
+  -> 10.244.1.7:8080              Local   1      0          0         
 TCP  10.96.0.1:443 rr
   -> 172.18.0.2:6443              Masq    1      3          0         
 TCP  10.96.0.10:53 rr
@@ -25,8 +28,6 @@ TCP  10.96.0.10:53 rr
 TCP  10.96.143.7:80 rr persistent 10800
   -> 10.244.1.7:8080              Masq    0      2          41        
   -> 10.244.2.9:8080              Masq    1      17         1234567890
-TCP  172.18.0.2:30080 sh (sh-fallback,sh-port)
-  -> 10.244.1.7:8080              Local   1      0          0         
 UDP  10.96.0.10:53 rr
   -> 10.244.0.3:53                Masq    1      0          12        
 SCTP 10.96.200.1:3868 rr
@@ -37,7 +38,11 @@ FWM  100 wlc
 `;
 
 // The same table as `ipvsadm -S -n` prints it.
-const SAVE = `-A -t 10.96.0.1:443 -s rr
+// In ipvsadm's order: libipvs compares addresses by a wrapping 32-bit difference, so
+// 172.18.0.2 (more than 2^31 above 10.96.0.1) sorts before the 10.96 services.
+const SAVE = `-A -t 172.18.0.2:30080 -s sh -b sh-fallback,sh-port
+-a -t 172.18.0.2:30080 -r 10.244.1.7:8080 -g -w 1
+-A -t 10.96.0.1:443 -s rr
 -a -t 10.96.0.1:443 -r 172.18.0.2:6443 -m -w 1
 -A -t 10.96.0.10:53 -s rr
 -a -t 10.96.0.10:53 -r 10.244.0.3:53 -m -w 1
@@ -45,8 +50,6 @@ const SAVE = `-A -t 10.96.0.1:443 -s rr
 -A -t 10.96.143.7:80 -s rr -p 10800
 -a -t 10.96.143.7:80 -r 10.244.1.7:8080 -m -w 0
 -a -t 10.96.143.7:80 -r 10.244.2.9:8080 -m -w 1
--A -t 172.18.0.2:30080 -s sh -b sh-fallback,sh-port
--a -t 172.18.0.2:30080 -r 10.244.1.7:8080 -g -w 1
 -A -u 10.96.0.10:53 -s rr
 -a -u 10.96.0.10:53 -r 10.244.0.3:53 -m -w 1
 -A --sctp-service 10.96.200.1:3868 -s rr
@@ -81,15 +84,15 @@ const rs = (address: string, port: number, weight = 1, activeConnections = 0, in
 describe("parseIpvsList", () => {
   test("reads services, flags, persistence and connection counts; skips fwmark services", () => {
     expect(parseIpvsList(LIST)).toEqual([
+      {
+        server: vs("172.18.0.2", 30080, "TCP", { scheduler: "sh", flags: ["sh-fallback", "sh-port"] }),
+        reals: [rs("10.244.1.7", 8080)],
+      },
       { server: vs("10.96.0.1", 443, "TCP"), reals: [rs("172.18.0.2", 6443, 1, 3, 0)] },
       { server: vs("10.96.0.10", 53, "TCP"), reals: [rs("10.244.0.3", 53), rs("10.244.0.4", 53)] },
       {
         server: vs("10.96.143.7", 80, "TCP", { timeout: 10800 }),
         reals: [rs("10.244.1.7", 8080, 0, 2, 41), rs("10.244.2.9", 8080, 1, 17, 1234567890)],
-      },
-      {
-        server: vs("172.18.0.2", 30080, "TCP", { scheduler: "sh", flags: ["sh-fallback", "sh-port"] }),
-        reals: [rs("10.244.1.7", 8080)],
       },
       { server: vs("10.96.0.10", 53, "UDP"), reals: [rs("10.244.0.3", 53, 1, 0, 12)] },
       { server: vs("10.96.200.1", 3868, "SCTP"), reals: [] },
