@@ -152,6 +152,8 @@ describe.skipIf(!inKernelVm())("FakeNetlink matches the real ip on dummy devices
       log.push(`${step.name}: exit ${want.code} ${want.stderr.trim().replaceAll("\n", " | ")}`);
       if (JSON.stringify(got) !== JSON.stringify(want))
         differences.push(`${step.name}:\n  real ${JSON.stringify(want)}\n  fake ${JSON.stringify(got)}`);
+      // A single command that failed changed nothing (each run costs ~0.5 s on the emulated CPU).
+      if (want.code !== 0 && step.stdin === undefined) continue;
       const realAddrs = (await ns.exec.run({ cmd: "ip", args: SHOW })).stdout;
       const fakeAddrs = (await fakeExec.run({ cmd: "ip", args: SHOW })).stdout;
       if (realAddrs !== fakeAddrs)

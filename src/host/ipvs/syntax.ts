@@ -720,12 +720,12 @@ export function parseNetmask(text: string, family: 4 | 6): string {
   const parts = text.split(".");
   const nums = parts.map((p) => (/^\d+$/.test(p) ? Number(p) : Number.NaN));
   if (parts.length > 4 || nums.some((n) => !Number.isFinite(n)))
-    fail("illegal virtual server netmask specified");
+    fail("illegal virtual server persistent mask specified");
   // inet_aton: the last part fills every byte the earlier parts leave.
   const lastBytes = 5 - parts.length;
   const last = nums[nums.length - 1]!;
   if (nums.slice(0, -1).some((n) => n > 255) || last >= 2 ** (8 * lastBytes))
-    fail("illegal virtual server netmask specified");
+    fail("illegal virtual server persistent mask specified");
   let value = 0;
   nums.slice(0, -1).forEach((n, i) => {
     value += n * 2 ** (8 * (3 - i));

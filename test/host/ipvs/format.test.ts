@@ -3,6 +3,9 @@ import { IpvsError } from "../../../src/host/ipvs/errors.ts";
 import {
   formatIpvsList,
   formatIpvsSave,
+  glibcSort,
+  ipvsadmDestOrder,
+  ipvsadmServiceOrder,
   ipvsListFromSave,
   parseIpvsList,
   parseIpvsSave,
@@ -209,5 +212,65 @@ describe("ipvsListFromSave", () => {
   test("a saved table lists as ipvsadm -L -n would show it", () => {
     const listed = parseIpvsList(ipvsListFromSave(SAVE));
     expect(listed).toEqual(parseIpvsSave(SAVE));
+  });
+});
+
+describe("ipvsadm's sort order", () => {
+  const hp = (text: string) => {
+    const at = text.lastIndexOf(":");
+    return { address: text.slice(0, at).replace(/[[\]]/g, ""), port: Number(text.slice(at + 1)) };
+  };
+  const show = (ds: { address: string; port: number }[]) =>
+    ds.map((d) => (d.address.includes(":") ? `[${d.address}]:${d.port}` : `${d.address}:${d.port}`));
+
+  test("real servers sort as ipvsadm 1.31 printed them on kernel 6.1 (wrapping compare, glibc merge)", () => {
+    // The kernel's order (newest first) of one service's real servers, and what `ipvsadm -Ln`
+    // printed for them: 203.0.113.x (above 2^31) sorts before 10.0.0.1, 127.0.0.1 comes last.
+    const kernelOrder = [
+      "127.0.0.1:80",
+      "10.0.0.1:80",
+      "[2001:db8::5]:80",
+      "203.0.113.10:7",
+      "203.0.113.5:80",
+      "203.0.113.4:80",
+      "203.0.113.1:80",
+      "203.0.113.1:8080",
+      "203.0.113.9:8080",
+    ].map(hp);
+    expect(show(glibcSort(kernelOrder, ipvsadmDestOrder))).toEqual([
+      "203.0.113.1:80",
+      "203.0.113.1:8080",
+      "203.0.113.4:80",
+      "203.0.113.5:80",
+      "203.0.113.9:8080",
+      "203.0.113.10:7",
+      "10.0.0.1:80",
+      "[2001:db8::5]:80",
+      "127.0.0.1:80",
+    ]);
+  });
+
+  test("services: family, then protocol, then the wrapping address compare, then port", () => {
+    const key = (address: string, port: number, protocol: "TCP" | "UDP" | "SCTP" = "TCP") => ({
+      address,
+      port,
+      protocol,
+    });
+    const keys = [
+      key("fd00::1", 80),
+      key("10.96.0.1", 443, "UDP"),
+      key("10.96.0.1", 443),
+      key("172.18.0.2", 30080),
+      key("10.96.0.10", 53, "SCTP"),
+      key("10.96.0.1", 80),
+    ];
+    expect(glibcSort(keys, ipvsadmServiceOrder)).toEqual([
+      key("172.18.0.2", 30080),
+      key("10.96.0.1", 80),
+      key("10.96.0.1", 443),
+      key("10.96.0.1", 443, "UDP"),
+      key("10.96.0.10", 53, "SCTP"),
+      key("fd00::1", 80),
+    ]);
   });
 });
