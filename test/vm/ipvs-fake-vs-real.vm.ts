@@ -116,6 +116,8 @@ const STEPS: Step[] = [
   run("--persistent-conn", "-Ln --persistent-conn"),
   run("--sort", "-Ln --sort"),
   run("one service", `-Ln ${SVC}`),
+  // One service: --nosort then shows the kernel's own order of real servers (newest first).
+  run("one service unsorted", `-Ln --nosort ${SVC}`),
   run("one service --stats", `-Ln --stats ${SVC}`),
   run("one IPv6 service", "-L -n -t [2001:db8::2]:80"),
   run("a missing service", "-Ln --exact -t 198.51.100.77:80"),
