@@ -274,3 +274,28 @@ describe("ipvsadm's sort order", () => {
     ]);
   });
 });
+
+describe("reading what the real ipvsadm 1.31 printed on kernel 6.1", () => {
+  // `ipvsadm -S -n` lines as the guest suite saw them: tunnelling real servers name their tunnel
+  // type, masks print as a dotted quad (IPv4) or a prefix length (IPv6), weights go past 65535.
+  const REAL_SAVE = `-A -t 192.0.2.1:80 -s rr
+-a -t 192.0.2.1:80 -r 203.0.113.1:80 -m -w 2147483647
+-a -t 192.0.2.1:80 -r 203.0.113.5:80 -i -w 1 --tun-type ipip
+-a -t 192.0.2.1:80 -r [2001:db8::5]:80 -i -w 1 --tun-type ipip
+-A -t 192.0.2.4:80 -s wlc -p 60 -M 0.0.0.24
+-A -t [2001:db8::2]:80 -s wlc -p 60 -M 64
+`;
+
+  test("parseIpvsSave and ipvsListFromSave take it", () => {
+    const services = parseIpvsSave(REAL_SAVE);
+    expect(services.map((s) => [s.server.address, s.server.timeout, s.reals.length])).toEqual([
+      ["192.0.2.1", 0, 3],
+      ["192.0.2.4", 60, 0],
+      ["2001:db8::2", 60, 0],
+    ]);
+    expect(services[0]?.reals.map((r) => r.weight)).toEqual([2147483647, 1, 1]);
+    expect(parseIpvsList(ipvsListFromSave(REAL_SAVE))).toEqual(
+      services.map((s) => ({ ...s, reals: glibcSort(s.reals, ipvsadmDestOrder) })),
+    );
+  });
+});

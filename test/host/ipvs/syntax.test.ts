@@ -66,7 +66,13 @@ describe("parseIpvsadmArgs: commands ipvsadm accepts", () => {
   });
 
   test("bundled short options, long options with =, a leading ipvsadm word", () => {
-    expect(command("-Ln --exact")).toEqual({ kind: "list", numeric: true, what: "services", format: "plain", nosort: false });
+    expect(command("-Ln --exact")).toEqual({
+      kind: "list",
+      numeric: true,
+      what: "services",
+      format: "plain",
+      nosort: false,
+    });
     expect(command("ipvsadm --add-service --tcp-service=10.0.0.1:80 --scheduler=rr")).toMatchObject({
       kind: "add-service",
     });
