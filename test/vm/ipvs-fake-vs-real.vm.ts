@@ -229,6 +229,7 @@ const STEPS: Step[] = [
   { name: "restore takes no options", args: ["-R", "-n"], stdin: "-A -t 192.0.2.51:80\n" },
   { name: "restore takes no words", args: ["-R", "extra"], stdin: "-A -t 192.0.2.51:80\n" },
   run("the table after the batches", "-L -n --exact"),
+  run("timeouts after the batches", "-L --timeout"),
   run("clear", "-C"),
   run("an empty table", "-Ln"),
   run("an empty save", "-S -n"),

@@ -133,7 +133,7 @@ export class FakeIpvs {
         flags: schedFlagNames(s.scheduler, s.flags),
         timeout: s.flags & SVC_F_PERSISTENT ? s.timeout : 0,
       },
-      reals: dests.map((d: ListedDest) => ({
+      reals: dests.map((d) => ({
         address: d.address,
         port: d.port,
         weight: d.weight,
