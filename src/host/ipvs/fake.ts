@@ -1,8 +1,14 @@
 // FakeIpvs: the kernel's IPVS table behind a stand-in ipvsadm (1.31), answering through a
 // FakeExec so tests drive the real IpvsClient and assert on the resulting virtual and real
-// servers. Messages, exit codes and the line-by-line --restore semantics follow ipvsadm:
-// a refused line prints ipvs_strerror() text and the next line still runs; a command-line
-// error ends the run with exit 2; the exit status is that of the last line.
+// servers. Messages, exit codes, listing order and the line-by-line --restore semantics follow
+// ipvsadm on a real kernel (test/vm/ipvs-fake-vs-real.vm.ts checks them): a refused line prints
+// ipvs_strerror() text and the next line still runs; a command-line error ends the run with
+// exit 2, a failed listing with exit 1, -h and -v with exit 0; the exit status is that of the
+// last line.
+//
+// Not modelled: names instead of numbers (-L and -S without -n), --nosort's service order (the
+// kernel's hash order), fwmark services, traffic counters, connection entries, sync daemons,
+// and the kernel refusing IPv4 real servers in a namespace with no address at all (lo down).
 
 import { FakeExec } from "../../exec/fake.ts";
 import type { ExecRequest, ExecResult } from "../../exec/types.ts";
@@ -56,14 +62,20 @@ interface Dest {
   port: number;
   weight: number;
   forward: DestSpec["forward"];
+  upperThreshold: number;
+  lowerThreshold: number;
   active: number;
   inactive: number;
 }
 
 interface Service {
   spec: ServiceSpec;
+  /** In the kernel's order: newest first (it adds real servers at the head of the list). */
   dests: Dest[];
 }
+
+/** ipvsadm's exit after printing a failed listing (list_service()/list_all() exit(1)). */
+const LIST_FAILURE_EXIT = 1;
 
 const keyId = (k: VirtualServerKey) => `${k.protocol}/${hostPort(k.address, k.port)}`;
 const destId = (d: { address: string; port: number }) => hostPort(d.address, d.port);
@@ -72,8 +84,26 @@ const destId = (d: { address: string; port: number }) => hostPort(d.address, d.p
 const DEFAULT_TIMEOUTS: IpvsTimeouts = { tcp: 900, tcpFin: 120, udp: 300 };
 
 class KernelError {
-  constructor(readonly message: string) {}
+  constructor(
+    readonly message: string,
+    /** Ends the whole run (and a --restore) with this status, as a failed listing does. */
+    readonly exitNow?: number,
+  ) {}
 }
+
+/** A command that prints and then ends the run with exit 0 (-h, -v), even inside --restore. */
+class FinalOutput {
+  constructor(readonly text: string) {}
+}
+
+// ip_vs_ctl refuses real servers whose address is not unicast (-EINVAL): for IPv4 what
+// inet_addr_type() calls broadcast or multicast, for IPv6 multicast and the unspecified address.
+function unicastDest(address: string): boolean {
+  if (address.includes(":")) return !/^ff/i.test(address) && address !== "::";
+  const first = Number(address.split(".")[0]);
+  return address !== "255.255.255.255" && first !== 0 && !(first >= 224 && first <= 239);
+}
+const EINVAL_MESSAGE = "Invalid operation.  Possibly wrong module version, address not unicast, ...";
 
 export class FakeIpvs {
   /** Flip to false to make the next calls fail as on a kernel without IPVS. */
@@ -161,8 +191,9 @@ export class FakeIpvs {
     if (!res.ok) return { code: res.exit, stdout: "", stderr: `${res.message}\n` };
     if (res.command.kind === "restore") return this.restore(req.stdin ?? "", program);
     const out = this.execute(res.command);
+    if (out instanceof FinalOutput) return { code: 0, stdout: out.text, stderr: "" };
     return out instanceof KernelError
-      ? { code: 255, stdout: "", stderr: `${out.message}\n` }
+      ? { code: out.exitNow ?? 255, stdout: "", stderr: `${out.message}\n` }
       : { code: 0, stdout: out, stderr: "" };
   }
 
@@ -188,8 +219,10 @@ export class FakeIpvs {
         return { code: 255, stdout, stderr };
       }
       const out = this.execute(res.command);
+      if (out instanceof FinalOutput) return { code: 0, stdout: stdout + out.text, stderr };
       if (out instanceof KernelError) {
         stderr += `${out.message}\n`;
+        if (out.exitNow !== undefined) return { code: out.exitNow, stdout, stderr };
         last = -1;
       } else {
         stdout += out;
@@ -199,12 +232,15 @@ export class FakeIpvs {
     return { code: last === 0 ? 0 : 255, stdout, stderr };
   }
 
-  private execute(cmd: IpvsadmCommand): string | KernelError {
+  private execute(cmd: IpvsadmCommand): string | KernelError | FinalOutput {
     switch (cmd.kind) {
       case "help":
-        return "Usage:\n  ipvsadm -A|E virtual-service [-s scheduler] [-p [timeout]] ...\n";
+        // An abbreviated usage (ipvsadm prints its version and a long option list).
+        return new FinalOutput(
+          "ipvsadm v1.31 2019/12/24 (compiled with popt and IPVS v1.2.1)\nUsage:\n  ipvsadm -A|E virtual-service [-s scheduler] [-p [timeout]] ...\n",
+        );
       case "version":
-        return "ipvsadm v1.31 2019/12/24 (compiled with popt and IPVS v1.2.1)\n";
+        return new FinalOutput("ipvsadm v1.31 2019/12/24 (compiled with popt and IPVS v1.2.1)\n");
       case "list":
         return this.listCommand(cmd);
       case "save":
@@ -256,9 +292,20 @@ export class FakeIpvs {
     const svc = this.table.get(keyId(cmd.key));
     if (!svc) return new KernelError("Service not defined");
     const at = svc.dests.findIndex((d) => destId(d) === destId(cmd.dest));
+    if (cmd.kind !== "delete-server" && !unicastDest(cmd.dest.address))
+      return new KernelError(EINVAL_MESSAGE);
     if (cmd.kind === "add-server") {
       if (at >= 0) return new KernelError("Destination already exists");
-      svc.dests.push({ ...cmd.dest, active: 0, inactive: 0 });
+      svc.dests.unshift({
+        address: cmd.dest.address,
+        port: cmd.dest.port,
+        weight: cmd.dest.weight,
+        forward: cmd.dest.forward,
+        upperThreshold: cmd.dest.upperThreshold ?? 0,
+        lowerThreshold: cmd.dest.lowerThreshold ?? 0,
+        active: 0,
+        inactive: 0,
+      });
       return "";
     }
     if (at < 0) return new KernelError("No such destination");
@@ -267,6 +314,8 @@ export class FakeIpvs {
       const d = svc.dests[at]!;
       d.weight = cmd.dest.weight;
       d.forward = cmd.dest.forward;
+      d.upperThreshold = cmd.dest.upperThreshold ?? 0;
+      d.lowerThreshold = cmd.dest.lowerThreshold ?? 0;
     }
     return "";
   }
@@ -279,12 +328,13 @@ export class FakeIpvs {
     if (cmd.what === "connections")
       return "IPVS connection entries\npro expire state       source             virtual            destination\n";
     if (cmd.what === "daemon") return "";
+    const style = { format: cmd.format, nosort: cmd.nosort };
     if (cmd.key) {
       const one = this.listed().filter((s) => keyId(s.service.key) === keyId(cmd.key!));
-      if (one.length === 0) return new KernelError("No such service");
-      return formatIpvsList(one, { header: false });
+      if (one.length === 0) return new KernelError("No such service", LIST_FAILURE_EXIT);
+      return formatIpvsList(one, { header: false, ...style });
     }
-    return this.list();
+    return formatIpvsList(this.listed(), style);
   }
 
   private listed(): ListedService[] {
@@ -296,6 +346,8 @@ export class FakeIpvs {
           port: d.port,
           weight: d.weight,
           forward: d.forward,
+          upperThreshold: d.upperThreshold,
+          lowerThreshold: d.lowerThreshold,
           activeConnections: d.active,
           inactiveConnections: d.inactive,
         }),

@@ -6,6 +6,8 @@ import { compareAddrs, parseAddr } from "../netlink/ip.ts";
 import { IpvsError } from "./errors.ts";
 import {
   type DestSpec,
+  isDefaultNetmask,
+  type ListFormat,
   MAX_TIMEOUT,
   parseIpvsadmArgs,
   parseSchedFlags,
@@ -273,41 +275,151 @@ export function compareKeys(a: VirtualServerKey, b: VirtualServerKey): number {
   );
 }
 
-/** ipvsadm's listing order: services by compareKeys, real servers by address then port. */
-export function sortServices(services: readonly ListedService[]): ListedService[] {
-  return [...services]
-    .sort((a, b) => compareKeys(a.service.key, b.service.key))
-    .map((s) => ({
-      ...s,
-      dests: [...s.dests].sort((x, y) => compareAddrs(x.address, y.address) || x.port - y.port),
-    }));
+// ---- ipvsadm's sort (libipvs ipvs_cmp_services/ipvs_cmp_dests under glibc's qsort) ----
+
+// An address as libipvs compares it: 32-bit words in host order; IPv4 fills the first word of
+// the 16-byte union and leaves the rest zero.
+function addrWords(address: string): number[] {
+  const p = parseAddr(address);
+  const bytes = p?.bytes ?? [];
+  return [0, 1, 2, 3].map((w) => [0, 1, 2, 3].reduce((acc, i) => acc * 256 + (bytes[w * 4 + i] ?? 0), 0));
 }
 
-/** `ipvsadm -L -n` output for these services (connection counts are printed exactly either way). */
-export function formatIpvsList(services: readonly ListedService[], opts: { header?: boolean } = {}): string {
+// libipvs subtracts unsigned words and returns the difference as an int: two addresses 2^31
+// or more apart compare backwards (192.168.0.1 sorts before 10.0.0.1), and the order is not
+// even transitive, so the result depends on the order the kernel handed over.
+const wrapDiff = (a: number, b: number) => (a - b) | 0;
+
+function cmpAddrWords(aFamily6: boolean, a: readonly number[], b: readonly number[]): number {
+  if (!aFamily6) return wrapDiff(a[0]!, b[0]!);
+  for (let i = 0; i < 4; i++) {
+    const r = wrapDiff(a[i]!, b[i]!);
+    if (r !== 0) return r;
+  }
+  return 0;
+}
+
+/** ipvs_cmp_services(): address family, protocol number, address (see wrapDiff), port. */
+export function ipvsadmServiceOrder(a: VirtualServerKey, b: VirtualServerKey): number {
+  const a6 = a.address.includes(":");
+  const b6 = b.address.includes(":");
+  if (a6 !== b6) return a6 ? 1 : -1;
+  return (
+    PROTOCOL_NUMBER[a.protocol] - PROTOCOL_NUMBER[b.protocol] ||
+    cmpAddrWords(a6, addrWords(a.address), addrWords(b.address)) ||
+    a.port - b.port
+  );
+}
+
+/** ipvs_cmp_dests(): address (by the first one's family, see wrapDiff), then port. */
+export function ipvsadmDestOrder(a: { address: string; port: number }, b: { address: string; port: number }) {
+  return cmpAddrWords(a.address.includes(":"), addrWords(a.address), addrWords(b.address)) || a.port - b.port;
+}
+
+/**
+ * glibc's qsort (a top-down merge sort taking from the left run on ties), so that a comparison
+ * that is not transitive orders things exactly as ipvsadm does.
+ */
+export function glibcSort<T>(items: readonly T[], cmp: (a: T, b: T) => number): T[] {
+  if (items.length <= 1) return [...items];
+  const n1 = Math.floor(items.length / 2);
+  const left = glibcSort(items.slice(0, n1), cmp);
+  const right = glibcSort(items.slice(n1), cmp);
+  const out: T[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < left.length && j < right.length) {
+    if (cmp(left[i]!, right[j]!) <= 0) out.push(left[i++]!);
+    else out.push(right[j++]!);
+  }
+  while (i < left.length) out.push(left[i++]!);
+  while (j < right.length) out.push(right[j++]!);
+  return out;
+}
+
+/**
+ * ipvsadm's listing order. `services` and each one's dests must come in the kernel's order (the
+ * kernel lists a service's real servers newest first), since the sort depends on it.
+ */
+export function sortServices(
+  services: readonly ListedService[],
+  opts: { nosort?: boolean } = {},
+): ListedService[] {
+  if (opts.nosort) return [...services];
+  return glibcSort(services, (a, b) => ipvsadmServiceOrder(a.service.key, b.service.key)).map((s) => ({
+    ...s,
+    dests: glibcSort(s.dests, ipvsadmDestOrder),
+  }));
+}
+
+// print_title() of each listing style: the column heads and the real-server line under them.
+const TITLES: Readonly<Record<ListFormat, string>> = {
+  plain:
+    "Prot LocalAddress:Port Scheduler Flags\n  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn",
+  stats:
+    "Prot LocalAddress:Port               Conns   InPkts  OutPkts  InBytes OutBytes\n  -> RemoteAddress:Port",
+  rate: "Prot LocalAddress:Port                 CPS    InPPS   OutPPS    InBPS   OutBPS\n  -> RemoteAddress:Port",
+  thresholds:
+    "Prot LocalAddress:Port            Uthreshold Lthreshold ActiveConn InActConn \n  -> RemoteAddress:Port",
+  "persistent-conn":
+    "Prot LocalAddress:Port            Weight    PersistConn ActiveConn InActConn \n  -> RemoteAddress:Port",
+};
+
+// The fake keeps no traffic counters: every --stats/--rate figure is 0, as on an idle table.
+const ZERO_COUNTERS = ` ${"0".padStart(8)}`.repeat(5);
+
+/**
+ * `ipvsadm -L -n` output for these services (connection counts are printed exactly either way).
+ * format picks the --stats / --rate / --thresholds / --persistent-conn layout.
+ */
+export function formatIpvsList(
+  services: readonly ListedService[],
+  opts: { header?: boolean; format?: ListFormat; nosort?: boolean } = {},
+): string {
+  const format = opts.format ?? "plain";
   const out: string[] = [];
   if (opts.header ?? true) out.push("IP Virtual Server version 1.2.1 (size=4096)");
-  out.push("Prot LocalAddress:Port Scheduler Flags");
-  out.push("  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn");
-  for (const { service: s, dests } of sortServices(services)) {
+  out.push(TITLES[format]);
+  for (const { service: s, dests } of sortServices(services, { nosort: opts.nosort ?? false })) {
     const v6 = s.key.address.includes(":");
     let name = `${s.key.protocol.padEnd(4)} ${hostPort(s.key.address, s.key.port)}`;
     if (!v6) name = name.slice(0, 33);
-    let line = `${name} ${s.scheduler}`;
-    if (s.flags & SCHED_BITS) line += ` (${schedFlagNames(s.scheduler, s.flags).join(",")})`;
-    if (s.flags & SVC_F_PERSISTENT) {
-      line += ` persistent ${s.timeout}`;
-      if (s.netmask !== undefined) line += ` mask ${s.netmask}`;
+    if (format === "stats" || format === "rate") out.push(`${name.padEnd(33)}${ZERO_COUNTERS}`);
+    else {
+      let line = `${name} ${s.scheduler}`;
+      if (s.flags & SCHED_BITS) line += ` (${schedFlagNames(s.scheduler, s.flags).join(",")})`;
+      if (s.flags & SVC_F_PERSISTENT) {
+        line += ` persistent ${s.timeout}`;
+        if (!isDefaultNetmask(s.netmask)) line += ` mask ${s.netmask}`;
+      }
+      if (s.flags & SVC_F_ONEPACKET) line += " ops";
+      out.push(line);
     }
-    if (s.flags & SVC_F_ONEPACKET) line += " ops";
-    out.push(line);
     for (const d of dests) {
       let dname = hostPort(d.address, d.port);
       if (!v6) dname = dname.slice(0, 28);
-      out.push(
-        `  -> ${dname.padEnd(28)} ${FORWARD_NAME[d.forward].padEnd(7)} ${String(d.weight).padEnd(6)} ` +
-          `${String(d.activeConnections).padEnd(10)} ${String(d.inactiveConnections).padEnd(10)}`,
-      );
+      const head = `  -> ${dname.padEnd(28)}`;
+      const active = String(d.activeConnections).padEnd(10);
+      const inactive = String(d.inactiveConnections).padEnd(10);
+      switch (format) {
+        case "stats":
+        case "rate":
+          out.push(`${head}${ZERO_COUNTERS}`);
+          break;
+        case "thresholds":
+          out.push(
+            `${head} ${String(d.upperThreshold ?? 0).padEnd(10)} ${String(d.lowerThreshold ?? 0).padEnd(10)} ${active} ${inactive}`,
+          );
+          break;
+        case "persistent-conn":
+          // Persistence templates are not modelled: 0 persistent connections.
+          out.push(`${head} ${String(d.weight).padEnd(9)} ${"0".padEnd(11)} ${active} ${inactive}`);
+          break;
+        default:
+          out.push(
+            `${head} ${FORWARD_NAME[d.forward].padEnd(7)} ${String(d.weight).padEnd(6)} ${active} ${inactive}`,
+          );
+      }
     }
   }
   return `${out.join("\n")}\n`;
@@ -321,13 +433,17 @@ export function formatIpvsSave(services: readonly ListedService[]): string {
     let line = `-A ${svc} -s ${s.scheduler}`;
     if (s.flags & SVC_F_PERSISTENT) {
       line += ` -p ${s.timeout}`;
-      if (s.netmask !== undefined) line += ` -M ${s.netmask}`;
+      if (!isDefaultNetmask(s.netmask)) line += ` -M ${s.netmask}`;
     }
     if (s.flags & SVC_F_ONEPACKET) line += " -o";
     if (s.flags & SCHED_BITS) line += ` -b ${schedFlagNames(s.scheduler, s.flags).join(",")}`;
     out.push(line);
     for (const d of dests) {
-      out.push(`-a ${svc} -r ${hostPort(d.address, d.port)} ${FORWARD_SWITCH[d.forward]} -w ${d.weight}`);
+      // ipvsadm names the tunnel type of every tunnelling real server (ipip is the default).
+      const tun = d.forward === "tunnel" ? " --tun-type ipip" : "";
+      out.push(
+        `-a ${svc} -r ${hostPort(d.address, d.port)} ${FORWARD_SWITCH[d.forward]} -w ${d.weight}${tun}`,
+      );
     }
   }
   return out.length === 0 ? "" : `${out.join("\n")}\n`;

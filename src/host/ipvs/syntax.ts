@@ -22,7 +22,10 @@ export interface ServiceSpec {
   readonly flags: number;
   /** Seconds; meaningful with SVC_F_PERSISTENT. */
   readonly timeout: number;
-  /** Persistence granularity: dotted mask (IPv4) or prefix length (IPv6); undefined = host. */
+  /**
+   * Persistence granularity as ipvsadm prints it: a dotted mask (IPv4) or a prefix length
+   * (IPv6); undefined = -M not given (the kernel then keeps 255.255.255.255 or 128).
+   */
   readonly netmask?: string;
 }
 
@@ -31,7 +34,13 @@ export interface DestSpec {
   readonly port: number;
   readonly weight: number;
   readonly forward: ForwardMethod;
+  /** Connection thresholds (-x, -y); 0 = none. */
+  readonly upperThreshold?: number;
+  readonly lowerThreshold?: number;
 }
+
+/** What `-L` prints besides the plain table (--stats wins over --rate, and so on). */
+export type ListFormat = "plain" | "stats" | "rate" | "thresholds" | "persistent-conn";
 
 export type IpvsadmCommand =
   | { readonly kind: "add-service" | "edit-service"; readonly service: ServiceSpec }
@@ -48,6 +57,9 @@ export type IpvsadmCommand =
       readonly numeric: boolean;
       readonly key?: VirtualServerKey;
       readonly what: "services" | "timeout" | "connections" | "daemon";
+      readonly format: ListFormat;
+      /** --nosort: the kernel's own order. */
+      readonly nosort: boolean;
     }
   | { readonly kind: "set"; readonly tcp: number; readonly tcpFin: number; readonly udp: number }
   | { readonly kind: "daemon" };
@@ -59,8 +71,10 @@ export type ParseOutcome =
 
 /** Maximum persistence and connection timeouts ipvsadm accepts (31 days). */
 export const MAX_TIMEOUT = 86400 * 31;
-/** Default persistence timeout of "-p" without a value (IPVS_SVC_PERSISTENT_TIMEOUT). */
-export const DEFAULT_PERSISTENT_TIMEOUT = 300;
+/** Default persistence timeout of "-p" without a value (ipvsadm 1.31: 6 minutes). */
+export const DEFAULT_PERSISTENT_TIMEOUT = 360;
+/** The largest weight ipvsadm takes (the kernel's weight is an int). */
+export const MAX_WEIGHT = 2 ** 31 - 1;
 const DEF_SCHED = "wlc";
 
 // Command and option columns of ipvsadm's legality table, in its order.
@@ -374,6 +388,8 @@ interface Token {
   readonly id: string;
   readonly name: string;
   readonly value?: string;
+  /** The argv word the option came from (what popt's "bad option" names). */
+  readonly word: string;
 }
 
 // popt's view of argv: long options (with "=value" or a following word), bundled short
@@ -384,20 +400,20 @@ function* tokens(args: readonly string[], bare: string[]): Generator<Token> {
     const takeValue = (def: OptionDef, attached: string | undefined, name: string): Token => {
       if (def.arg === "none") {
         if (attached !== undefined) throw new Fail(`${name}: option does not take an argument`, 255);
-        return { id: def.id, name };
+        return { id: def.id, name, word: a };
       }
-      if (attached !== undefined) return { id: def.id, name, value: attached };
+      if (attached !== undefined) return { id: def.id, name, value: attached, word: a };
       const next = args[i + 1];
       if (def.arg === "optional") {
         if (next !== undefined && !next.startsWith("-")) {
           i++;
-          return { id: def.id, name, value: next };
+          return { id: def.id, name, value: next, word: a };
         }
-        return { id: def.id, name };
+        return { id: def.id, name, word: a };
       }
       if (next === undefined) throw new Fail(`${name}: missing argument`, 255);
       i++;
-      return { id: def.id, name, value: next };
+      return { id: def.id, name, value: next, word: a };
     };
     if (a.startsWith("--") && a.length > 2) {
       const eq = a.indexOf("=");
@@ -478,11 +494,14 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
   let dest: { address: string; family: 4 | 6; port: number | undefined; portGiven: boolean } | undefined;
   let forward: ForwardMethod = "route";
   let weight = 1;
+  let upperThreshold = 0;
+  let lowerThreshold = 0;
   let what: "services" | "timeout" | "connections" | "daemon" = "services";
 
   for (const tok of it) {
+    // ipvsadm takes the command from the first option; a later one is just an invalid option.
     if (COMMAND_IDS[tok.id] !== undefined && tok.id !== "h" && tok.id !== "v")
-      fail("multiple commands specified");
+      fail(`invalid option \`${tok.word}'`);
     const column = OPTION_COLUMN[tok.id];
     if (column) setOption(column);
     const value = tok.value ?? "";
@@ -515,7 +534,7 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
         break;
       }
       case "M":
-        netmask = value;
+        netmask = parseNetmask(value, svcAddr?.family ?? 4);
         break;
       case "r": {
         const parsed = parseServiceAddress(value);
@@ -533,16 +552,19 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
         forward = "route";
         break;
       case "w": {
-        const n = toNumber(value, 0, 65535);
+        const n = toNumber(value, 0, MAX_WEIGHT);
         if (n === undefined) fail("illegal weight specified");
         weight = n;
         break;
       }
       case "x":
-      case "y":
-        if (toNumber(value, 0, 2 ** 31 - 1) === undefined)
-          fail(`illegal ${tok.id === "x" ? "u" : "l"}_threshold specified`);
+      case "y": {
+        const n = toNumber(value, 0, 2 ** 31 - 1);
+        if (n === undefined) fail(`illegal ${tok.id === "x" ? "u" : "l"}_threshold specified`);
+        if (tok.id === "x") upperThreshold = n;
+        else lowerThreshold = n;
         break;
+      }
       case "timeout":
         what = "timeout";
         break;
@@ -579,6 +601,15 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
     bare.splice(0, 3);
   }
   if (bare.length > 0) fail(`unexpected argument ${bare[0]}`);
+  // The table lets a list take any of these; ipvsadm then refuses mixing a listing style with
+  // a listing of something other than services.
+  const styled = (["stats", "rate", "thresholds", "persistent-conn"] as const).some((o) => options.has(o));
+  if (
+    cmd === "list" &&
+    styled &&
+    (options.has("connection") || options.has("timeout") || options.has("daemon"))
+  )
+    fail("options conflicts in the list command");
   if (schedFlagsArg !== undefined) flags |= parseSchedFlags(scheduler, schedFlagsArg);
 
   // generic_opt_check(): the legality table, in column order.
@@ -636,12 +667,32 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
         if (dest!.family !== svcAddr!.family && forward !== "tunnel")
           fail("Different address family is allowed only for tunneling servers");
       }
-      return { kind: cmd, key: k, dest: { address: dest!.address, port, weight, forward } };
+      const spec: DestSpec = { address: dest!.address, port, weight, forward };
+      return {
+        kind: cmd,
+        key: k,
+        dest: cmd === "delete-server" ? spec : { ...spec, upperThreshold, lowerThreshold },
+      };
     }
-    case "list":
-      return svcAddr
-        ? { kind: "list", numeric: options.has("numeric"), key: key(), what }
-        : { kind: "list", numeric: options.has("numeric"), what };
+    case "list": {
+      const format: ListFormat = options.has("stats")
+        ? "stats"
+        : options.has("rate")
+          ? "rate"
+          : options.has("thresholds")
+            ? "thresholds"
+            : options.has("persistent-conn")
+              ? "persistent-conn"
+              : "plain";
+      const base = {
+        kind: "list",
+        numeric: options.has("numeric"),
+        what,
+        format,
+        nosort: options.has("nosort"),
+      } as const;
+      return svcAddr ? { ...base, key: key() } : base;
+    }
     case "save":
       return { kind: "save", numeric: options.has("numeric") };
     case "set":
@@ -653,6 +704,39 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
     default:
       return { kind: "daemon" };
   }
+}
+
+/**
+ * -M's value: IPv4 takes what inet_aton() takes ("255.255.255.0", also "24", which is
+ * 0.0.0.24), printed back as a dotted quad; IPv6 takes a prefix length 1-128 (read with atoi()
+ * once the service address, given first, says IPv6).
+ */
+export function parseNetmask(text: string, family: 4 | 6): string {
+  if (family === 6) {
+    const n = Number(/^\s*[+-]?\d*/.exec(text)?.[0]?.trim() || "0");
+    if (!Number.isInteger(n) || n < 1 || n > 128) fail("illegal ipv6 netmask specified");
+    return String(n);
+  }
+  const parts = text.split(".");
+  const nums = parts.map((p) => (/^\d+$/.test(p) ? Number(p) : Number.NaN));
+  if (parts.length > 4 || nums.some((n) => !Number.isFinite(n)))
+    fail("illegal virtual server persistent mask specified");
+  // inet_aton: the last part fills every byte the earlier parts leave.
+  const lastBytes = 5 - parts.length;
+  const last = nums[nums.length - 1]!;
+  if (nums.slice(0, -1).some((n) => n > 255) || last >= 2 ** (8 * lastBytes))
+    fail("illegal virtual server persistent mask specified");
+  let value = 0;
+  nums.slice(0, -1).forEach((n, i) => {
+    value += n * 2 ** (8 * (3 - i));
+  });
+  value += last;
+  return [24, 16, 8, 0].map((s) => Math.floor(value / 2 ** s) % 256).join(".");
+}
+
+/** Whether a parsed -M value is the kernel's default (host granularity: nothing printed). */
+export function isDefaultNetmask(netmask: string | undefined): boolean {
+  return netmask === undefined || netmask === "255.255.255.255" || netmask === "128";
 }
 
 /** Splits one --restore line into words as ipvsadm's config_stream_read() does. */

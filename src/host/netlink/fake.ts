@@ -1,9 +1,12 @@
 // FakeNetlink: a network namespace's links and addresses behind a stand-in `ip` (iproute2 6.x),
 // answering through a FakeExec so tests drive the real NetlinkClient and assert on devices and
-// addresses. Output layout, messages and exit codes follow what fake-vs-real tests observed:
-// "RTNETLINK answers: File exists" (2) for a duplicate link, "Error: ipv4: Address already
-// assigned." (2) for a duplicate address, and in -batch mode the message plus
-// "Command failed -:N", stopping at the first failure unless -force (exit 1 either way).
+// addresses. Output layout, messages and exit codes follow what fake-vs-real tests observed
+// (test/host/netlink/fake-vs-real.test.ts on the host's kernel, test/vm/netlink-fake-vs-real.vm.ts
+// on kernel 6.1): "RTNETLINK answers: File exists" (2) for a duplicate link, "Error: ipv4:
+// Address already assigned." (2) for a duplicate address on a kernel with extended-ack address
+// messages (plain "RTNETLINK answers: ..." errno text before them, see addressErrors), and in
+// -batch mode the message plus "Command failed -:N", stopping at the first failure unless
+// -force (exit 1 either way).
 
 import { FakeExec } from "../../exec/fake.ts";
 import type { ExecRequest, ExecResult } from "../../exec/types.ts";
@@ -19,6 +22,13 @@ export interface FakeNetlinkOptions {
    * network namespace has it, down and without addresses.
    */
   loopback?: "up" | "down";
+  /**
+   * How the kernel words a refused address add or delete. "extack" (default; newer kernels):
+   * "Error: ipv4: Address already assigned." / "Error: ipv4: Address not found.". "errno"
+   * (kernel 6.1 and older): "RTNETLINK answers: File exists" / "RTNETLINK answers: Cannot
+   * assign requested address".
+   */
+  addressErrors?: "extack" | "errno";
 }
 
 interface Addr {
@@ -37,6 +47,11 @@ interface Link {
   up: boolean;
   mac: string;
   addrs: Addr[];
+}
+
+/** Success with a message on stderr (ip's warnings). */
+class IpWarning {
+  constructor(readonly message: string) {}
 }
 
 /** An ip failure: message, exit code, and whether it ends a batch outright (parse errors). */
@@ -63,14 +78,20 @@ function scopeOf(ip: string, family: AddrFamily): string {
 
 const SCOPE_RANK: Readonly<Record<string, number>> = { global: 0x0e, site: 0x05, link: 0x02, host: 0x01 };
 
+// Kinds whose devices have IFF_NOARP: IPv6 skips duplicate address detection on them, so their
+// addresses are never "tentative", even while the link is down.
+const NOARP_KINDS: ReadonlySet<FakeLinkKind> = new Set(["loopback", "dummy"]);
+
 export class FakeNetlink {
   dummySupported: boolean;
+  readonly addressErrors: "extack" | "errno";
   private readonly links: Link[] = [];
   private nextIndex = 1;
   private macSeed = 0x2a;
 
   constructor(opts: FakeNetlinkOptions = {}) {
     this.dummySupported = opts.dummySupported ?? true;
+    this.addressErrors = opts.addressErrors ?? "extack";
     const lo = this.createLink("lo", "loopback");
     lo.mac = "00:00:00:00:00:00";
     if ((opts.loopback ?? "up") === "up") {
@@ -156,6 +177,7 @@ export class FakeNetlink {
       return this.batch(req.stdin ?? "", g, force);
     }
     const res = this.command(args, g);
+    if (res instanceof IpWarning) return { code: 0, stdout: "", stderr: `${res.message}\n` };
     return res instanceof IpFailure ? { code: res.code, stdout: "", stderr: `${res.message}\n` } : ok(res);
   }
 
@@ -172,6 +194,10 @@ export class FakeNetlink {
         .filter((w) => w !== "");
       if (words.length === 0) continue;
       const res = this.command(words, g);
+      if (res instanceof IpWarning) {
+        stderr += `${res.message}\n`;
+        continue;
+      }
       if (!(res instanceof IpFailure)) {
         stdout += res;
         continue;
@@ -185,7 +211,7 @@ export class FakeNetlink {
     return { code: failed ? 1 : 0, stdout, stderr };
   }
 
-  private command(words: readonly string[], g: Globals): string | IpFailure {
+  private command(words: readonly string[], g: Globals): string | IpFailure | IpWarning {
     const [object = "", ...rest] = words;
     if (object !== "" && "address".startsWith(object)) return this.addressCommand(rest, g);
     if (object !== "" && "link".startsWith(object)) return this.linkCommand(rest, g);
@@ -194,7 +220,7 @@ export class FakeNetlink {
 
   // ---- ip address ----
 
-  private addressCommand(words: readonly string[], g: Globals): string | IpFailure {
+  private addressCommand(words: readonly string[], g: Globals): string | IpFailure | IpWarning {
     const [verb = "show", ...rest] = words;
     if (verb === "add" || verb === "del" || verb === "delete" || verb === "d") {
       let local: string | undefined;
@@ -211,17 +237,35 @@ export class FakeNetlink {
         else if (local === undefined) local = w === "local" ? rest[++i] : w;
         else return new IpFailure(`Error: either "local" is duplicate, or "${w}" is a garbage.`, 1, true);
       }
-      if (local === undefined)
-        return new IpFailure("Not enough information: local address is required.", 1, true);
-      if (!parsePrefix(local)) {
+      if (local !== undefined && !parsePrefix(local)) {
         return new IpFailure(`Error: any valid prefix is expected rather than "${local}".`, 1, true);
       }
-      if (dev === undefined)
-        return new IpFailure('Not enough information: "dev" argument is required.', 1, true);
+      // A missing "dev" is refused before anything is sent, but only for this line.
+      if (dev === undefined) return new IpFailure('Not enough information: "dev" argument is required.', 1);
       const link = this.link(dev);
       if (!link) return new IpFailure(`Cannot find device "${dev}"`, 1);
-      const res = verb === "add" ? this.addAddress(link, local, scope, brd) : this.delAddress(link, local);
-      return res instanceof IpFailure ? res : "";
+      // ip sends an add without a local address; the kernel refuses it (EOPNOTSUPP).
+      if (local === undefined) {
+        if (verb === "add") return new IpFailure("RTNETLINK answers: Operation not supported", 2);
+        return new IpFailure("Not enough information: local address is required.", 1, true);
+      }
+      if (verb === "add") {
+        const res = this.addAddress(link, local, scope, brd);
+        return res instanceof IpFailure ? res : "";
+      }
+      const res = this.delAddress(link, local);
+      if (res instanceof IpFailure) return res;
+      // An IPv4 delete without a prefix length deletes whatever prefix is there, with a warning.
+      const p = parsePrefix(local)!;
+      if (p.family === 4 && !local.includes("/")) {
+        return new IpWarning(
+          "Warning: Executing wildcard deletion to stay compatible with old scripts.\n" +
+            `         Explicitly specify the prefix length (${local}/32) to avoid this warning.\n` +
+            "         This special behaviour is likely to disappear in further releases,\n" +
+            "         fix your scripts!",
+        );
+      }
+      return "";
     }
     if ("show".startsWith(verb) || "list".startsWith(verb) || verb === "lst") {
       let dev: string | undefined;
@@ -257,6 +301,7 @@ export class FakeNetlink {
       (a) => a.family === p.family && a.ip === p.ip && (p.family === 6 || a.prefix === p.prefix),
     );
     if (clash) {
+      if (this.addressErrors === "errno") return new IpFailure("RTNETLINK answers: File exists", 2);
       return new IpFailure(
         p.family === 4 ? "Error: ipv4: Address already assigned." : "Error: ipv6: address already assigned.",
         2,
@@ -284,11 +329,15 @@ export class FakeNetlink {
   private delAddress(link: Link, local: string): IpFailure | undefined {
     const p = parsePrefix(local);
     if (!p) return new IpFailure(`Error: any valid prefix is expected rather than "${local}".`, 1, true);
-    const bare = !local.includes("/");
+    // Only IPv4 has the wildcard delete; a bare IPv6 address means /128.
+    const bare = !local.includes("/") && p.family === 4;
+    const prefix = local.includes("/") ? p.prefix : 128;
     const at = link.addrs.findIndex(
-      (a) => a.family === p.family && a.ip === p.ip && (bare || a.prefix === p.prefix),
+      (a) => a.family === p.family && a.ip === p.ip && (bare || a.prefix === prefix),
     );
     if (at < 0) {
+      if (this.addressErrors === "errno")
+        return new IpFailure("RTNETLINK answers: Cannot assign requested address", 2);
       return new IpFailure(
         p.family === 4 ? "Error: ipv4: Address not found." : "Error: ipv6: address not found.",
         2,
@@ -314,8 +363,10 @@ export class FakeNetlink {
     }
     for (const a of addrs) {
       const brd = a.brd !== undefined ? ` brd ${a.brd}` : "";
-      // IPv6 on a down link stays tentative: duplicate address detection cannot run.
-      const flags = a.family === 6 && !link.up && a.scope !== "host" ? "tentative " : "";
+      // IPv6 on a down link stays tentative (duplicate address detection cannot run), except on
+      // NOARP devices such as dummies, which skip detection altogether.
+      const flags =
+        a.family === 6 && !link.up && a.scope !== "host" && !NOARP_KINDS.has(link.kind) ? "tentative " : "";
       const head =
         a.family === 4
           ? `inet ${a.ip}/${a.prefix}${brd} scope ${a.scope} ${link.name}`

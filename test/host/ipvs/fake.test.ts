@@ -135,7 +135,7 @@ TCP  [fd00:10:96::1]:443 mh (mh-port)
     const one = await ipvsadm(["-L", "-n", "-u", "10.96.0.10:53"]);
     expect(one.stdout.split("\n")[2]).toBe("UDP  10.96.0.10:53 rr");
     expect(await ipvsadm(["-L", "-n", "-t", "10.9.9.9:1"])).toEqual({
-      code: 255,
+      code: 1,
       stdout: "",
       stderr: "No such service\n",
     });
@@ -159,4 +159,81 @@ TCP  [fd00:10:96::1]:443 mh (mh-port)
     );
     expect((await ipvsadm(["-A", "-t", "10.0.0.1:80", "-s", "rr"])).code).toBe(0);
   });
+
+  // Behaviours test/vm/ipvs-fake-vs-real.vm.ts found in the real ipvsadm on kernel 6.1.
+
+  test("a failed listing ends a --restore with exit 1; -v ends it with exit 0", async () => {
+    const { fake, ipvsadm } = setup();
+    expect(
+      await ipvsadm(
+        ["--restore"],
+        "-A -t 192.0.2.1:80 -s rr\n-L -n -t 192.0.2.9:80\n-A -t 192.0.2.2:80 -s rr\n",
+      ),
+    ).toEqual({ code: 1, stdout: "", stderr: "No such service\n" });
+    expect(await ipvsadm(["--restore"], "-A -t 192.0.2.3:80 -s rr\n-v\n-A -t 192.0.2.4:80 -s rr\n")).toEqual({
+      code: 0,
+      stdout: "ipvsadm v1.31 2019/12/24 (compiled with popt and IPVS v1.2.1)\n",
+      stderr: "",
+    });
+    expect(fake.services().map((s) => s.server.address)).toEqual(["192.0.2.1", "192.0.2.3"]);
+  });
+
+  test("real servers: weights up to 2^31-1, thresholds, non-unicast addresses refused", async () => {
+    const { ipvsadm } = setup();
+    await ipvsadm(["-A", "-t", "192.0.2.1:80", "-s", "rr"]);
+    expect((await ipvsadm(words("-a -t 192.0.2.1:80 -r 203.0.113.1:80 -m -w 2147483647"))).code).toBe(0);
+    expect((await ipvsadm(words("-a -t 192.0.2.1:80 -r 203.0.113.2:80 -m -x 10 -y 5"))).code).toBe(0);
+    expect((await ipvsadm(words("-a -t 192.0.2.1:80 -r 203.0.113.3:80 -i"))).code).toBe(0);
+    expect(await ipvsadm(words("-a -t 192.0.2.1:80 -r 233.252.0.1:80 -m"))).toEqual({
+      code: 255,
+      stdout: "",
+      stderr: "Invalid operation.  Possibly wrong module version, address not unicast, ...\n",
+    });
+    expect(
+      (await ipvsadm(words("-Ln --thresholds"))).stdout,
+    ).toBe(`IP Virtual Server version 1.2.1 (size=4096)
+Prot LocalAddress:Port            Uthreshold Lthreshold ActiveConn InActConn 
+  -> RemoteAddress:Port
+TCP  192.0.2.1:80 rr
+  -> 203.0.113.1:80               0          0          0          0         
+  -> 203.0.113.2:80               10         5          0          0         
+  -> 203.0.113.3:80               0          0          0          0         
+`);
+    expect((await ipvsadm(words("-Ln --stats"))).stdout).toBe(`IP Virtual Server version 1.2.1 (size=4096)
+Prot LocalAddress:Port               Conns   InPkts  OutPkts  InBytes OutBytes
+  -> RemoteAddress:Port
+TCP  192.0.2.1:80                        0        0        0        0        0
+  -> 203.0.113.1:80                      0        0        0        0        0
+  -> 203.0.113.2:80                      0        0        0        0        0
+  -> 203.0.113.3:80                      0        0        0        0        0
+`);
+    expect((await ipvsadm(words("-S -n"))).stdout).toBe(`-A -t 192.0.2.1:80 -s rr
+-a -t 192.0.2.1:80 -r 203.0.113.1:80 -m -w 2147483647
+-a -t 192.0.2.1:80 -r 203.0.113.2:80 -m -w 1
+-a -t 192.0.2.1:80 -r 203.0.113.3:80 -i -w 1 --tun-type ipip
+`);
+  });
+
+  test("persistence: -p alone is 360 s; masks print unless they are the default", async () => {
+    const { ipvsadm } = setup();
+    for (const line of [
+      "-A -t 192.0.2.1:80 -p",
+      "-A -t 192.0.2.2:80 -p 60 -M 24",
+      "-A -t 192.0.2.3:80 -p 60 -M 255.255.255.255",
+      "-A -t [2001:db8::1]:80 -p 60 -M 64",
+      "-A -t [2001:db8::2]:80 -p 60 -M 128",
+    ]) {
+      expect((await ipvsadm(words(line))).code).toBe(0);
+    }
+    expect((await ipvsadm(words("-S -n"))).stdout).toBe(`-A -t 192.0.2.1:80 -s wlc -p 360
+-A -t 192.0.2.2:80 -s wlc -p 60 -M 0.0.0.24
+-A -t 192.0.2.3:80 -s wlc -p 60
+-A -t [2001:db8::1]:80 -s wlc -p 60 -M 64
+-A -t [2001:db8::2]:80 -s wlc -p 60
+`);
+  });
 });
+
+function words(line: string): string[] {
+  return line.split(" ");
+}

@@ -3,6 +3,9 @@ import { IpvsError } from "../../../src/host/ipvs/errors.ts";
 import {
   formatIpvsList,
   formatIpvsSave,
+  glibcSort,
+  ipvsadmDestOrder,
+  ipvsadmServiceOrder,
   ipvsListFromSave,
   parseIpvsList,
   parseIpvsSave,
@@ -13,10 +16,13 @@ import { parseIpvsadmArgs, restoreLineWords } from "../../../src/host/ipvs/synta
 import type { IpvsChange, VirtualServer, VirtualServerKey } from "../../../src/host/ipvs/types.ts";
 
 // `ipvsadm -L -n --exact` on a kind node in ipvs mode, laid out as ipvsadm 1.31 prints it
-// ("%-4s %s" service names; "  -> %-28s %-7s %-6d %-10u %-10u" real servers, trailing blanks kept).
+// ("%-4s %s" service names; "  -> %-28s %-7s %-6d %-10u %-10u" real servers, trailing blanks kept),
+// in ipvsadm's order (172.18.0.2 before 10.96.0.1: see SAVE).
 const LIST = `IP Virtual Server version 1.2.1 (size=4096)
 Prot LocalAddress:Port Scheduler Flags
   -> RemoteAddress:Port           Forward Weight ActiveConn InActConn
+TCP  172.18.0.2:30080 sh (sh-fallback,sh-port)
+  -> 10.244.1.7:8080              Local   1      0          0         
 TCP  10.96.0.1:443 rr
   -> 172.18.0.2:6443              Masq    1      3          0         
 TCP  10.96.0.10:53 rr
@@ -25,8 +31,6 @@ TCP  10.96.0.10:53 rr
 TCP  10.96.143.7:80 rr persistent 10800
   -> 10.244.1.7:8080              Masq    0      2          41        
   -> 10.244.2.9:8080              Masq    1      17         1234567890
-TCP  172.18.0.2:30080 sh (sh-fallback,sh-port)
-  -> 10.244.1.7:8080              Local   1      0          0         
 UDP  10.96.0.10:53 rr
   -> 10.244.0.3:53                Masq    1      0          12        
 SCTP 10.96.200.1:3868 rr
@@ -37,7 +41,11 @@ FWM  100 wlc
 `;
 
 // The same table as `ipvsadm -S -n` prints it.
-const SAVE = `-A -t 10.96.0.1:443 -s rr
+// In ipvsadm's order: libipvs compares addresses by a wrapping 32-bit difference, so
+// 172.18.0.2 (more than 2^31 above 10.96.0.1) sorts before the 10.96 services.
+const SAVE = `-A -t 172.18.0.2:30080 -s sh -b sh-fallback,sh-port
+-a -t 172.18.0.2:30080 -r 10.244.1.7:8080 -g -w 1
+-A -t 10.96.0.1:443 -s rr
 -a -t 10.96.0.1:443 -r 172.18.0.2:6443 -m -w 1
 -A -t 10.96.0.10:53 -s rr
 -a -t 10.96.0.10:53 -r 10.244.0.3:53 -m -w 1
@@ -45,8 +53,6 @@ const SAVE = `-A -t 10.96.0.1:443 -s rr
 -A -t 10.96.143.7:80 -s rr -p 10800
 -a -t 10.96.143.7:80 -r 10.244.1.7:8080 -m -w 0
 -a -t 10.96.143.7:80 -r 10.244.2.9:8080 -m -w 1
--A -t 172.18.0.2:30080 -s sh -b sh-fallback,sh-port
--a -t 172.18.0.2:30080 -r 10.244.1.7:8080 -g -w 1
 -A -u 10.96.0.10:53 -s rr
 -a -u 10.96.0.10:53 -r 10.244.0.3:53 -m -w 1
 -A --sctp-service 10.96.200.1:3868 -s rr
@@ -81,15 +87,15 @@ const rs = (address: string, port: number, weight = 1, activeConnections = 0, in
 describe("parseIpvsList", () => {
   test("reads services, flags, persistence and connection counts; skips fwmark services", () => {
     expect(parseIpvsList(LIST)).toEqual([
+      {
+        server: vs("172.18.0.2", 30080, "TCP", { scheduler: "sh", flags: ["sh-fallback", "sh-port"] }),
+        reals: [rs("10.244.1.7", 8080)],
+      },
       { server: vs("10.96.0.1", 443, "TCP"), reals: [rs("172.18.0.2", 6443, 1, 3, 0)] },
       { server: vs("10.96.0.10", 53, "TCP"), reals: [rs("10.244.0.3", 53), rs("10.244.0.4", 53)] },
       {
         server: vs("10.96.143.7", 80, "TCP", { timeout: 10800 }),
         reals: [rs("10.244.1.7", 8080, 0, 2, 41), rs("10.244.2.9", 8080, 1, 17, 1234567890)],
-      },
-      {
-        server: vs("172.18.0.2", 30080, "TCP", { scheduler: "sh", flags: ["sh-fallback", "sh-port"] }),
-        reals: [rs("10.244.1.7", 8080)],
       },
       { server: vs("10.96.0.10", 53, "UDP"), reals: [rs("10.244.0.3", 53, 1, 0, 12)] },
       { server: vs("10.96.200.1", 3868, "SCTP"), reals: [] },
@@ -206,5 +212,90 @@ describe("ipvsListFromSave", () => {
   test("a saved table lists as ipvsadm -L -n would show it", () => {
     const listed = parseIpvsList(ipvsListFromSave(SAVE));
     expect(listed).toEqual(parseIpvsSave(SAVE));
+  });
+});
+
+describe("ipvsadm's sort order", () => {
+  const hp = (text: string) => {
+    const at = text.lastIndexOf(":");
+    return { address: text.slice(0, at).replace(/[[\]]/g, ""), port: Number(text.slice(at + 1)) };
+  };
+  const show = (ds: { address: string; port: number }[]) =>
+    ds.map((d) => (d.address.includes(":") ? `[${d.address}]:${d.port}` : `${d.address}:${d.port}`));
+
+  test("real servers sort as ipvsadm 1.31 printed them on kernel 6.1 (wrapping compare, glibc merge)", () => {
+    // The kernel's order (newest first) of one service's real servers, and what `ipvsadm -Ln`
+    // printed for them: 203.0.113.x (above 2^31) sorts before 10.0.0.1, 127.0.0.1 comes last.
+    const kernelOrder = [
+      "127.0.0.1:80",
+      "10.0.0.1:80",
+      "[2001:db8::5]:80",
+      "203.0.113.10:7",
+      "203.0.113.5:80",
+      "203.0.113.4:80",
+      "203.0.113.1:80",
+      "203.0.113.1:8080",
+      "203.0.113.9:8080",
+    ].map(hp);
+    expect(show(glibcSort(kernelOrder, ipvsadmDestOrder))).toEqual([
+      "203.0.113.1:80",
+      "203.0.113.1:8080",
+      "203.0.113.4:80",
+      "203.0.113.5:80",
+      "203.0.113.9:8080",
+      "203.0.113.10:7",
+      "10.0.0.1:80",
+      "[2001:db8::5]:80",
+      "127.0.0.1:80",
+    ]);
+  });
+
+  test("services: family, then protocol, then the wrapping address compare, then port", () => {
+    const key = (address: string, port: number, protocol: "TCP" | "UDP" | "SCTP" = "TCP") => ({
+      address,
+      port,
+      protocol,
+    });
+    const keys = [
+      key("fd00::1", 80),
+      key("10.96.0.1", 443, "UDP"),
+      key("10.96.0.1", 443),
+      key("172.18.0.2", 30080),
+      key("10.96.0.10", 53, "SCTP"),
+      key("10.96.0.1", 80),
+    ];
+    expect(glibcSort(keys, ipvsadmServiceOrder)).toEqual([
+      key("172.18.0.2", 30080),
+      key("10.96.0.1", 80),
+      key("10.96.0.1", 443),
+      key("10.96.0.1", 443, "UDP"),
+      key("10.96.0.10", 53, "SCTP"),
+      key("fd00::1", 80),
+    ]);
+  });
+});
+
+describe("reading what the real ipvsadm 1.31 printed on kernel 6.1", () => {
+  // `ipvsadm -S -n` lines as the guest suite saw them: tunnelling real servers name their tunnel
+  // type, masks print as a dotted quad (IPv4) or a prefix length (IPv6), weights go past 65535.
+  const REAL_SAVE = `-A -t 192.0.2.1:80 -s rr
+-a -t 192.0.2.1:80 -r 203.0.113.1:80 -m -w 2147483647
+-a -t 192.0.2.1:80 -r 203.0.113.5:80 -i -w 1 --tun-type ipip
+-a -t 192.0.2.1:80 -r [2001:db8::5]:80 -i -w 1 --tun-type ipip
+-A -t 192.0.2.4:80 -s wlc -p 60 -M 0.0.0.24
+-A -t [2001:db8::2]:80 -s wlc -p 60 -M 64
+`;
+
+  test("parseIpvsSave and ipvsListFromSave take it", () => {
+    const services = parseIpvsSave(REAL_SAVE);
+    expect(services.map((s) => [s.server.address, s.server.timeout, s.reals.length])).toEqual([
+      ["192.0.2.1", 0, 3],
+      ["192.0.2.4", 60, 0],
+      ["2001:db8::2", 60, 0],
+    ]);
+    expect(services[0]?.reals.map((r) => r.weight)).toEqual([2147483647, 1, 1]);
+    expect(parseIpvsList(ipvsListFromSave(REAL_SAVE))).toEqual(
+      services.map((s) => ({ ...s, reals: glibcSort(s.reals, ipvsadmDestOrder) })),
+    );
   });
 });

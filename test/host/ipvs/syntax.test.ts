@@ -41,15 +41,22 @@ describe("parseIpvsadmArgs: commands ipvsadm accepts", () => {
     });
   });
 
-  test("-p without a value means 300 seconds", () => {
-    expect(command("-A -t 10.0.0.1:80 -s rr -p")).toMatchObject({ service: { timeout: 300 } });
+  test("-p without a value means 360 seconds (what ipvsadm 1.31 sets)", () => {
+    expect(command("-A -t 10.0.0.1:80 -s rr -p")).toMatchObject({ service: { timeout: 360 } });
   });
 
   test("real servers: masquerading keeps the real port, direct routing takes the service's", () => {
     expect(command("-a -t 10.0.0.1:80 -r 10.244.1.5:8080 -m -w 3")).toEqual({
       kind: "add-server",
       key: { address: "10.0.0.1", port: 80, protocol: "TCP" },
-      dest: { address: "10.244.1.5", port: 8080, weight: 3, forward: "masq" },
+      dest: {
+        address: "10.244.1.5",
+        port: 8080,
+        weight: 3,
+        forward: "masq",
+        upperThreshold: 0,
+        lowerThreshold: 0,
+      },
     });
     expect(command("-a -t 10.0.0.1:80 -r 10.244.1.5:8080")).toMatchObject({
       dest: { port: 80, weight: 1, forward: "route" },
@@ -59,7 +66,13 @@ describe("parseIpvsadmArgs: commands ipvsadm accepts", () => {
   });
 
   test("bundled short options, long options with =, a leading ipvsadm word", () => {
-    expect(command("-Ln --exact")).toEqual({ kind: "list", numeric: true, what: "services" });
+    expect(command("-Ln --exact")).toEqual({
+      kind: "list",
+      numeric: true,
+      what: "services",
+      format: "plain",
+      nosort: false,
+    });
     expect(command("ipvsadm --add-service --tcp-service=10.0.0.1:80 --scheduler=rr")).toMatchObject({
       kind: "add-service",
     });
@@ -86,14 +99,20 @@ describe("parseIpvsadmArgs: what ipvsadm refuses, with its messages", () => {
       "Illegal 'forwarding-method' option with the 'delete-server' command",
       2,
     ],
-    ["-a -t 10.0.0.1:80 -r 10.0.0.2:80 -w 70000", "illegal weight specified", 2],
+    // The weight is an int: 70000 is fine, 2^31 is not.
+    ["-a -t 10.0.0.1:80 -r 10.0.0.2:80 -w 2147483648", "illegal weight specified", 2],
+    ["-a -t 10.0.0.1:80 -r 10.0.0.2:80 -w -1", "illegal weight specified", 2],
     [
       "-a -t 10.0.0.1:80 -r [fd00::1]:80 -m",
       "Different address family is allowed only for tunneling servers",
       2,
     ],
     ["-A -t 10.0.0.1:80 -t 10.0.0.2:80", "multiple 'service-address' options specified", 2],
-    ["-A -D -t 10.0.0.1:80", "multiple commands specified", 2],
+    // The first command option is the command; a later one is an invalid option, named as written.
+    ["-A -D -t 10.0.0.1:80", "invalid option `-D'", 2],
+    ["-A -t 10.0.0.1:80 -Ln", "invalid option `-Ln'", 2],
+    ["-L -t 10.0.0.1:80 --stats --timeout", "options conflicts in the list command", 2],
+    ["-A -t [fd00::1]:80 -p -M 255.255.255.0", "illegal ipv6 netmask specified", 2],
     ["--set 900 120", "--set option requires 3 timeout values", 2],
     ["-C extra", "unexpected argument extra", 2],
     ["-n -L", "Try `ipvsadm -h' or 'ipvsadm --help' for more information.", 255],
