@@ -74,7 +74,8 @@ export function virtualServer(v: IpvsView, protocol: string, address: string): I
 
 /**
  * Polls `ipvsadm -Ln` in the node namespace until `ready` holds (at most timeoutMs, stretched by
- * timeScale(), every 250 ms). Fails at once, with the daemon's output, if the daemon exits.
+ * timeScale(), every 250 ms; but never less than floorMs, for waits on kernel timers, which an
+ * emulated CPU does not slow down). Fails at once, with the daemon's output, if the daemon exits.
  */
 export async function waitForIpvs(
   topo: Topology,
@@ -82,11 +83,12 @@ export async function waitForIpvs(
   ready: (v: IpvsView) => boolean,
   what: string,
   timeoutMs = 20_000,
+  floorMs = 0,
 ): Promise<IpvsView> {
-  const limitMs = scaled(timeoutMs);
+  const limitMs = Math.max(scaled(timeoutMs), floorMs);
   const deadline = Date.now() + limitMs;
   let last: IpvsView = { virtualServers: [], text: "" };
-  for (let i = 0; i < scaled(1000); i++) {
+  for (let i = 0; i < Math.ceil(limitMs / 250) + 10; i++) {
     const code = daemon?.exitCode();
     if (code !== undefined) {
       throw new Error(
@@ -101,6 +103,19 @@ export async function waitForIpvs(
   throw new Error(
     `timed out after ${limitMs} ms waiting for ${what}\n--- ipvsadm -Ln (node) ---\n${last.text}`,
   );
+}
+
+/** A view without connection counters: what two syncs of the same state must agree on. */
+export function ipvsShape(v: IpvsView): string[] {
+  return v.virtualServers
+    .map(
+      (s) =>
+        `${s.protocol} ${s.address} ${s.scheduler} ${s.flags} -> ${s.reals
+          .map((r) => `${r.address}/${r.forward}/${r.weight}`)
+          .sort()
+          .join(",")}`,
+    )
+    .sort();
 }
 
 /** Names of the KUBE- ipsets in the node namespace. */

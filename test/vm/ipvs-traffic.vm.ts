@@ -154,15 +154,6 @@ function e2eTest(h: Harness, name: string, fn: () => Promise<void>): void {
   );
 }
 
-/** The filter table with packet counters, from whichever backend the proxy chose. */
-async function filterWithCounters(topo: Topology): Promise<string> {
-  let out = (await topo.run("node", ["iptables-nft-save", "-c", "-t", "filter"])).stdout;
-  const legacy = await topo.run("node", ["cat", "/proc/net/ip_tables_names"]);
-  if (legacy.stdout.split("\n").includes("filter"))
-    out += (await topo.run("node", ["iptables-legacy-save", "-c", "-t", "filter"])).stdout;
-  return out;
-}
-
 const backendsOf = (s: ProbeSummary) => Object.keys(s.backends).sort();
 const sysctl = (names: string[]) =>
   spawnSync("sysctl", ["-n", ...names], { encoding: "utf8", timeout: 10_000 }).stdout.trim();
@@ -379,7 +370,13 @@ describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
         target: `${EMPTY.clusterIP}:53`,
         timeoutMs: REFUSE_OR_DROP_MS,
       });
-      expect(udp.error, `${from} udp: ${JSON.stringify(udp)}`).toBe("refused");
+      // IPVS answers a packet for a virtual server without real servers with an ICMP port
+      // unreachable and drops it; on the node itself that drop happens in OUTPUT, where the
+      // kernel fails the send with EPERM instead (as iptables mode's REJECT does).
+      expect(
+        from === "node" ? ["refused", "EPERM"] : ["refused"],
+        `${from} udp: ${JSON.stringify(udp)}`,
+      ).toContain(udp.error!);
     }
   });
 
@@ -394,7 +391,9 @@ describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
         timeoutMs: CONNECT_MS,
       });
       expect(direct.reply?.pod, JSON.stringify(direct)).toBe("node");
-      // ...but not on the VIPs bound to kube-ipvs0 (KUBE-IPVS-FILTER), from off the node or a pod.
+      // ...but not on the VIPs bound to kube-ipvs0, from off the node or a pod: the listener would
+      // answer there too, so a refusal can only be KUBE-IPVS-FILTER's REJECT. (Its packet counter
+      // cannot tell: every sync rewrites the chain, and periodic syncs reset it.)
       for (const from of ["client", "p4"]) {
         for (const vip of [WEB.clusterIP, "192.0.2.130", "192.0.2.200"]) {
           const r = await probeOnce(topo, from, {
@@ -404,12 +403,6 @@ describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
           expect(r.error, `${from} -> ${vip}:${HOST_PORT}: ${JSON.stringify(r)}`).toBe("refused");
         }
       }
-      const save = await filterWithCounters(topo);
-      const reject = save
-        .split("\n")
-        .find((l) => /-A KUBE-IPVS-FILTER .*KUBE-IPVS-IPS dst -j REJECT/.test(l));
-      const packets = Number(/^\[(\d+):/.exec(reject ?? "")?.[1] ?? 0);
-      expect(packets, reject ?? save).toBeGreaterThanOrEqual(6);
       // The Service port on the same VIP still works.
       const ok = await probeOnce(topo, "client", { target: `${WEB.clusterIP}:80`, timeoutMs: CONNECT_MS });
       expect(ok.ok, JSON.stringify(ok)).toBe(true);
