@@ -127,6 +127,36 @@ function holdReplies(d: Daemon): { pod: string; seq: number }[] {
     .map((l) => JSON.parse(l.slice(6)) as { pod: string; seq: number });
 }
 
+/** A held connection from the client namespace to the grace Service; resolves with its pod. */
+async function holdConnection(topo: Topology): Promise<{ held: Daemon; pod: string }> {
+  const held = topo.spawnDaemon("client", [
+    BUN,
+    HOLD,
+    "client",
+    "--target",
+    GRACE_VS,
+    "--interval-ms",
+    "200",
+    "--timeout-ms",
+    String(CONNECT_MS),
+    // An RST ends it in IPVS's CLOSE state (10 s), not TIME_WAIT (a fixed 2 min).
+    "--reset",
+  ]);
+  const first = await held.waitForOutput(/^REPLY .*"pod":"(g[12])"/m, 15_000);
+  return { held, pod: first[1]! };
+}
+
+/** Closes a held connection (RST) and checks it never failed before. */
+async function closeHeld(held: Daemon): Promise<void> {
+  process.kill(held.pid, "SIGTERM");
+  expect(await held.exited, held.stdout()).toBe(0);
+  expect(held.stdout()).toContain("CLOSED");
+  expect(held.stdout()).not.toContain("FAIL");
+}
+
+const graceReal = (v: Awaited<ReturnType<typeof ipvsView>>, address: string) =>
+  virtualServer(v, "TCP", GRACE_VS)?.reals.find((r) => r.address === address);
+
 const firstSynced = (d: Daemon) => d.waitForOutput(/Memory after the first sync/, 30_000);
 
 describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS kernel", () => {
@@ -186,21 +216,7 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
     "graceful termination: an open connection outlives its endpoint at weight 0; the real server goes once it closes",
     async () => {
       const topo = h.topo!;
-      const held = topo.spawnDaemon("client", [
-        BUN,
-        HOLD,
-        "client",
-        "--target",
-        `${GRACE_VS}`,
-        "--interval-ms",
-        "200",
-        "--timeout-ms",
-        String(CONNECT_MS),
-        // An RST ends it in IPVS's CLOSE state (10 s), not TIME_WAIT (a fixed 2 min).
-        "--reset",
-      ]);
-      const first = await held.waitForOutput(/^REPLY .*"pod":"(g[12])"/m, 15_000);
-      const pod = first[1]!;
+      const { held, pod } = await holdConnection(topo);
       const other = pod === "g1" ? "g2" : "g1";
       const real = `${ip(pod)}:${HOLD_PORT}`;
       await waitForIpvs(
@@ -236,9 +252,7 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
       expect(still.reals.find((r) => r.address === real)?.weight).toBe(0);
 
       // The connection closes: the real server is deleted, the other one stays.
-      process.kill(held.pid, "SIGTERM");
-      expect(await held.exited).toBe(0);
-      expect(held.stdout()).toContain("CLOSED");
+      await closeHeld(held);
       const gone = await waitForIpvs(
         topo,
         h.kubeProxy,
@@ -256,6 +270,18 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
 
   e2eTest(h, "a restart over live state converges without a failed connection", async () => {
     const topo = h.topo!;
+    // A real server draining across the restart: a connection is held to grace's one endpoint,
+    // which is then swapped for the other pod.
+    const { held, pod } = await holdConnection(topo);
+    const back = pod === "g1" ? "g2" : "g1";
+    const draining = `${ip(pod)}:${HOLD_PORT}`;
+    writeStateFile(h.stateFile!, renderState(NODE, [{ ...GRACE, endpoints: [{ ip: ip(back) }] }, STEADY]));
+    await waitForIpvs(
+      topo,
+      h.kubeProxy,
+      (v) => graceReal(v, draining)?.weight === 0 && graceReal(v, `${ip(back)}:${HOLD_PORT}`)?.weight === 1,
+      `${draining} draining, ${back} serving`,
+    );
     const before = ipvsShape(await ipvsView(topo));
     const rulesBefore = await iptablesSave(topo, "filter");
     const opts = { count: 5000, intervalMs: 100, timeoutMs: CONNECT_MS, durationMs: 600_000 };
@@ -294,7 +320,8 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
       expect(Math.min(p.running, p.down, p.restarted), JSON.stringify(p)).toBeGreaterThanOrEqual(5);
     }
 
-    // Converged: the same virtual servers and real servers, no rule or jump twice.
+    // Converged: the same virtual servers and real servers (the draining one still at weight 0,
+    // not reset to serve again), no rule or jump twice.
     const after = await waitForIpvs(
       topo,
       h.kubeProxy,
@@ -315,6 +342,23 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
         .sort();
     expect(jumps(rulesAfter.filter)).toEqual(jumps(rulesBefore));
     expect(new Set(jumps(rulesAfter.filter)).size).toBe(jumps(rulesAfter.filter).length);
+
+    // The held connection lived through it all, and the new instance finishes the draining.
+    const repliesNow = holdReplies(held).length;
+    expect(await until(() => holdReplies(held).length >= repliesNow + 5, scaled(5000)), held.stdout()).toBe(
+      true,
+    );
+    const fresh = await probe(topo, "client", { target: GRACE_VS, count: 4, timeoutMs: CONNECT_MS });
+    expect(fresh.backends, describeSummary(fresh)).toEqual({ [back]: 4 });
+    await closeHeld(held);
+    await waitForIpvs(
+      topo,
+      h.kubeProxy,
+      (v) => graceReal(v, draining) === undefined && graceReal(v, `${ip(back)}:${HOLD_PORT}`)?.weight === 1,
+      `${draining} deleted by the restarted proxy`,
+      10_000,
+      DRAIN_FLOOR_MS,
+    );
   });
 
   e2eTest(h, "--cleanup leaves no virtual server, no KUBE- ipset and no kube-ipvs0", async () => {
