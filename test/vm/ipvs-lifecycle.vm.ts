@@ -365,6 +365,7 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
     const topo = h.topo!;
     expect(await hasDummyDevice(topo)).toBe(true);
     expect(await kubeIpsets(topo)).not.toEqual([]);
+    expect((await ipvsView(topo)).virtualServers.length).toBeGreaterThan(0);
     await h.kubeProxy!.kill(3000);
     const r = await topo.run("node", [kubeProxyBinary(), "--cleanup", "-v=2"], { timeoutMs: 60_000 });
     expect(r.code, `${r.stderr}${r.stdout}`).toBe(0);
@@ -379,8 +380,5 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
         save,
       ).toEqual([]);
     }
-    // A second run finds nothing to do.
-    const again = await topo.run("node", [kubeProxyBinary(), "--cleanup"], { timeoutMs: 60_000 });
-    expect(again.code, `${again.stderr}${again.stdout}`).toBe(0);
   });
 });
