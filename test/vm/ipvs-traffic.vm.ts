@@ -154,6 +154,12 @@ function e2eTest(h: Harness, name: string, fn: () => Promise<void>): void {
   );
 }
 
+/** klog error lines (E<MMDD> ...) a daemon printed. */
+const errorLines = (d: Daemon) =>
+  d
+    .stderr()
+    .split("\n")
+    .filter((l) => /^E\d{4} /.test(l));
 const backendsOf = (s: ProbeSummary) => Object.keys(s.backends).sort();
 const sysctl = (names: string[]) =>
   spawnSync("sysctl", ["-n", ...names], { encoding: "utf8", timeout: 10_000 }).stdout.trim();
@@ -420,7 +426,8 @@ describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
     },
   );
 
-  e2eTest(h, "the daemon keeps running between syncs", async () => {
+  e2eTest(h, "the daemon keeps running between syncs and has logged no error", async () => {
     expect(h.kubeProxy!.exitCode()).toBeUndefined();
+    expect(errorLines(h.kubeProxy!)).toEqual([]);
   });
 });
