@@ -212,6 +212,9 @@ describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
   }, TEST_TIMEOUT_MS);
 
   afterAll(async () => {
+    // KPTS_E2E_LOG=1 prints the daemon's log even when every test passed.
+    if (process.env.KPTS_E2E_LOG === "1")
+      console.error(`--- kube-proxy-ts stderr ---\n${h.kubeProxy?.stderr()}`);
     const names = Object.values(h.topo?.namespaces ?? {});
     try {
       await h.kubeProxy?.kill(3000);
