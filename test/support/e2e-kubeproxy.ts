@@ -24,21 +24,26 @@ export const NODE_NAME = "node-a";
 /** Where the cluster comes from: a --state file, or an API server through a kubeconfig. */
 export type KubeProxySource = { readonly stateFile: string } | { readonly kubeconfig: string };
 
+/** The proxy modes the real-kernel suites run. */
+export type E2eProxyMode = "iptables" | "ipvs";
+
 export type KubeProxyOptions = KubeProxySource & {
   readonly nodeName?: string;
+  /** --proxy-mode; iptables unless told (ipvs needs a kernel with IPVS: test/vm). */
+  readonly mode?: E2eProxyMode;
   readonly extraArgs?: readonly string[];
   /** Extra environment for the daemon (e.g. XTABLES_LOCKFILE). */
   readonly env?: Record<string, string>;
 };
 
-/** The argv of an iptables-mode run (as the README documents it). */
+/** The argv of a real run (as the README documents it), in iptables mode unless `o.mode` says. */
 export function kubeProxyArgv(o: KubeProxyOptions): string[] {
   return [
     kubeProxyBinary(),
     ...("stateFile" in o ? ["--state", o.stateFile] : ["--kubeconfig", o.kubeconfig]),
     "--hostname-override",
     o.nodeName ?? NODE_NAME,
-    "--proxy-mode=iptables",
+    `--proxy-mode=${o.mode ?? "iptables"}`,
     "--healthz-bind-address=127.0.0.1:10256",
     "--metrics-bind-address=127.0.0.1:10249",
     // Pods live in 203.0.113.0/24 (see netns.ts).

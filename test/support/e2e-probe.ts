@@ -46,7 +46,8 @@ interface Args {
 }
 
 const MAX_COUNT = 5000;
-// A probe on an emulated CPU (test/support/kernel-vm.ts) gets the same stretch as its waits.
+// A probe on an emulated CPU (test/support/kernel-vm.ts) gets the same stretch as its waits, so
+// one can span a proxy restart in the guest.
 const MAX_DURATION_MS = scaled(120_000);
 
 function parseArgs(argv: readonly string[]): Args {
