@@ -6,8 +6,7 @@
 // Run as root (iproute2, iptables, conntrack installed): `node_modules/.bin/bun test test/e2e`
 // (or `npm test`, which builds dist/kube-proxy-ts first; a lone run builds it when missing).
 // KPTS_E2E_BINARY=/path/to/kube-proxy-ts runs the suite against another build.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { join } from "node:path";
 import { tempDir } from "../support/binary.ts";
 import {
@@ -22,7 +21,13 @@ import {
   writeStateFile,
 } from "../support/e2e-cluster.ts";
 import {
-  diagnostics,
+  E2E_TEST_TIMEOUT_MS,
+  e2eTest,
+  type Harness,
+  tearDownHarness,
+  withDiagnostics,
+} from "../support/e2e-harness.ts";
+import {
   hasServiceRule,
   NODE_NAME,
   type RulesView,
@@ -31,7 +36,6 @@ import {
   waitForRules,
 } from "../support/e2e-kubeproxy.ts";
 import {
-  type Daemon,
   describeSummary,
   type ProbeSummary,
   probe,
@@ -40,10 +44,8 @@ import {
   startServer,
 } from "../support/e2e-traffic.ts";
 import { scaled } from "../support/kernel-vm.ts";
-import { ADDR, createTopology, namespaceExists, type PodSpec, type Topology } from "../support/netns.ts";
+import { ADDR, createTopology, type PodSpec } from "../support/netns.ts";
 
-/** Stretched on a slow (emulated) machine: see test/support/kernel-vm.ts. */
-const TEST_TIMEOUT_MS = scaled(60_000);
 /**
  * A refusal must come well before the probes' 3 s timeout (that is what tells it from a drop),
  * but not within a kernel timer: one SYN or ARP retransmit on a busy machine costs 1 s.
@@ -52,30 +54,6 @@ const REFUSED_WITHIN_MS = scaled(2500);
 const NODE: NodeSpec = { name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR };
 const HTTP = { name: "http", port: 80, targetPort: 8080 } as const;
 const DNS = { name: "dns", port: 53, targetPort: 5353, protocol: "UDP" } as const;
-
-interface Harness {
-  topo?: Topology;
-  kubeProxy?: Daemon;
-  stateFile?: string;
-  dir?: string;
-}
-
-/** A test that, when it fails, prints kube-proxy-ts's output and the node's rules. */
-function e2eTest(h: Harness, name: string, fn: () => Promise<void>): void {
-  test(
-    name,
-    async () => {
-      try {
-        await fn();
-      } catch (err) {
-        if (h.topo)
-          console.error(`\n===== diagnostics for "${name}" =====\n${await diagnostics(h.topo, h.kubeProxy)}`);
-        throw err;
-      }
-    },
-    TEST_TIMEOUT_MS,
-  );
-}
 
 async function setUp(h: Harness, pods: readonly PodSpec[], services: readonly ServiceSpec[]): Promise<void> {
   h.topo = await createTopology({ pods, client2: true });
@@ -86,28 +64,9 @@ async function setUp(h: Harness, pods: readonly PodSpec[], services: readonly Se
   h.kubeProxy = startKubeProxy(h.topo, { stateFile: h.stateFile });
 }
 
-async function tearDown(h: Harness): Promise<void> {
-  const names = Object.values(h.topo?.namespaces ?? {});
-  try {
-    await h.kubeProxy?.kill(3000);
-    await h.topo?.destroy();
-  } finally {
-    if (h.dir) rmSync(h.dir, { recursive: true, force: true });
-  }
-  const left = names.filter(namespaceExists);
-  if (left.length > 0) throw new Error(`namespaces left behind: ${left.join(", ")}`);
-}
-
 /** Fails setup with diagnostics instead of a bare timeout. */
 async function ready(h: Harness, pred: (v: RulesView) => boolean, what: string): Promise<void> {
-  try {
-    await waitForRules(h.topo!, h.kubeProxy, pred, what, 30_000);
-  } catch (err) {
-    console.error(
-      `\n===== diagnostics (setup) =====\n${await diagnostics(h.topo!, h.kubeProxy, h.stateFile)}`,
-    );
-    throw err;
-  }
+  await withDiagnostics(h, "setup", () => waitForRules(h.topo!, h.kubeProxy, pred, what, 30_000));
 }
 
 const clusterIPComment = (s: ServiceSpec, p: PortSpec) => `${servicePortName(s, p)} cluster IP`;
@@ -221,11 +180,11 @@ describe("iptables mode: Service traffic through the real kernel", () => {
   beforeAll(async () => {
     await setUp(h, PODS, ALL);
     await ready(h, (v) => firstSyncDone(v, ALL), "the first sync (every Service's cluster IP rule)");
-  }, TEST_TIMEOUT_MS);
+  }, E2E_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
-    await tearDown(h);
-  }, TEST_TIMEOUT_MS);
+    await tearDownHarness(h);
+  }, E2E_TEST_TIMEOUT_MS);
 
   e2eTest(h, "ClusterIP: TCP and UDP reach a backend from a pod and from the node", async () => {
     const topo = h.topo!;
@@ -473,11 +432,11 @@ describe("iptables mode: switching to another Service set leaves no stale chains
   beforeAll(async () => {
     await setUp(h, QPODS, OLD_SET);
     await ready(h, (v) => firstSyncDone(v, OLD_SET), "the first sync (every Service's cluster IP rule)");
-  }, TEST_TIMEOUT_MS);
+  }, E2E_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
-    await tearDown(h);
-  }, TEST_TIMEOUT_MS);
+    await tearDownHarness(h);
+  }, E2E_TEST_TIMEOUT_MS);
 
   e2eTest(h, "the old set: exactly the chains it needs, and its traffic works", async () => {
     // What the old set needs: SVC per port with endpoints, SEP per endpoint and port, EXT per

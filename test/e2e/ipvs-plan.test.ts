@@ -1,6 +1,7 @@
 // The ipvs --dry-run plan on a real kernel: its ipset restore script and its iptables input
-// are accepted by the real tools in a fresh namespace (this kernel has no IPVS and no dummy
-// devices, so the ipvsadm, `ip link add ... type dummy` and `-m ipvs` steps are left to the fakes).
+// are accepted by the real tools in a fresh namespace. This host's kernel has no IPVS and no dummy
+// devices, so the ipvsadm, `ip link add ... type dummy` and `-m ipvs` steps are skipped here;
+// test/vm/ipvs-plan-replay.vm.ts replays the whole plan on a kernel that has them.
 
 import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";

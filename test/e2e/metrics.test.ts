@@ -2,11 +2,13 @@
 // in iptables mode from a --state file inside a throwaway node namespace, and the test scrapes
 // 127.0.0.1:10249 from inside that namespace after the first sync. A second run points the binary
 // at an API server address where nothing listens, to see its REST client metrics.
+
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir } from "../support/binary.ts";
 import { type NodeSpec, renderState, type ServiceSpec, writeStateFile } from "../support/e2e-cluster.ts";
+import { type Harness, tearDownHarness } from "../support/e2e-harness.ts";
 import {
   diagnostics,
   hasServiceRule,
@@ -16,7 +18,7 @@ import {
   waitForRules,
 } from "../support/e2e-kubeproxy.ts";
 import { BUN, type Daemon, describeSummary, probe, startServer } from "../support/e2e-traffic.ts";
-import { ADDR, createTopology, namespaceExists, type Topology } from "../support/netns.ts";
+import { ADDR, createTopology, type Topology } from "../support/netns.ts";
 
 const NODE: NodeSpec = { name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR };
 const NODE_PORT = 30080;
@@ -88,24 +90,6 @@ async function scrapeUntil(
   throw new Error(`timed out waiting for ${what}; last scrape:\n${last}`);
 }
 
-interface Harness {
-  topo?: Topology;
-  kubeProxy?: Daemon;
-  dir?: string;
-}
-
-async function tearDown(h: Harness): Promise<void> {
-  const names = Object.values(h.topo?.namespaces ?? {});
-  try {
-    await h.kubeProxy?.kill(3000);
-    await h.topo?.destroy();
-  } finally {
-    if (h.dir) rmSync(h.dir, { recursive: true, force: true });
-  }
-  const left = names.filter(namespaceExists);
-  if (left.length > 0) throw new Error(`namespaces left behind: ${left.join(", ")}`);
-}
-
 describe("metrics of the running binary (iptables mode, --state)", () => {
   const h: Harness = {};
   let first = "";
@@ -139,7 +123,7 @@ describe("metrics of the running binary (iptables mode, --state)", () => {
     }
   }, 90_000);
 
-  afterAll(() => tearDown(h), 30_000);
+  afterAll(() => tearDownHarness(h), 30_000);
 
   test("change counters equal the Services and EndpointSlices delivered; nothing left pending", () => {
     const t = types(first);
@@ -255,7 +239,7 @@ describe("metrics of the running binary (iptables mode, --state)", () => {
 
 describe("REST client metrics of the running binary", () => {
   const h: Harness = {};
-  afterAll(() => tearDown(h), 30_000);
+  afterAll(() => tearDownHarness(h), 30_000);
 
   test("every API request is counted by code, method and host; lists report a latency", async () => {
     h.topo = await createTopology({ pods: [], client: false });
@@ -311,7 +295,7 @@ describe("REST client metrics of the running binary", () => {
 
 describe("nfacct metrics when nfacct is not usable", () => {
   const h: Harness = {};
-  afterAll(() => tearDown(h), 30_000);
+  afterAll(() => tearDownHarness(h), 30_000);
 
   test("both nfacct families are absent from /metrics, not 0", async () => {
     h.topo = await createTopology({ pods: [{ name: "web", ip: "203.0.113.2" }], client: false });

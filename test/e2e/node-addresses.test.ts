@@ -3,11 +3,13 @@
 // the rules already in the kernel (NodePorts included), then catch up once `ip` works again.
 // `ip` is made to fail by a wrapper earlier on the daemon's PATH that refuses `-o addr show`
 // while a flag file exists; everything runs in the test's own network namespaces.
+
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir } from "../support/binary.ts";
 import { type NodeSpec, renderState, type ServiceSpec, writeStateFile } from "../support/e2e-cluster.ts";
+import { type Harness, tearDownHarness } from "../support/e2e-harness.ts";
 import {
   diagnostics,
   hasServiceRule,
@@ -16,8 +18,8 @@ import {
   startKubeProxy,
   waitForRules,
 } from "../support/e2e-kubeproxy.ts";
-import { type Daemon, probe, startServer } from "../support/e2e-traffic.ts";
-import { ADDR, createTopology, namespaceExists, type Topology } from "../support/netns.ts";
+import { probe, startServer } from "../support/e2e-traffic.ts";
+import { ADDR, createTopology } from "../support/netns.ts";
 
 const NODE: NodeSpec = { name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR };
 const POD = { name: "p1", ip: "203.0.113.11" };
@@ -46,25 +48,9 @@ const nodePortJump = (v: RulesView) =>
 const clusterIPRule = (s: ServiceSpec) => (v: RulesView) =>
   hasServiceRule(v.nat, `default/${s.name}:${s.ports[0]!.name} cluster IP`);
 
-interface Harness {
-  topo?: Topology;
-  kubeProxy?: Daemon;
-  dir?: string;
-}
-
 describe("a failing `ip -o addr show` keeps the previous rules and is retried", () => {
   const h: Harness = {};
-  afterAll(async () => {
-    const names = Object.values(h.topo?.namespaces ?? {});
-    try {
-      await h.kubeProxy?.kill(3000);
-      await h.topo?.destroy();
-    } finally {
-      if (h.dir) rmSync(h.dir, { recursive: true, force: true });
-    }
-    const left = names.filter(namespaceExists);
-    if (left.length > 0) throw new Error(`namespaces left behind: ${left.join(", ")}`);
-  }, 30_000);
+  afterAll(() => tearDownHarness(h), 30_000);
 
   test("NodePort rules stay and traffic flows while ip fails; the next good sync catches up", async () => {
     h.topo = await createTopology({ pods: [POD] });

@@ -6,11 +6,17 @@
 //
 // By hand: scripts/kernel-vm -- bash -c 'modprobe nf_conntrack &&
 //   node_modules/.bin/bun test --timeout 600000 ./test/vm/ipvs-lifecycle.vm.ts'
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { join } from "node:path";
 import { tempDir } from "../support/binary.ts";
 import { type NodeSpec, renderState, type ServiceSpec, writeStateFile } from "../support/e2e-cluster.ts";
+import {
+  E2E_TEST_TIMEOUT_MS,
+  e2eTest,
+  type Harness,
+  harnessDiagnostics,
+  tearDownHarness,
+} from "../support/e2e-harness.ts";
 import {
   hasDummyDevice,
   ipvsDiagnostics,
@@ -21,7 +27,6 @@ import {
   waitForIpvs,
 } from "../support/e2e-ipvs.ts";
 import {
-  diagnostics,
   iptablesSave,
   kubeProxyBinary,
   NODE_NAME,
@@ -38,12 +43,11 @@ import {
   startServer,
 } from "../support/e2e-traffic.ts";
 import { inKernelVm, scaled } from "../support/kernel-vm.ts";
-import { ADDR, createTopology, namespaceExists, type PodSpec, type Topology } from "../support/netns.ts";
+import { ADDR, createTopology, type PodSpec, type Topology } from "../support/netns.ts";
 
 if (!inKernelVm())
   throw new Error("ipvs-lifecycle.vm.ts runs in the kernel VM (see test/vm/kernel-vm.test.ts)");
 
-const TEST_TIMEOUT_MS = scaled(60_000);
 const CONNECT_MS = scaled(250);
 const HOLD = join(import.meta.dir, "..", "support", "e2e-hold.ts");
 const NODE: NodeSpec = { name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR };
@@ -77,33 +81,6 @@ const STEADY: ServiceSpec = {
   endpoints: [{ ip: ip("g1") }, { ip: ip("g2") }],
 };
 const GRACE_VS = `${GRACE.clusterIP}:80`;
-
-interface Harness {
-  topo?: Topology;
-  kubeProxy?: Daemon;
-  stateFile?: string;
-  dir?: string;
-}
-
-async function fullDiagnostics(h: Harness): Promise<string> {
-  if (!h.topo) return "(no topology)";
-  return `${await diagnostics(h.topo, h.kubeProxy, h.stateFile)}\n${await ipvsDiagnostics(h.topo)}`;
-}
-
-function e2eTest(h: Harness, name: string, fn: () => Promise<void>): void {
-  test(
-    name,
-    async () => {
-      try {
-        await fn();
-      } catch (err) {
-        console.error(`\n===== diagnostics for "${name}" =====\n${await fullDiagnostics(h)}`);
-        throw err;
-      }
-    },
-    TEST_TIMEOUT_MS,
-  );
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -167,7 +144,7 @@ const errorLines = (d: Daemon) =>
 const firstSynced = (d: Daemon) => d.waitForOutput(/Memory after the first sync/, 30_000);
 
 describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS kernel", () => {
-  const h: Harness = {};
+  const h: Harness = { extraDiagnostics: ipvsDiagnostics };
 
   beforeAll(async () => {
     h.topo = await createTopology({ pods: PODS });
@@ -202,21 +179,14 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
         "the first sync's virtual servers",
       );
     } catch (err) {
-      console.error(`\n===== diagnostics (setup) =====\n${await fullDiagnostics(h)}`);
+      console.error(`\n===== diagnostics (setup) =====\n${await harnessDiagnostics(h)}`);
       throw err;
     }
-  }, TEST_TIMEOUT_MS);
+  }, E2E_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
-    const names = Object.values(h.topo?.namespaces ?? {});
-    try {
-      await h.kubeProxy?.kill(3000);
-      await h.topo?.destroy();
-    } finally {
-      if (h.dir) rmSync(h.dir, { recursive: true, force: true });
-    }
-    expect(names.filter(namespaceExists)).toEqual([]);
-  }, TEST_TIMEOUT_MS);
+    await tearDownHarness(h);
+  }, E2E_TEST_TIMEOUT_MS);
 
   e2eTest(
     h,

@@ -7,14 +7,20 @@
 //
 // By hand: scripts/kernel-vm -- bash -c 'modprobe nf_conntrack &&
 //   node_modules/.bin/bun test --timeout 600000 ./test/vm/ipvs-traffic.vm.ts'
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir } from "../support/binary.ts";
 import { type NodeSpec, renderState, type ServiceSpec, writeStateFile } from "../support/e2e-cluster.ts";
+import {
+  E2E_TEST_TIMEOUT_MS,
+  e2eTest,
+  type Harness,
+  harnessDiagnostics,
+  tearDownHarness,
+} from "../support/e2e-harness.ts";
 import { ipvsDiagnostics, virtualServer, waitForIpvs } from "../support/e2e-ipvs.ts";
-import { diagnostics, NODE_NAME, startKubeProxy, waitForRules } from "../support/e2e-kubeproxy.ts";
+import { NODE_NAME, startKubeProxy, waitForRules } from "../support/e2e-kubeproxy.ts";
 import {
   type Daemon,
   describeSummary,
@@ -24,12 +30,11 @@ import {
   startServer,
 } from "../support/e2e-traffic.ts";
 import { inKernelVm, scaled } from "../support/kernel-vm.ts";
-import { ADDR, createTopology, namespaceExists, type PodSpec, type Topology } from "../support/netns.ts";
+import { ADDR, createTopology, type PodSpec } from "../support/netns.ts";
 
 if (!inKernelVm())
   throw new Error("ipvs-traffic.vm.ts runs in the kernel VM (see test/vm/kernel-vm.test.ts)");
 
-const TEST_TIMEOUT_MS = scaled(60_000);
 /** A connection that should work gets this long (the guest's CPU is emulated). */
 const CONNECT_MS = scaled(250);
 /** Long enough that a refusal (ICMP or RST, sub-second) is never mistaken for a drop. */
@@ -126,34 +131,6 @@ const HAIRPIN: ServiceSpec = {
 };
 const ALL = [WEB, STICKY, NODEPORT, EXTIP, LB, LB2, LOCAL, EMPTY, HAIRPIN];
 
-interface Harness {
-  topo?: Topology;
-  kubeProxy?: Daemon;
-  stateFile?: string;
-  dir?: string;
-}
-
-async function fullDiagnostics(h: Harness): Promise<string> {
-  if (!h.topo) return "(no topology)";
-  return `${await diagnostics(h.topo, h.kubeProxy, h.stateFile)}\n${await ipvsDiagnostics(h.topo)}`;
-}
-
-/** A test that, when it fails, prints kube-proxy-ts's output, the rules and the IPVS table. */
-function e2eTest(h: Harness, name: string, fn: () => Promise<void>): void {
-  test(
-    name,
-    async () => {
-      try {
-        await fn();
-      } catch (err) {
-        console.error(`\n===== diagnostics for "${name}" =====\n${await fullDiagnostics(h)}`);
-        throw err;
-      }
-    },
-    TEST_TIMEOUT_MS,
-  );
-}
-
 /** klog error lines (E<MMDD> ...) a daemon printed. */
 const errorLines = (d: Daemon) =>
   d
@@ -166,7 +143,7 @@ const sysctl = (names: string[]) =>
 const ARP_SYSCTLS = ["net.ipv4.conf.all.arp_ignore", "net.ipv4.conf.all.arp_announce"];
 
 describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
-  const h: Harness = {};
+  const h: Harness = { extraDiagnostics: ipvsDiagnostics };
   const rootArpBefore = sysctl(ARP_SYSCTLS);
 
   beforeAll(async () => {
@@ -206,24 +183,17 @@ describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
         30_000,
       );
     } catch (err) {
-      console.error(`\n===== diagnostics (setup) =====\n${await fullDiagnostics(h)}`);
+      console.error(`\n===== diagnostics (setup) =====\n${await harnessDiagnostics(h)}`);
       throw err;
     }
-  }, TEST_TIMEOUT_MS);
+  }, E2E_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
     // KPTS_E2E_LOG=1 prints the daemon's log even when every test passed.
     if (process.env.KPTS_E2E_LOG === "1")
       console.error(`--- kube-proxy-ts stderr ---\n${h.kubeProxy?.stderr()}`);
-    const names = Object.values(h.topo?.namespaces ?? {});
-    try {
-      await h.kubeProxy?.kill(3000);
-      await h.topo?.destroy();
-    } finally {
-      if (h.dir) rmSync(h.dir, { recursive: true, force: true });
-    }
-    expect(names.filter(namespaceExists)).toEqual([]);
-  }, TEST_TIMEOUT_MS);
+    await tearDownHarness(h);
+  }, E2E_TEST_TIMEOUT_MS);
 
   e2eTest(
     h,
