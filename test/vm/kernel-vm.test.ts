@@ -6,7 +6,8 @@
 
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ensureBinary } from "../support/binary.ts";
 import { type GuestCase, inKernelVm, parseJunit, runInKernelVm } from "../support/kernel-vm.ts";
@@ -73,6 +74,22 @@ describe("scripts/kernel-vm", () => {
     expect(r.status).toBe(125);
     expect(r.stderr).toContain("did not finish within 1s");
   });
+
+  test("runs from any work directory (here one under /tmp), which it shares read-write, and passes the exit status back", () => {
+    const dir = mkdtempSync(join(tmpdir(), "kpts-vm-"));
+    try {
+      writeFileSync(join(dir, "in"), "from the host\n");
+      const r = spawnSync(
+        join(REPO, "scripts", "kernel-vm"),
+        ["--", "bash", "-c", 'cat in > out && echo "$KPTS_KERNEL_VM" >> out && exit 7'],
+        { cwd: dir, encoding: "utf8", timeout: 600_000 },
+      );
+      expect(r.status, r.stderr).toBe(7);
+      expect(readFileSync(join(dir, "out"), "utf8")).toBe("from the host\n1\n");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
 
   test("a command is required", () => {
     const r = spawnSync(join(REPO, "scripts", "kernel-vm"), [], {
