@@ -2,9 +2,10 @@
 // service account; --master replaces the server URL of whatever was loaded (upstream's
 // ConfigOverrides.ClusterInfo.Server), and with nothing else it is the whole configuration.
 
-import { existsSync } from "node:fs";
-import { delimiter } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { delimiter, dirname, resolve } from "node:path";
 import { type Cluster, KubeConfig } from "@kubernetes/client-node";
+import { parse as parseYaml } from "yaml";
 
 /** Where the pod's service account is mounted (rest.InClusterConfig reads the same files). */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -37,12 +38,47 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function fromFiles(paths: readonly string[]): KubeConfig {
+/**
+ * client-go's `user.tokenFile` (what kubeadm's kube-proxy kubeconfig uses for the pod's
+ * ServiceAccount token), which the client library ignores: it knows only kubectl's
+ * `token-file`, read once. Mapped to the library's tokenFile provider, which re-reads the file
+ * as the kubelet rotates the token. An explicit token wins, as in client-go.
+ */
+function honourTokenFile(kc: KubeConfig, text: string, dir: string): void {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch {
+    return; // loadFromFile already accepted it; nothing more to learn here.
+  }
+  const users = (raw as { users?: unknown } | null)?.users;
+  if (!Array.isArray(users)) return;
+  const tokenFiles = new Map<string, string>();
+  for (const u of users as { name?: unknown; user?: { tokenFile?: unknown; token?: unknown } }[]) {
+    const file = u?.user?.tokenFile;
+    if (typeof u?.name === "string" && typeof file === "string" && file && !u.user?.token)
+      // Relative to the kubeconfig's directory, as client-go resolves it.
+      tokenFiles.set(u.name, resolve(dir, file));
+  }
+  kc.users = kc.users.map((u) => {
+    const tokenFile = tokenFiles.get(u.name);
+    return tokenFile && !u.token && !u.authProvider
+      ? { ...u, authProvider: { name: "tokenFile", config: { tokenFile } } }
+      : u;
+  });
+}
+
+function loadFile(path: string): KubeConfig {
   const kc = new KubeConfig();
-  kc.loadFromFile(paths[0]!);
+  kc.loadFromFile(path);
+  honourTokenFile(kc, readFileSync(path, "utf8"), dirname(path));
+  return kc;
+}
+
+function fromFiles(paths: readonly string[]): KubeConfig {
+  const kc = loadFile(paths[0]!);
   for (const p of paths.slice(1)) {
-    const more = new KubeConfig();
-    more.loadFromFile(p);
+    const more = loadFile(p);
     // Like client-go, the first file to set the current context wins.
     kc.mergeConfig(more, true);
   }

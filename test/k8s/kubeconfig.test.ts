@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setSystemTime, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HttpMethod, RequestContext } from "@kubernetes/client-node";
@@ -100,6 +100,38 @@ describe("loadKubeConfig", () => {
       }),
     );
     expect(err.message).toContain("no service account token");
+  });
+
+  test("client-go's user.tokenFile (kubeadm's kube-proxy kubeconfig) is sent and re-read when it rotates", async () => {
+    const dir = serviceAccount("first-token");
+    const path = join(dir, "kubeconfig");
+    // A relative tokenFile is relative to the kubeconfig's directory.
+    writeFileSync(
+      path,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "clusters: [{name: c, cluster: {server: 'https://api.example:6443'}}]",
+        "users: [{name: u, user: {tokenFile: token}}]",
+        "contexts: [{name: x, context: {cluster: c, user: u}}]",
+        "current-context: x",
+      ].join("\n"),
+    );
+    const r = ok(loadKubeConfig({ kubeconfigPath: path, env: {} }));
+    const header = async () => {
+      const ctx = new RequestContext(`${r.server}/api`, HttpMethod.GET);
+      await r.kubeConfig.applySecurityAuthentication(ctx);
+      return ctx.getHeaders().Authorization;
+    };
+    expect(await header()).toBe("Bearer first-token");
+    writeFileSync(join(dir, "token"), "second-token");
+    // The library's tokenFile provider re-reads the file once its copy is a minute old.
+    setSystemTime(new Date(Date.now() + 61_000));
+    try {
+      expect(await header()).toBe("Bearer second-token");
+    } finally {
+      setSystemTime();
+    }
   });
 
   test("a server that is not an http(s) URL is rejected", () => {
