@@ -6,6 +6,7 @@
 
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
+import { nodePath } from "../k8s/api-access.ts";
 import type { ApiClient } from "../k8s/api-client.ts";
 import { nodeIPs } from "../k8s/node-info.ts";
 import type { NodeObject } from "../k8s/objects.ts";
@@ -53,7 +54,7 @@ export async function nodeIPsFromApi(
     try {
       const res = await client.request({
         method: "GET",
-        path: `/api/v1/nodes/${encodeURIComponent(nodeName)}`,
+        path: nodePath(nodeName),
       });
       if (res.status === 200) return fromNode(JSON.parse(await res.text()) as NodeObject);
     } catch {

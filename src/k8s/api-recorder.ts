@@ -5,6 +5,7 @@
 import { Buffer } from "node:buffer";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../log/logger.ts";
+import { eventsPath } from "./api-access.ts";
 import { type ApiClient, apiErrorFrom, describeError, kubeApiClient } from "./api-client.ts";
 import type { EventRecorder, KubeEvent } from "./events.ts";
 import type { ObjectRef } from "./objects.ts";
@@ -94,7 +95,7 @@ export function createApiRecorder(opts: ApiRecorderOptions): ApiRecorder {
     try {
       const res = await client.request({
         method: "POST",
-        path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(ns)}/events`,
+        path: eventsPath(ns),
         body,
       });
       if (res.status >= 200 && res.status < 300) return true;

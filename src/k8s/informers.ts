@@ -4,6 +4,7 @@
 
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../log/logger.ts";
+import { API_PATHS } from "./api-access.ts";
 import { type ApiClient, kubeApiClient } from "./api-client.ts";
 import type { BackoffOptions } from "./backoff.ts";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
@@ -44,7 +45,7 @@ export function createApiSource(opts: ApiSourceOptions): ClusterSource {
           ...common,
           kind: "Service",
           apiVersion: "v1",
-          path: "/api/v1/services",
+          path: API_PATHS.services,
           labelSelector: SERVICE_AND_SLICE_SELECTOR,
           logger: log.named("services"),
         },
@@ -60,7 +61,7 @@ export function createApiSource(opts: ApiSourceOptions): ClusterSource {
           ...common,
           kind: "EndpointSlice",
           apiVersion: "discovery.k8s.io/v1",
-          path: "/apis/discovery.k8s.io/v1/endpointslices",
+          path: API_PATHS.endpointSlices,
           labelSelector: SERVICE_AND_SLICE_SELECTOR,
           logger: log.named("endpointslices"),
         },
@@ -76,7 +77,7 @@ export function createApiSource(opts: ApiSourceOptions): ClusterSource {
           ...common,
           kind: "Node",
           apiVersion: "v1",
-          path: "/api/v1/nodes",
+          path: API_PATHS.nodes,
           fieldSelector: nodeFieldSelector(opts.nodeName),
           logger: log.named("node"),
         },
