@@ -1,10 +1,12 @@
 // deploy/systemd: the unit starts the binary with flags it accepts and the shipped config, and
 // that config loads with the project's own loader, naming the kubeconfig the README installs.
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { resolveCommandLine } from "../../src/cli/index.ts";
 import { loadConfig } from "../../src/config/load.ts";
+import { ensureBinary, tempDir } from "../support/binary.ts";
 import { DEPLOY_DIR } from "./manifests.ts";
 
 const CONFIG_PATH = join(DEPLOY_DIR, "systemd", "config.yaml");
@@ -69,5 +71,27 @@ describe("deploy/systemd", () => {
     expect(service?.has("PrivateNetwork")).toBe(false);
     expect(service?.has("MemoryDenyWriteExecute")).toBe(false); // the JavaScript JIT needs it
     expect(unit.get("Install")?.get("WantedBy")).toEqual(["multi-user.target"]);
+  });
+
+  test("systemd itself accepts the unit (where systemd-analyze is installed)", () => {
+    const analyze = spawnSync("systemd-analyze", ["--version"], { encoding: "utf8" });
+    if (analyze.status !== 0) return; // no systemd on this host: the parse above is all we can do
+    const dir = tempDir("kpts-unit-");
+    try {
+      // The same unit, starting the binary this tree builds (systemd checks that it exists).
+      const unitPath = join(dir, "kube-proxy-ts.service");
+      writeFileSync(
+        unitPath,
+        readFileSync(UNIT_PATH, "utf8").replace(
+          "ExecStart=/usr/local/bin/kube-proxy-ts",
+          `ExecStart=${ensureBinary()}`,
+        ),
+      );
+      const r = spawnSync("systemd-analyze", ["verify", unitPath], { encoding: "utf8", timeout: 30_000 });
+      expect(`${r.stdout}${r.stderr}`.trim()).toBe("");
+      expect(r.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
