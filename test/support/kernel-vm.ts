@@ -15,6 +15,14 @@ export function inKernelVm(): boolean {
 }
 
 /**
+ * Stops a guest-only suite loudly when it is run anywhere but the guest (rather than skipping,
+ * which would prove nothing). `file` names the suite in the message.
+ */
+export function requireKernelVm(file: string): void {
+  if (!inKernelVm()) throw new Error(`${file} runs in the kernel VM (see test/vm/kernel-vm.test.ts)`);
+}
+
+/**
  * How much slower than this host a test must allow the machine to be: the guest's CPU is emulated
  * (10-20x slower, more on a busy host), so every wait and deadline in a guest suite is multiplied
  * by this. KPTS_TIME_SCALE overrides it.

@@ -16,7 +16,7 @@ import { IpvsError } from "../../src/host/ipvs/errors.ts";
 import { FakeIpvs, KERNEL_SCHEDULERS } from "../../src/host/ipvs/fake.ts";
 import type { IpvsChange, IpvsClient } from "../../src/host/ipvs/types.ts";
 import { createTestNetns, type TestNetns } from "../host/iptables/netns.ts";
-import { inKernelVm } from "../support/kernel-vm.ts";
+import { requireKernelVm } from "../support/kernel-vm.ts";
 
 type Step = { name: string; args: string[]; stdin?: string };
 
@@ -244,7 +244,9 @@ const mayChange = (step: Step, exit: number) => exit === 0 || step.stdin !== und
 
 const outcomeOf = (r: ExecResult) => ({ code: r.code, stdout: r.stdout, stderr: r.stderr });
 
-describe.skipIf(!inKernelVm())("FakeIpvs matches the real ipvsadm in a netns", () => {
+requireKernelVm("ipvs-fake-vs-real.vm.ts");
+
+describe("FakeIpvs matches the real ipvsadm in a netns", () => {
   let ns: TestNetns;
   let fake: FakeIpvs;
   let fakeExec: FakeExec;

@@ -42,11 +42,10 @@ import {
   probeInBackground,
   startServer,
 } from "../support/e2e-traffic.ts";
-import { inKernelVm, scaled } from "../support/kernel-vm.ts";
+import { requireKernelVm, scaled } from "../support/kernel-vm.ts";
 import { ADDR, createTopology, type PodSpec, type Topology } from "../support/netns.ts";
 
-if (!inKernelVm())
-  throw new Error("ipvs-lifecycle.vm.ts runs in the kernel VM (see test/vm/kernel-vm.test.ts)");
+requireKernelVm("ipvs-lifecycle.vm.ts");
 
 const CONNECT_MS = scaled(250);
 const HOLD = join(import.meta.dir, "..", "support", "e2e-hold.ts");

@@ -8,7 +8,9 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { runBinary } from "../support/binary.ts";
-import { scaled } from "../support/kernel-vm.ts";
+import { requireKernelVm, scaled } from "../support/kernel-vm.ts";
+
+requireKernelVm("ipvs-plan-replay.vm.ts");
 
 const ns = `kpts-${process.pid.toString(36)}-${randomBytes(3).toString("hex")}-plan`;
 const inNs = (argv: readonly string[], stdin?: string) =>

@@ -29,11 +29,10 @@ import {
   probeOnce,
   startServer,
 } from "../support/e2e-traffic.ts";
-import { inKernelVm, scaled } from "../support/kernel-vm.ts";
+import { requireKernelVm, scaled } from "../support/kernel-vm.ts";
 import { ADDR, createTopology, type PodSpec } from "../support/netns.ts";
 
-if (!inKernelVm())
-  throw new Error("ipvs-traffic.vm.ts runs in the kernel VM (see test/vm/kernel-vm.test.ts)");
+requireKernelVm("ipvs-traffic.vm.ts");
 
 /** A connection that should work gets this long (the guest's CPU is emulated). */
 const CONNECT_MS = scaled(250);

@@ -13,7 +13,7 @@ import { NetlinkError } from "../../src/host/netlink/errors.ts";
 import { FakeNetlink } from "../../src/host/netlink/fake.ts";
 import type { NetlinkClient } from "../../src/host/netlink/types.ts";
 import { createTestNetns, type TestNetns } from "../host/iptables/netns.ts";
-import { inKernelVm } from "../support/kernel-vm.ts";
+import { requireKernelVm } from "../support/kernel-vm.ts";
 
 type Step = { name: string; args: string[]; stdin?: string };
 const ip = (name: string, line: string): Step => ({ name, args: line.split(" ") });
@@ -117,7 +117,9 @@ const outcomeOf = (r: ExecResult) => ({ code: r.code, stdout: r.stdout, stderr: 
 const runIp = (exec: Exec, step: Step) =>
   exec.run({ cmd: "ip", args: step.args, ...(step.stdin !== undefined ? { stdin: step.stdin } : {}) });
 
-describe.skipIf(!inKernelVm())("FakeNetlink matches the real ip on dummy devices", () => {
+requireKernelVm("netlink-fake-vs-real.vm.ts");
+
+describe("FakeNetlink matches the real ip on dummy devices", () => {
   let ns: TestNetns;
   let addressErrors: "extack" | "errno" = "extack";
 
