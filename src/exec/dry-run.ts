@@ -170,9 +170,6 @@ export function isReadOnlyCommand(req: Pick<ExecRequest, "cmd" | "args">): boole
       return modprobeIsReadOnly(args);
     case "nft":
       return nftIsReadOnly(args);
-    case "uname":
-    case "cat":
-      return true;
     default:
       return false;
   }

@@ -3,6 +3,7 @@
 // / mounted at /host (and tests with a fixture tree) see the node's kernel, not the image's.
 
 import { readFile } from "node:fs/promises";
+import { release as runningKernelRelease } from "node:os";
 import { join } from "node:path";
 import type { Exec } from "../exec/types.ts";
 
@@ -114,20 +115,29 @@ export interface KernelClientOptions {
   exec: Exec;
   /** Filesystem root the host's /proc, /lib/modules and /boot live under. */
   root?: string;
+  /** The running kernel's release when osrelease is unreadable; defaults to node:os release(). */
+  osRelease?: () => string;
 }
 
 const MODPROBE_TIMEOUT_MS = 30_000;
 
-export function createKernelClient({ exec, root = "/" }: KernelClientOptions): KernelClient {
+export function createKernelClient({
+  exec,
+  root = "/",
+  osRelease = runningKernelRelease,
+}: KernelClientOptions): KernelClient {
   const path = (...parts: string[]) => join(root, ...parts);
 
   async function version(): Promise<string> {
     const release = (await readOptional(path("proc/sys/kernel/osrelease")))?.trim();
     if (release) return release;
-    // Without /proc (unusual chroots) the running kernel still answers uname.
-    const res = await exec.run({ cmd: "uname", args: ["-r"] });
-    if (res.code === 0 && res.stdout.trim()) return res.stdout.trim();
-    throw new KernelError(`cannot determine kernel version: ${path("proc/sys/kernel/osrelease")} unreadable`);
+    // Without /proc (unusual chroots) the uname(2) system call still answers. No process is
+    // started for it: the release image is FROM scratch and has no uname binary.
+    const fromSyscall = osRelease().trim();
+    if (fromSyscall) return fromSyscall;
+    throw new KernelError(
+      `cannot determine kernel version: ${path("proc/sys/kernel/osrelease")} unreadable and uname(2) gave no release`,
+    );
   }
 
   async function modules(): Promise<KernelModules> {

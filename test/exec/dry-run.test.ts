@@ -136,8 +136,10 @@ const cases: [string, boolean][] = [
   ["modprobe -r ip_vs", false],
   ["modprobe -- -n", false],
   // the rest
-  ["uname -r", true],
-  ["cat /proc/sys/net/ipv4/ip_forward", true],
+  // Nothing in src runs uname or cat (the kernel release comes from os.release()), so they are
+  // unknown commands like any other: treated as mutating and recorded, never run.
+  ["uname -r", false],
+  ["cat /proc/sys/net/ipv4/ip_forward", false],
   ["sysctl -w net.ipv4.ip_forward=1", false],
   ["rm -rf /", false],
   ["sh -c 'ipset list'", false],

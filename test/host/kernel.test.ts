@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { release, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { FakeExec, fail, ok } from "../../src/exec/fake.ts";
 import {
@@ -63,13 +63,30 @@ describe("createKernelClient: files", () => {
     expect(await createKernelClient({ exec: new FakeExec(), root }).version()).toBe(VER);
   });
 
-  test("version falls back to uname -r, and fails with a KernelError when nothing answers", async () => {
+  test("version falls back to os.release() without starting a process", async () => {
     const root = fixture({});
-    const withUname = new FakeExec({ uname: () => ok("5.10.0\n") });
-    expect(await createKernelClient({ exec: withUname, root }).version()).toBe("5.10.0");
-    await expect(createKernelClient({ exec: new FakeExec(), root }).version()).rejects.toBeInstanceOf(
+    const exec = new FakeExec({ uname: () => ok("9.9.9-should-not-be-used\n") });
+    expect(await createKernelClient({ exec, root }).version()).toBe(release().trim());
+    expect(exec.calls).toEqual([]);
+  });
+
+  test("version takes an injected release, and fails with a KernelError when it is empty", async () => {
+    const root = fixture({});
+    const exec = new FakeExec();
+    expect(await createKernelClient({ exec, root, osRelease: () => "5.10.0\n" }).version()).toBe("5.10.0");
+    await expect(createKernelClient({ exec, root, osRelease: () => "" }).version()).rejects.toBeInstanceOf(
       KernelError,
     );
+    expect(exec.calls).toEqual([]);
+  });
+
+  test("modules() without osrelease uses os.release() and still runs no process", async () => {
+    const ver = release().trim();
+    const root = fixture({ [`lib/modules/${ver}/modules.builtin`]: MODULES_BUILTIN });
+    const exec = new FakeExec();
+    const mods = await createKernelClient({ exec, root }).modules();
+    expect([...mods.builtin].sort()).toEqual(["br_netfilter", "dummy", "ip_vs_sh", "x_tables"]);
+    expect(exec.calls).toEqual([]);
   });
 
   test("loaded modules from /proc/modules and built-ins from modules.builtin", async () => {
