@@ -24,7 +24,7 @@ import { tempDir } from "../support/binary.ts";
  * scripts/build-image is on this branch; then the release builds the image too (it needs podman)
  * unless KPTS_RELEASE_TEST_IMAGE=0.
  */
-const IMAGE_BUILDER_COMMITTED = false;
+const IMAGE_BUILDER_COMMITTED = true;
 const WITH_IMAGE = IMAGE_BUILDER_COMMITTED && process.env.KPTS_RELEASE_TEST_IMAGE !== "0";
 
 const REPO = join(import.meta.dir, "..", "..");
@@ -43,6 +43,8 @@ function release(cwd: string): SpawnSyncReturns<string> {
   const env: Record<string, string | undefined> = {
     ...process.env,
     KPTS_RELEASE_IMAGE: WITH_IMAGE ? "build" : "skip",
+    // The image goes into a podman store this test owns (deleted with the clone).
+    KPTS_PODMAN_ROOT: join(cwd, "..", "podman"),
   };
   delete env.KPTS_RELEASE_ALLOW_DIRTY;
   return spawnSync("bash", ["scripts/release"], {

@@ -103,6 +103,11 @@ export interface Topology {
   /** Like run, but throws with the output when the command fails. */
   must(ns: NsRef, argv: readonly string[], opts?: RunOptions): Promise<string>;
   spawnDaemon(ns: NsRef, argv: readonly string[], opts?: { env?: Record<string, string> }): Daemon;
+  /**
+   * A daemon started in the root namespace that enters a namespace of this topology by itself
+   * (e.g. `podman run --network=ns:/run/netns/NAME`); stopped with the topology like the others.
+   */
+  spawnHostDaemon(argv: readonly string[], opts?: { env?: Record<string, string> }): Daemon;
   destroy(): Promise<void>;
 }
 
@@ -385,6 +390,19 @@ class TopologyImpl implements Topology {
       env: { ...process.env, ...opts.env },
     });
     const d = new DaemonImpl(child, argv, name);
+    this.daemons.add(d);
+    return d;
+  }
+
+  spawnHostDaemon(argv: readonly string[], opts: { env?: Record<string, string> } = {}): Daemon {
+    if (this.destroyed) throw new Error(`topology ${this.id} is destroyed`);
+    const [cmd, ...args] = argv;
+    if (!cmd) throw new Error("spawnHostDaemon: empty argv");
+    const child = spawn(cmd, args, {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...opts.env },
+    });
+    const d = new DaemonImpl(child, argv, "(root namespace)");
     this.daemons.add(d);
     return d;
   }
