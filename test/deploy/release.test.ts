@@ -124,6 +124,19 @@ describe("scripts/release on a fresh clone", () => {
     expect(r.stdout).not.toContain("-dirty");
   });
 
+  test("the image archive holds the released binary's version and commit in its labels", () => {
+    if (!WITH_IMAGE) return;
+    const tar = (member: string) =>
+      spawnSync("tar", ["-xOf", join(out, IMAGE), member], { encoding: "utf8", maxBuffer: 8 << 20 }).stdout;
+    const blob = (digest: string) => `blobs/sha256/${digest.replace(/^sha256:/, "")}`;
+    const index = JSON.parse(tar("index.json"));
+    const manifest = JSON.parse(tar(blob(index.manifests[0].digest)));
+    const config = JSON.parse(tar(blob(manifest.config.digest)));
+    expect(config.config.Labels["org.opencontainers.image.version"]).toBe(VERSION);
+    expect(config.config.Labels["org.opencontainers.image.revision"]).toBe(commit);
+    expect(config.config.Entrypoint).toEqual(["/usr/local/bin/kube-proxy"]);
+  });
+
   test("the summary names each artifact with its size and sha256", () => {
     const sums = readFileSync(join(out, "SHA256SUMS"), "utf8").trimEnd().split("\n");
     for (const line of sums) {
