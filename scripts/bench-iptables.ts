@@ -29,7 +29,7 @@ import type {
 } from "../src/host/iptables/types.ts";
 import type { EndpointSliceObject, ServiceObject } from "../src/k8s/objects.ts";
 import { nullLogger } from "../src/log/logger.ts";
-import { IptablesProxier } from "../src/proxy/iptables/proxier.ts";
+import { IptablesProxier } from "../src/modes/iptables/proxier.ts";
 import { createMetrics } from "../src/proxy/metrics/metrics.ts";
 import type { Proxier, SyncInput } from "../src/proxy/proxier.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";

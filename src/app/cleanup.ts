@@ -9,9 +9,9 @@ import type { IPTablesFamily, IptablesBackend } from "../host/iptables/types.ts"
 import { createIpvsClient } from "../host/ipvs/client.ts";
 import { createNftClient } from "../host/nft.ts";
 import type { Logger } from "../log/logger.ts";
-import { cleanupIptables } from "../proxy/cleanup/iptables-cleanup.ts";
-import { cleanupIpvs } from "../proxy/cleanup/ipvs-cleanup.ts";
-import { cleanupNftables, nftablesProxyModeEnabled } from "../proxy/cleanup/nftables-cleanup.ts";
+import { cleanupIptables } from "../modes/iptables/cleanup.ts";
+import { cleanupIpvs } from "../modes/ipvs/cleanup.ts";
+import { cleanupNftables, nftablesProxyModeEnabled } from "../modes/nftables/cleanup.ts";
 
 async function installed(exec: Exec, cmd: string): Promise<boolean> {
   return (await exec.run({ cmd, args: ["--version"], timeoutMs: 10_000 })).code === 0;

@@ -4,15 +4,15 @@
 import { availableParallelism } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
-import type { Check } from "../mode/check.ts";
-import { canUseIpvsProxier } from "../mode/ipvs-prereqs.ts";
+import type { Check } from "../modes/check.ts";
+import { canUseIpvsProxier } from "../modes/ipvs/prerequisites.ts";
 import {
   applySysctls,
   type HashsizeResult,
   planSysctls,
   raiseConntrackHashsize,
   type SysctlOutcome,
-} from "../mode/sysctls.ts";
+} from "../modes/sysctls.ts";
 import type { Host } from "./host.ts";
 
 export type RunnableMode = "iptables" | "ipvs";

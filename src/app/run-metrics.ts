@@ -1,7 +1,7 @@
 // Everything a real run serves on /metrics, in one registry, as upstream's legacy registry holds
 // it: the kubeproxy_* families for the mode, the process collector, kubernetes_build_info, the
 // REST client's request metrics and the proxier health counters. iptables mode adds its nfacct
-// counters when it finds nfacct usable (see iptables-mode.ts). Nothing Go-runtime or Node-runtime
+// counters when it finds nfacct usable (see modes/iptables/build.ts). Nothing Go-runtime or Node-runtime
 // specific (go_*, nodejs_*) is exposed.
 
 import type { ApiRequestObserver } from "../k8s/api-client.ts";

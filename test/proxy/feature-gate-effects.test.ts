@@ -9,9 +9,9 @@ import { ProblemList } from "../../src/proxy/problems.ts";
 import { isVIPMode } from "../../src/proxy/service-fields.ts";
 import { servicePorts } from "../../src/proxy/service-port.ts";
 import { ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
+import { chainRules, endpointSlice, ep, service, setup } from "../modes/iptables/harness.ts";
+import { setup as ipvsSetup, realsOf } from "../modes/ipvs/harness.ts";
 import { service as portService } from "./builders.ts";
-import { chainRules, endpointSlice, ep, service, setup } from "./iptables/harness.ts";
-import { setup as ipvsSetup, realsOf } from "./ipvs/harness.ts";
 
 const ipModeOff = effectiveFeatureGates({ LoadBalancerIPMode: false });
 

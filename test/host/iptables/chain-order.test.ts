@@ -7,7 +7,7 @@ import {
   orderChainDeclarations,
   orderDeclarationBlocks,
 } from "../../../src/host/iptables/chain-order.ts";
-import { endpointSlice, ep, service, setup } from "../../proxy/iptables/harness.ts";
+import { endpointSlice, ep, service, setup } from "../../modes/iptables/harness.ts";
 import { createTestNetns, type TestNetns } from "./netns.ts";
 
 describe("orderChainDeclarations", () => {

@@ -20,8 +20,8 @@ import { describe, expect, test } from "bun:test";
 import { createRunMetrics } from "../../../src/app/run-metrics.ts";
 import { createNfacctClient, FakeNfacct } from "../../../src/host/nfacct.ts";
 import { nullLogger } from "../../../src/log/logger.ts";
+import { registerNfacctMetrics } from "../../../src/modes/iptables/nfacct-metrics.ts";
 import { createSliMetrics } from "../../../src/proxy/healthcheck/slis.ts";
-import { registerNfacctMetrics } from "../../../src/proxy/iptables/nfacct-metrics.ts";
 
 type Type = "counter" | "gauge" | "histogram";
 type Stability = "ALPHA" | "BETA" | "none";

@@ -1,0 +1,162 @@
+// Assembles iptables mode for a real run or a dry run: picks the backend, decides which IP
+// families this node proxies, and builds one IptablesProxier per family behind one Proxier.
+
+import type { NodeIPs } from "../../app/node-ips.ts";
+import type { EffectiveFeatureGates } from "../../config/feature-gates.ts";
+import type { ProxyConfig } from "../../config/types.ts";
+import type { Exec } from "../../exec/types.ts";
+import { createConntrackClient } from "../../host/conntrack.ts";
+import { type BackendPreference, detectBackend } from "../../host/iptables/backend.ts";
+import { createIptablesClient } from "../../host/iptables/client.ts";
+import { iptablesCommands } from "../../host/iptables/commands.ts";
+import type { IPTablesFamily, IptablesBackend } from "../../host/iptables/types.ts";
+import { createNetlinkClient } from "../../host/netlink/client.ts";
+import { createNfacctClient } from "../../host/nfacct.ts";
+import type { SysctlClient } from "../../host/sysctl.ts";
+import type { Logger } from "../../log/logger.ts";
+import { decideLocalhostNodePorts, type LocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";
+import type { Metrics } from "../../proxy/metrics/metrics.ts";
+import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
+import { applySysctls, ROUTE_LOCALNET, settingsPlan } from "../sysctls.ts";
+import { registerNfacctMetrics } from "./nfacct-metrics.ts";
+import { IptablesProxier, type ServiceHealthSink } from "./proxier.ts";
+
+export interface IptablesMode {
+  readonly backend: IptablesBackend;
+  readonly families: IPTablesFamily[];
+  readonly proxiers: IptablesProxier[];
+  readonly proxier: MultiFamilyProxier;
+}
+
+export interface IptablesModeOptions {
+  readonly exec: Exec;
+  readonly config: ProxyConfig;
+  /** Effective gates of config.featureGates, computed once per run. */
+  readonly featureGates: EffectiveFeatureGates;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly nodeName: string;
+  readonly nodeIPs: NodeIPs;
+  /** The host's sysctls (recording under --dry-run): route_localnet, nf_conntrack_tcp_be_liberal. */
+  readonly sysctl: SysctlClient;
+  readonly backend: BackendPreference;
+  readonly healthCheck?: ServiceHealthSink;
+  /** A HostState's nfacct answer stands in for probing the tool. */
+  readonly nfacct?: boolean;
+}
+
+/**
+ * Every local address, as `ip -o addr show` lists them (NodePort addresses, health check
+ * listeners). A failing `ip` raises NetlinkError (command and stderr), never an empty list.
+ */
+export function localAddresses(exec: Exec, log: Logger): Promise<string[]> {
+  return createNetlinkClient({ exec, logger: log, timeoutMs: 10_000 }).allAddresses();
+}
+
+const TCP_BE_LIBERAL = "net/netfilter/nf_conntrack_tcp_be_liberal";
+
+/**
+ * Upstream reads nf_conntrack_tcp_be_liberal when it builds the proxier (after its own sysctls
+ * were applied): when it is non-zero, out-of-window packets are not INVALID and need no DROP.
+ */
+export async function readConntrackTCPLiberal(sysctl: SysctlClient, log: Logger): Promise<boolean> {
+  let value: number | undefined;
+  try {
+    value = await sysctl.getInt(TCP_BE_LIBERAL);
+  } catch (err) {
+    log.v(2).info("Cannot read sysctl; assuming it is off", {
+      sysctl: TCP_BE_LIBERAL,
+      err: err instanceof Error ? err.message : String(err),
+    });
+    return false;
+  }
+  if (value === undefined || value === 0) return false;
+  log.info("nf_conntrack_tcp_be_liberal set, not installing DROP rules for INVALID packets");
+  return true;
+}
+
+/**
+ * Decides localhost NodePorts once and sets route_localnet to match; the same decision goes to
+ * the IPv4 proxier, which then writes the KUBE-FIREWALL guard rule. Throws when the sysctl cannot
+ * be set (upstream refuses to start then).
+ */
+export async function applyLocalhostNodePorts(
+  o: Pick<IptablesModeOptions, "config" | "nodeIPs" | "sysctl" | "log">,
+  families: readonly IPTablesFamily[],
+): Promise<LocalhostNodePorts> {
+  const decision = decideLocalhostNodePorts({
+    enabledByConfig: o.config.iptables.localhostNodePorts,
+    nodePortAddresses: o.config.nodePortAddresses,
+    nodeIPs: o.nodeIPs,
+    proxiesIPv4: families.includes("IPv4"),
+  });
+  if (!decision.enabled) {
+    o.log.info("Localhost NodePorts are off; route_localnet is left alone", { reason: decision.reason });
+    return decision;
+  }
+  o.log.info(
+    "Setting route_localnet=1 to allow node-ports on localhost; to change this either disable iptables.localhostNodePorts (--iptables-localhost-nodeports) or set nodePortAddresses (--nodeport-addresses) to filter loopback addresses",
+  );
+  const [outcome] = await applySysctls(settingsPlan([ROUTE_LOCALNET]), o.sysctl, o.log.named("sysctl"));
+  if (outcome?.action === "failed")
+    throw new Error(`cannot set required sysctl for proxy: ${outcome.detail}`);
+  return decision;
+}
+
+/** A family is proxied when its tool can read the nat table (upstream's Present() check). */
+export async function usableFamilies(exec: Exec, backend: IptablesBackend): Promise<IPTablesFamily[]> {
+  const out: IPTablesFamily[] = [];
+  for (const family of ["IPv4", "IPv6"] as const) {
+    const cmd = iptablesCommands(family, backend).iptables;
+    const r = await exec.run({ cmd, args: ["-w", "5", "-t", "nat", "-S", "POSTROUTING"], timeoutMs: 10_000 });
+    if (r.code === 0) out.push(family);
+  }
+  return out;
+}
+
+/** The iptables backend (logged with its reason) and the families it can serve; both modes use it. */
+export async function chooseBackendAndFamilies(
+  exec: Exec,
+  log: Logger,
+  preference: BackendPreference,
+): Promise<{ backend: IptablesBackend; families: IPTablesFamily[] }> {
+  const choice = await detectBackend(exec, log, preference);
+  log.info("Using iptables backend", { backend: choice.backend, reason: choice.reason });
+  const families = await usableFamilies(exec, choice.backend);
+  if (families.length === 0)
+    throw new Error(`iptables (${choice.backend}) cannot read the nat table on this node`);
+  return { backend: choice.backend, families };
+}
+
+export async function buildIptablesMode(o: IptablesModeOptions): Promise<IptablesMode> {
+  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend);
+  const nfacctClient = createNfacctClient({ exec: o.exec, logger: o.log });
+  const hasNfacct = o.nfacct ?? (await nfacctClient.available());
+  // Once per process, not per family: the nfacct objects are shared by both.
+  if (hasNfacct) registerNfacctMetrics(o.metrics.registry, nfacctClient, o.log.named("metrics"));
+  const conntrack = createConntrackClient({ exec: o.exec, logger: o.log });
+  const localhost = await applyLocalhostNodePorts(o, families);
+  const conntrackTCPLiberal = await readConntrackTCPLiberal(o.sysctl, o.log);
+  const proxiers = families.map(
+    (family) =>
+      new IptablesProxier({
+        iptables: createIptablesClient({ exec: o.exec, family, backend: backend, logger: o.log }),
+        family,
+        config: o.config,
+        featureGates: o.featureGates,
+        metrics: o.metrics,
+        logger: o.log.named(family === "IPv4" ? "iptables" : "ip6tables"),
+        nodeName: o.nodeName,
+        nodeIPs: o.nodeIPs,
+        localAddresses: () => localAddresses(o.exec, o.log),
+        localhostNodePorts: localhost.enabled,
+        conntrackTCPLiberal,
+        conntrack,
+        ...(hasNfacct ? { nfacct: nfacctClient } : {}),
+        // Health check ports are per Service, not per family: the first proxier reports them.
+        ...(o.healthCheck && family === families[0] ? { healthCheck: o.healthCheck } : {}),
+      }),
+  );
+  o.log.info("Proxying IP families", { families: families.join(",") });
+  return { backend: backend, families, proxiers, proxier: new MultiFamilyProxier(proxiers) };
+}

@@ -1,0 +1,85 @@
+// What the proxier remembers about one service port between syncs: its family view, names,
+// and the rendered top-level rules. A partial sync reuses the rendered text of every port that
+// did not change, so its cost grows with the change, not with the cluster.
+
+import type { EndpointInfo, IPFamily, ServicePortInfo } from "../../proxy/types.ts";
+import type { FamilyServicePort } from "./service-view.ts";
+import { familyEndpoints, familyView, ServicePortNames } from "./service-view.ts";
+
+/** The inputs of a port state, before rendering. */
+export interface PortInputs {
+  /** The objects this state was computed from; identity tells whether they changed. */
+  readonly source: ServicePortInfo;
+  readonly endpointsSource: readonly EndpointInfo[] | undefined;
+  readonly view: FamilyServicePort;
+  readonly endpoints: readonly EndpointInfo[];
+  readonly names: ServicePortNames;
+  /** "ns/name": the key the change trackers report. */
+  readonly serviceKey: string;
+  /** Endpoints of this family and protocol (upstream counts these for large-cluster mode). */
+  readonly endpointCount: number;
+}
+
+/** What is kept per port: its inputs, plus the rendered rules and what they imply. */
+export interface PortState extends PortInputs {
+  /** Filter lines in the top-level chains, joined ("" when none). */
+  readonly filterText: string;
+  readonly filterLines: number;
+  /** Nat lines in KUBE-SERVICES / KUBE-NODEPORTS, joined ("" when none). */
+  readonly natText: string;
+  readonly natLines: number;
+  /** Rules in the port's own chains (counted for the rules metric even when not rewritten). */
+  readonly chainRuleLines: number;
+  readonly activeChains: readonly string[];
+  readonly noLocalInternal: boolean;
+  readonly noLocalExternal: boolean;
+}
+
+const NO_ENDPOINTS: readonly EndpointInfo[] = Object.freeze([]);
+
+/**
+ * Resolves one service port for a family; undefined when the family does not serve it. Endpoints
+ * whose slice port has another protocol belong to a different service port upstream, so they
+ * are not used (`endpointProtocol` is the protocol the EndpointSlices gave).
+ */
+export function portInputs(
+  source: ServicePortInfo,
+  endpointsSource: readonly EndpointInfo[] | undefined,
+  endpointProtocol: string | undefined,
+  family: IPFamily,
+  previous: PortState | undefined,
+): PortInputs | undefined {
+  const view = previous?.source === source ? previous.view : familyView(source, family);
+  if (!view) return undefined;
+  const endpoints = usableEndpoints(source, endpointsSource, endpointProtocol, family);
+  const sameNames =
+    previous && previous.names.nameString === source.id && previous.source.protocol === source.protocol;
+  const names = sameNames ? previous.names : new ServicePortNames(source.id, source.protocol);
+  names.retainEndpoints(endpoints);
+  const serviceKey = `${source.name.namespace}/${source.name.name}`;
+  return { source, endpointsSource, view, endpoints, names, serviceKey, endpointCount: endpoints.length };
+}
+
+/** The endpoints a family's port uses: same protocol as the port, same family. */
+export function usableEndpoints(
+  source: ServicePortInfo,
+  endpointsSource: readonly EndpointInfo[] | undefined,
+  endpointProtocol: string | undefined,
+  family: IPFamily,
+): readonly EndpointInfo[] {
+  if (!endpointsSource || endpointProtocol !== source.protocol) return NO_ENDPOINTS;
+  return familyEndpoints(endpointsSource, family);
+}
+
+/** usableEndpoints(...).length, without allocating. */
+export function usableEndpointCount(
+  source: ServicePortInfo,
+  endpointsSource: readonly EndpointInfo[] | undefined,
+  endpointProtocol: string | undefined,
+  family: IPFamily,
+): number {
+  if (!source.clusterIPs[family] || !endpointsSource || endpointProtocol !== source.protocol) return 0;
+  let n = 0;
+  for (const ep of endpointsSource) if (ep.family === family) n++;
+  return n;
+}

@@ -1,0 +1,496 @@
+// The iptables proxier for one IP family (a dual-stack node runs two). Each sync computes the
+// restore input (rule-set.ts), writes it with one atomic iptables-restore --noflush, then does
+// the housekeeping upstream does after a successful write. Partial syncs rewrite only the
+// chains of changed services; a full sync happens at start, after any failure, after the
+// tables were flushed (canaries), when node labels change, and hourly outside large clusters.
+
+import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
+import type { ProxyConfig } from "../../config/types.ts";
+import type { IptablesClient } from "../../host/iptables/types.ts";
+import type { NfacctClient } from "../../host/nfacct.ts";
+import type { NodeInfo } from "../../k8s/node-info.ts";
+import type { Logger } from "../../log/logger.ts";
+import { type LocalTrafficDetector, localDetectorFromConfig } from "../../proxy/local-detect.ts";
+import { decideLocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";
+import type { Metrics } from "../../proxy/metrics/metrics.ts";
+import { isLoopback, NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
+import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
+import { reportServiceHealth, type ServiceHealthSink } from "../../proxy/service-health-sink.ts";
+import type { IPFamily } from "../../proxy/types.ts";
+import { collectGarbage } from "../../runtime.ts";
+import { type Clock, realClock } from "../../util/clock.ts";
+import { memoryFigures } from "../../util/memory.ts";
+import { CanaryMonitor, checkCanaryChains } from "./canary.ts";
+import { chainsInSave } from "./chains.ts";
+import { type ConntrackCleaner, cleanStaleEntries } from "./conntrack-cleanup.ts";
+import { ProbabilityCache } from "./probability.ts";
+import { restoreFailureFields } from "./restore-log.ts";
+import {
+  LARGE_CLUSTER_ENDPOINTS_THRESHOLD,
+  LINES_FOR_FULL_COLLECTION,
+  type RuleSet,
+  RuleSetBuilder,
+  type RuleSetSettings,
+  type ScopeRequest,
+  type SyncScope,
+} from "./rule-set.ts";
+import { LOCALHOST_NODEPORTS_COUNTER } from "./service-rules.ts";
+import { CT_STATE_INVALID_DROPPED_COUNTER, JUMP_CHAINS, jumpRuleArgs, masqueradeMark } from "./top-level.ts";
+
+/** Upstream's FullSyncPeriod: rewrite everything at least this often (outside large clusters). */
+export const FULL_SYNC_PERIOD_MS = 60 * 60 * 1000;
+
+/** nfacct as the proxier uses it: counters are created on full syncs (metrics read them at scrape time). */
+export type NfacctCounterClient = Pick<NfacctClient, "ensure">;
+
+/** Per-service health check servers (upstream's ServiceHealthServer), fed after each success. */
+export type { ServiceHealthSink } from "../../proxy/service-health-sink.ts";
+
+export interface IptablesProxierDeps {
+  readonly iptables: IptablesClient;
+  readonly family: IPFamily;
+  readonly config: ProxyConfig;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly nodeName: string;
+  /** The node's primary IPs (for nodePortAddresses "primary" and source ranges covering the node). */
+  readonly nodeIPs: Readonly<Partial<Record<IPFamily, string>>>;
+  /**
+   * All local addresses ("ip" or "ip/prefix"), e.g. from `ip -o addr`; used with nodePortAddresses.
+   * A rejection fails the sync before anything is restored (the previous rules stay).
+   */
+  readonly localAddresses: () => Promise<readonly string[]>;
+  /**
+   * The node-wide localhost NodePorts decision (decideLocalhostNodePorts), made once by the
+   * assembly that also sets route_localnet from it; derived from config when absent (tests).
+   */
+  readonly localhostNodePorts?: boolean;
+  /** Fixed detector; by default derived from config (NodeCIDR mode: from the Node's podCIDRs). */
+  readonly localDetector?: LocalTrafficDetector;
+  readonly conntrack?: ConntrackCleaner;
+  /** Present when the node has usable nfacct; then the counters are created and matched. */
+  readonly nfacct?: NfacctCounterClient;
+  /** nf_conntrack_tcp_be_liberal as read from the kernel; defaults to config.conntrack.tcpBeLiberal. */
+  readonly conntrackTCPLiberal?: boolean;
+  readonly healthCheck?: ServiceHealthSink;
+  readonly clock?: Clock;
+  /** Wall-clock milliseconds, for network programming latency (trigger times are wall times). */
+  readonly wallClock?: () => number;
+  /** The run's feature gates (topology); the v1.31 defaults when absent. */
+  readonly featureGates?: EffectiveFeatureGates;
+}
+
+/** Everything that stays fixed for the life of the proxier. */
+interface FixedSettings {
+  readonly mark: string;
+  readonly localhostNodePorts: boolean;
+  readonly nodePortAddresses: NodePortAddresses;
+  readonly conntrackTCPLiberal: boolean;
+}
+
+function fixedSettings(deps: IptablesProxierDeps): FixedSettings {
+  const { config, family } = deps;
+  const npa = new NodePortAddresses(family, resolveNodePortAddresses(config.nodePortAddresses, deps.nodeIPs));
+  const localhost =
+    deps.localhostNodePorts ??
+    decideLocalhostNodePorts({
+      enabledByConfig: config.iptables.localhostNodePorts,
+      nodePortAddresses: config.nodePortAddresses,
+      nodeIPs: deps.nodeIPs,
+      proxiesIPv4: family === "IPv4",
+    }).enabled;
+  return {
+    mark: masqueradeMark(config.iptables.masqueradeBit),
+    // route_localnet (and so the localnet guard) exists for IPv4 only.
+    localhostNodePorts: family === "IPv4" && localhost,
+    nodePortAddresses: npa,
+    conntrackTCPLiberal: deps.conntrackTCPLiberal ?? config.conntrack.tcpBeLiberal,
+  };
+}
+
+function sameLabels(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  return ka.every((k) => a[k] === b[k]);
+}
+
+export class IptablesProxier implements Proxier {
+  private readonly fixed: FixedSettings;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly builder = new RuleSetBuilder();
+  private readonly probabilities = new ProbabilityCache();
+  private readonly counters = new Map<string, boolean>([
+    [CT_STATE_INVALID_DROPPED_COUNTER, false],
+    [LOCALHOST_NODEPORTS_COUNTER, false],
+  ]);
+  private needFullSync = true;
+  private lastFullSync = Number.NEGATIVE_INFINITY;
+  private lastCleanup = Number.NEGATIVE_INFINITY;
+  private nodeLabels: Readonly<Record<string, string>> = {};
+  private detector: LocalTrafficDetector;
+  private randomFully: boolean | undefined;
+  private canariesInstalled = false;
+  private largeClusterMode = false;
+  /** prepare()'s baseline, settled to whether it succeeded; the next full sync consumes it. */
+  private preparedBaseline: Promise<boolean> | undefined;
+
+  constructor(private readonly deps: IptablesProxierDeps) {
+    this.fixed = fixedSettings(deps);
+    this.clock = deps.clock ?? realClock;
+    this.log = deps.logger.named("iptables");
+    this.detector = deps.localDetector ?? this.configDetector(undefined);
+    this.log
+      .v(2)
+      .info("Using iptables mark for masquerade", { ipFamily: deps.family, mark: this.fixed.mark });
+  }
+
+  /** Whether the last sync saw more endpoints than upstream's large-cluster threshold. */
+  get inLargeClusterMode(): boolean {
+    return this.largeClusterMode;
+  }
+
+  /** Forces the next sync to be a full one (upstream's forceSyncProxyRules, minus the sync). */
+  requestFullSync(): void {
+    this.needFullSync = true;
+  }
+
+  /**
+   * The first full sync's jump rules and nfacct counters, made while the cluster is listed (at
+   * 10,000 Services that is a second of process spawns off the first sync's path), and the
+   * canary chains, created as upstream's monitor creates them: at start, while the tables are
+   * small. Created after a big first restore, the nat canary would make legacy iptables rewrite
+   * that whole table, holding the xtables lock for seconds while the next change waits.
+   */
+  prepare(): Promise<void> {
+    this.preparedBaseline ??= this.prepareOnce();
+    return this.preparedBaseline.then(() => {});
+  }
+
+  private async prepareOnce(): Promise<boolean> {
+    let ready = true;
+    try {
+      await this.ensureBaseline();
+    } catch {
+      ready = false; // logged by ensureBaseline; the first sync tries again
+    }
+    try {
+      await this.checkCanaries();
+    } catch (err) {
+      // The monitor's first check, after the first sync, creates them instead.
+      this.log.error("Could not check iptables canary", { err: errText(err) });
+    }
+    return ready;
+  }
+
+  async sync(input: SyncInput): Promise<void> {
+    const start = this.clock.now();
+    this.observeNode(input.node);
+    const { request, scope } = this.chooseScope(input, start);
+    const fullSync = request.fullSync;
+    this.log.v(2).info("Syncing iptables rules", { ipFamily: this.deps.family, fullSync });
+    try {
+      if (fullSync && !(await this.takePreparedBaseline())) await this.ensureBaseline();
+      const set = await this.computeRuleSet(request, scope, start);
+      // The blocks a big payload was joined from are garbage now: collected before the restore,
+      // which takes seconds and after which the commit allocates, rather than after both.
+      const big = set.natRuleLines >= LINES_FOR_FULL_COLLECTION;
+      if (big) collectGarbage();
+      this.recordRuleCounts(set, input, scope.totalEndpoints);
+      await this.restore(set.payload);
+      this.needFullSync = false;
+      if (fullSync) this.lastFullSync = start;
+      this.builder.commit(set);
+      await this.afterSuccess(input, set);
+      if (big) collectAfterThisSync();
+    } catch (err) {
+      // The change sets of this sync are consumed: only a full sync can catch up.
+      this.needFullSync = true;
+      if (!fullSync) this.deps.metrics.iptablesPartialRestoreFailures.inc();
+      this.log.info("Sync failed; the next sync is a full one", { ipFamily: this.deps.family });
+      throw err;
+    } finally {
+      this.observeDuration(start, fullSync);
+    }
+  }
+
+  /**
+   * Full or partial, and how big the cluster is. The periodic full sync is skipped in large
+   * clusters, where rewriting every chain is what partial syncs exist to avoid.
+   */
+  private chooseScope(input: SyncInput, now: number): { request: ScopeRequest; scope: SyncScope } {
+    let request = this.scopeRequest(input, this.needFullSync);
+    let scope = this.builder.scope(request, this.deps.family);
+    this.largeClusterMode = scope.totalEndpoints > LARGE_CLUSTER_ENDPOINTS_THRESHOLD;
+    if (!request.fullSync && !this.largeClusterMode && now - this.lastFullSync >= FULL_SYNC_PERIOD_MS) {
+      request = { ...request, fullSync: true };
+      scope = this.builder.scope(request, this.deps.family);
+    }
+    return { request, scope };
+  }
+
+  /** One canary check; true when the tables were flushed (the next sync is then a full one). */
+  async checkCanaries(): Promise<boolean> {
+    const state = await checkCanaryChains(this.deps.iptables, this.canariesInstalled, this.log);
+    this.canariesInstalled = true;
+    if (state !== "flushed") return false;
+    this.log.v(2).info("Reloading after iptables flush", { ipFamily: this.deps.family });
+    this.needFullSync = true;
+    return true;
+  }
+
+  /** A monitor polling the canaries every iptables.syncPeriod; onFlush should queue a sync. */
+  canaryMonitor(onFlush: () => void): CanaryMonitor {
+    return new CanaryMonitor({
+      intervalMs: this.deps.config.iptables.syncPeriod,
+      clock: this.clock,
+      check: () => this.checkCanaries(),
+      onFlush,
+      logger: this.log,
+    });
+  }
+
+  // Node labels drive topology; a change rewrites every service (upstream: needFullSync).
+  // In NodeCIDR mode without an explicit detector the Node's podCIDRs define "local".
+  private observeNode(node: NodeInfo | undefined): void {
+    const labels = node?.labels ?? {};
+    if (!sameLabels(labels, this.nodeLabels)) {
+      this.nodeLabels = { ...labels };
+      this.needFullSync = true;
+    }
+    if (this.deps.localDetector || this.deps.config.detectLocalMode !== "NodeCIDR") return;
+    const next = this.configDetector(node);
+    if (JSON.stringify(next) !== JSON.stringify(this.detector)) {
+      this.detector = next;
+      this.needFullSync = true;
+    }
+  }
+
+  private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
+    return localDetectorFromConfig(this.deps.config, node?.podCIDRs ?? [], this.deps.family, this.log);
+  }
+
+  /** Whether a prepare() made the baseline this full sync needs (used once: later full syncs redo it). */
+  private async takePreparedBaseline(): Promise<boolean> {
+    const prepared = this.preparedBaseline;
+    if (!prepared) return false;
+    this.preparedBaseline = Promise.resolve(false);
+    return prepared;
+  }
+
+  /** Jump rules from the built-in chains and the nfacct counters: full syncs only. */
+  private async ensureBaseline(): Promise<void> {
+    const ipt = this.deps.iptables;
+    for (const j of JUMP_CHAINS) {
+      try {
+        await ipt.ensureChain(j.table, j.dstChain);
+      } catch (err) {
+        this.log.error("Failed to ensure chain exists", {
+          table: j.table,
+          chain: j.dstChain,
+          err: errText(err),
+        });
+        throw err;
+      }
+      try {
+        await ipt.ensureRule("prepend", j.table, j.srcChain, jumpRuleArgs(j));
+      } catch (err) {
+        const kv = { table: j.table, srcChain: j.srcChain, dstChain: j.dstChain, err: errText(err) };
+        this.log.error("Failed to ensure chain jumps", kv);
+        throw err;
+      }
+    }
+    await this.ensureCounters();
+  }
+
+  private async ensureCounters(): Promise<void> {
+    const nfacct = this.deps.nfacct;
+    if (!nfacct) return;
+    for (const name of this.counters.keys()) {
+      try {
+        await nfacct.ensure(name);
+        this.counters.set(name, true);
+      } catch (err) {
+        this.counters.set(name, false);
+        this.log.error("Failed to create nfacct counter; the corresponding metric will not be updated", {
+          counter: name,
+          err: errText(err),
+        });
+      }
+    }
+  }
+
+  private async settings(): Promise<RuleSetSettings> {
+    this.randomFully ??= await this.deps.iptables.hasRandomFully();
+    return {
+      family: this.deps.family,
+      mark: this.fixed.mark,
+      randomFully: this.randomFully,
+      masqueradeAll: this.deps.config.iptables.masqueradeAll,
+      localDetector: this.detector,
+      localhostNodePorts: this.fixed.localhostNodePorts,
+      countLocalhostNodePorts:
+        this.fixed.localhostNodePorts && this.counters.get(LOCALHOST_NODEPORTS_COUNTER) === true,
+      countInvalidDrops: this.counters.get(CT_STATE_INVALID_DROPPED_COUNTER) === true,
+      conntrackTCPLiberal: this.fixed.conntrackTCPLiberal,
+      nodeIP: this.deps.nodeIPs[this.deps.family],
+      probabilities: this.probabilities,
+    };
+  }
+
+  private scopeRequest(input: SyncInput, fullSync: boolean): ScopeRequest {
+    const changedServices = new Set(input.serviceUpdate.updatedServices);
+    for (const key of input.endpointsUpdate.updatedServices) changedServices.add(key);
+    return {
+      sources: input,
+      fullSync,
+      changedServices,
+      servicesChanged: input.serviceUpdate.updatedServices.size > 0,
+    };
+  }
+
+  private async computeRuleSet(req: ScopeRequest, scope: SyncScope, now: number): Promise<RuleSet> {
+    const settings = await this.settings();
+    const existingNatChains = await this.existingNatChainsIfDue(now);
+    const nodePortIPs = await this.nodePortIPs();
+    const request = {
+      ...req,
+      nodeLabels: this.nodeLabels,
+      featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
+      largeClusterMode: this.largeClusterMode,
+      existingNatChains,
+      nodePortIPs,
+    };
+    return this.builder.build(request, scope, settings);
+  }
+
+  // iptables-save can take seconds on big hosts: in large clusters sweep once per sync period.
+  private async existingNatChainsIfDue(now: number): Promise<string[] | undefined> {
+    if (this.largeClusterMode && now - this.lastCleanup <= this.deps.config.iptables.syncPeriod)
+      return undefined;
+    try {
+      const chains = chainsInSave(await this.deps.iptables.save("nat"));
+      this.lastCleanup = now;
+      return chains;
+    } catch (err) {
+      this.log.error("Failed to execute iptables-save: stale chains will not be deleted", {
+        err: errText(err),
+      });
+      return undefined;
+    }
+  }
+
+  /**
+   * undefined when every local address takes NodePorts; else the matching node addresses. When
+   * the addresses cannot be listed the sync fails here, before the restore: writing the rules
+   * without the NodePort tail would silently close every NodePort.
+   */
+  private async nodePortIPs(): Promise<string[] | undefined> {
+    const npa = this.fixed.nodePortAddresses;
+    if (npa.matchAll) return undefined;
+    let addresses: readonly string[];
+    try {
+      addresses = await this.deps.localAddresses();
+    } catch (err) {
+      this.log.error("Failed to list node addresses matching nodePortAddresses; keeping the previous rules", {
+        CIDRs: npa.toString(),
+        err: errText(err),
+      });
+      throw err;
+    }
+    return npa.nodeIPs(addresses).filter((ip) => this.acceptsNodePortsOn(ip));
+  }
+
+  private acceptsNodePortsOn(ip: string): boolean {
+    if (!isLoopback(ip)) return true;
+    if (this.deps.family === "IPv6") {
+      this.log.error(
+        "--nodeport-addresses includes localhost but localhost NodePorts are not supported on IPv6",
+        {
+          address: ip,
+        },
+      );
+      return false;
+    }
+    if (this.fixed.localhostNodePorts) return true;
+    this.log.error(
+      "--nodeport-addresses includes localhost but --iptables-localhost-nodeports=false was passed",
+      {
+        address: ip,
+      },
+    );
+    return false;
+  }
+
+  private recordRuleCounts(set: RuleSet, input: SyncInput, totalEndpoints: number): void {
+    const m = this.deps.metrics;
+    m.iptablesRulesTotal.set({ table: "filter" }, set.filterRuleLines);
+    m.iptablesRulesLastSync.set({ table: "filter" }, set.filterRuleLines);
+    m.iptablesRulesTotal.set({ table: "nat" }, set.natRuleLines + set.skippedNatRuleLines);
+    m.iptablesRulesLastSync.set({ table: "nat" }, set.natRuleLines);
+    this.log.v(2).info("Reloading service iptables data", {
+      numServices: input.services.size,
+      numEndpoints: totalEndpoints,
+      numRewrittenServicePorts: set.rewrittenPorts,
+      numFilterRules: set.filterRuleLines,
+      numNATRules: set.natRuleLines,
+      numDeletedChains: set.deletedChains.length,
+    });
+    this.log.v(9).info("Restoring iptables", { rules: set.payload });
+  }
+
+  private async restore(payload: string): Promise<void> {
+    try {
+      // --noflush: chains we do not name (other software's) are left alone.
+      await this.deps.iptables.restoreAll(payload, { noFlush: true, counters: true });
+    } catch (err) {
+      this.log.error("Failed to execute iptables-restore", restoreFailureFields(err));
+      this.deps.metrics.iptablesRestoreFailures.inc();
+      throw err;
+    }
+  }
+
+  private async afterSuccess(input: SyncInput, set: RuleSet): Promise<void> {
+    const m = this.deps.metrics;
+    const wallNow = (this.deps.wallClock ?? Date.now)();
+    for (const [service, times] of input.endpointsUpdate.lastChangeTriggerTimes) {
+      for (const t of times) {
+        const latency = Math.max(0, wallNow - t.getTime()) / 1000;
+        m.networkProgrammingLatency.observe(latency);
+        this.log.v(4).info("Network programming", { endpoint: service, elapsed: latency });
+      }
+    }
+    m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "internal" }, set.noLocalInternal);
+    m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "external" }, set.noLocalExternal);
+    m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
+    await reportServiceHealth(this.deps.healthCheck, input, this.log);
+    if (this.deps.conntrack) {
+      await cleanStaleEntries(this.deps.conntrack, { ...input, family: this.deps.family }, this.log);
+    }
+  }
+
+  private observeDuration(start: number, fullSync: boolean): void {
+    const seconds = Math.max(0, this.clock.now() - start) / 1000;
+    const m = this.deps.metrics;
+    m.syncProxyRulesLatency.observe(seconds);
+    (fullSync ? m.syncFullProxyRulesLatency : m.syncPartialProxyRulesLatency).observe(seconds);
+    this.log.v(2).info("SyncProxyRules complete", { elapsed: `${seconds}s` });
+    // Full syncs are the memory peaks: what the process holds after one is worth a line.
+    if (fullSync)
+      this.log.v(2).info("Memory after a full sync", { ipFamily: this.deps.family, ...memoryFigures() });
+  }
+}
+
+/**
+ * A big sync leaves its payload, the blocks it was made of and its own garbage behind (~70 MB at
+ * 10k x 10), and while the proxier waits for changes nothing allocates, so nothing would
+ * collect them. Collected once the sync has returned and they are out of reach.
+ */
+function collectAfterThisSync(): void {
+  const timer = setTimeout(collectGarbage, 0) as { unref?: () => void };
+  timer.unref?.();
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,68 @@
+// Renders one service port: plans it, writes its top-level rules (kept as text for reuse by
+// later partial syncs) and its own chains straight into the sync's output, in upstream's order
+// (the port's KUBE-SERVICES/KUBE-NODEPORTS lines first, then its chains).
+
+import type { TopologyContext } from "../../proxy/topology.ts";
+import { flatString } from "../../util/flat-string.ts";
+import type { LineSink } from "./line-blocks.ts";
+import type { PortInputs, PortState } from "./port-state.ts";
+import type { ChainRuleSettings, ChainSink } from "./service-chains.ts";
+import { writeServiceChains } from "./service-chains.ts";
+import { planServicePort } from "./service-plan.ts";
+import { type EntryRuleSettings, writeEntryRules } from "./service-rules.ts";
+
+/** Where a sync's lines go; entries may hold several joined lines (counted in *ExtraLines). */
+export interface RenderOutput {
+  readonly filterRules: LineSink;
+  readonly natChains: LineSink;
+  readonly natRules: LineSink;
+  filterExtraLines: number;
+  natExtraLines: number;
+}
+
+// Lines kept until the port changes. A join of several lines is flat already; a single line
+// would be kept as the tree of the parts it was built from.
+function keptText(lines: readonly string[]): string {
+  return lines.length === 1 ? flatString(lines[0]!) : lines.join("\n");
+}
+
+const scratchFilter: string[] = [];
+const scratchNat: string[] = [];
+
+export function renderPort(
+  inputs: PortInputs,
+  topology: TopologyContext,
+  entrySettings: EntryRuleSettings,
+  chainSettings: ChainRuleSettings,
+  out: RenderOutput,
+): PortState {
+  const { view, names } = inputs;
+  const plan = planServicePort(view, inputs.endpoints, names, topology);
+  scratchFilter.length = 0;
+  scratchNat.length = 0;
+  writeEntryRules(view, names, plan, entrySettings, { filter: scratchFilter, nat: scratchNat });
+  const filterText = keptText(scratchFilter);
+  const natText = keptText(scratchNat);
+  if (scratchFilter.length > 0) {
+    out.filterRules.push(filterText);
+    out.filterExtraLines += scratchFilter.length - 1;
+  }
+  if (scratchNat.length > 0) {
+    out.natRules.push(natText);
+    out.natExtraLines += scratchNat.length - 1;
+  }
+  const before = out.natRules.length;
+  const sink: ChainSink = { chains: out.natChains, rules: out.natRules, active: [] };
+  writeServiceChains(view, names, plan, chainSettings, sink);
+  return {
+    ...inputs,
+    filterText,
+    filterLines: scratchFilter.length,
+    natText,
+    natLines: scratchNat.length,
+    chainRuleLines: out.natRules.length - before,
+    activeChains: sink.active,
+    noLocalInternal: plan.internalFilter?.target === "DROP",
+    noLocalExternal: plan.externalFilter?.target === "DROP",
+  };
+}

@@ -1,0 +1,430 @@
+// Computes one sync's iptables-restore input. Synchronous and pure apart from the committed
+// port states: the proxier does the I/O (iptables-save for stale chains, the restore) around
+// it. Output lines are collected in joined blocks (line-blocks.ts), and the payload is joined
+// once from them. Two walks produce it: the full walk over every Service port (full syncs, and
+// partial syncs where Service objects changed), and the fast walk for endpoint-only changes,
+// which writes unchanged ports chunk by chunk.
+
+import { orderDeclarationBlocks } from "../../host/iptables/chain-order.ts";
+import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
+import type { TopologyContext } from "../../proxy/topology.ts";
+import type { EndpointInfo, IPFamily, ServicePortInfo } from "../../proxy/types.ts";
+import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
+import { chainLine, isServiceChainName, KUBE_FIREWALL } from "./chains.ts";
+import { LineBlocks, type LineSink } from "./line-blocks.ts";
+import { CHUNK_SIZE, PortOrder } from "./port-order.ts";
+import { type PortState, portInputs, usableEndpointCount } from "./port-state.ts";
+import type { ProbabilityCache } from "./probability.ts";
+import { type RenderOutput, renderPort } from "./render-port.ts";
+import type { ChainRuleSettings } from "./service-chains.ts";
+import {
+  BLOCK_LOCALNET_RULE,
+  FILTER_TOP_LEVEL_CHAINS,
+  forwardRules,
+  masqueradeRules,
+  NAT_TOP_LEVEL_CHAINS,
+  nodePortsTailForIP,
+  nodePortsTailMatchAll,
+  topLevelChainLines,
+} from "./top-level.ts";
+
+/**
+ * Nat lines rendered between two young-generation collections. Each line leaves a few short-
+ * lived strings behind (a 10k x 10 full sync writes 320k lines), and without these collections
+ * their garbage peaks at ~80 MB before the runtime gets to it.
+ */
+const LINES_PER_COLLECTION = 32_768;
+
+/** Nat lines from which a sync is big enough for full collections around its payload. */
+export const LINES_FOR_FULL_COLLECTION = 100_000;
+
+/** Above this many endpoints upstream switches to "large cluster mode". */
+export const LARGE_CLUSTER_ENDPOINTS_THRESHOLD = 1000;
+
+/** The service and endpoint maps as the sync controller hands them over. */
+export interface RuleSetSources {
+  readonly services: ReadonlyMap<string, ServicePortInfo>;
+  readonly endpoints: {
+    get(id: string): readonly EndpointInfo[] | undefined;
+    portName(id: string): { readonly protocol: string } | undefined;
+  };
+}
+
+export interface RuleSetSettings {
+  readonly family: IPFamily;
+  readonly mark: string;
+  readonly randomFully: boolean;
+  readonly masqueradeAll: boolean;
+  readonly localDetector: LocalTrafficDetector;
+  /** Effective value: IPv4 only, and only when nodePortAddresses include loopback. */
+  readonly localhostNodePorts: boolean;
+  readonly countLocalhostNodePorts: boolean;
+  readonly countInvalidDrops: boolean;
+  readonly conntrackTCPLiberal: boolean;
+  readonly nodeIP: string | undefined;
+  readonly probabilities: ProbabilityCache;
+}
+
+/** What changed: enough to pick the walk and size the cluster before rules are written. */
+export interface ScopeRequest {
+  readonly sources: RuleSetSources;
+  /** Rewrite every service port's chains (otherwise only the changed ones). */
+  readonly fullSync: boolean;
+  /** Service keys ("ns/name") whose Service or endpoints changed since the last success. */
+  readonly changedServices: ReadonlySet<string>;
+  /** Whether any Service object changed (ports may have come or gone). */
+  readonly servicesChanged: boolean;
+}
+
+export interface SyncScope {
+  /** Endpoint-only partial sync: walk the committed order. */
+  readonly fastPath: boolean;
+  /** Positions in the committed order to re-render (fast path only). */
+  readonly dirty: readonly number[];
+  /** Endpoints of this family's service ports, any readiness (upstream's size measure). */
+  readonly totalEndpoints: number;
+}
+
+export interface RuleSetRequest extends ScopeRequest, TopologyContext {
+  readonly largeClusterMode: boolean;
+  /** Chain names iptables-save reported for nat, when a stale-chain sweep is due. */
+  readonly existingNatChains: readonly string[] | undefined;
+  /** undefined: nodePortAddresses match every local address. */
+  readonly nodePortIPs: readonly string[] | undefined;
+}
+
+export interface RuleSet {
+  readonly payload: string;
+  readonly filterRuleLines: number;
+  /** Nat rules written, without the "-X" lines. */
+  readonly natRuleLines: number;
+  /** Nat rules of unchanged ports that this (partial) sync did not rewrite. */
+  readonly skippedNatRuleLines: number;
+  readonly deletedChains: readonly string[];
+  readonly rewrittenPorts: number;
+  readonly noLocalInternal: number;
+  readonly noLocalExternal: number;
+  /** Applied to the committed state once the restore succeeded. */
+  readonly commit:
+    | { readonly order: PortState[] }
+    | { readonly replacements: ReadonlyMap<number, PortState> };
+}
+
+interface Output extends RenderOutput {
+  readonly filterRules: LineBlocks;
+  readonly natChains: LineBlocks;
+  readonly natRules: LineBlocks;
+  readonly rendered: { readonly prev: PortState | undefined; readonly now: PortState }[];
+  readonly removed: PortState[];
+  skippedNatRuleLines: number;
+  noLocalInternal: number;
+  noLocalExternal: number;
+  /** Nat entries written when garbage was last collected. */
+  collectedAt: number;
+}
+
+function newOutput(settings: RuleSetSettings): Output {
+  const natChains = new LineBlocks();
+  natChains.pushAll(topLevelChainLines(NAT_TOP_LEVEL_CHAINS));
+  const natRules = new LineBlocks();
+  natRules.pushAll(masqueradeRules(settings.mark, settings.randomFully));
+  return {
+    filterRules: new LineBlocks(),
+    natChains,
+    natRules,
+    filterExtraLines: 0,
+    natExtraLines: 0,
+    rendered: [],
+    removed: [],
+    skippedNatRuleLines: 0,
+    noLocalInternal: 0,
+    noLocalExternal: 0,
+    collectedAt: 0,
+  };
+}
+
+/** Appends a cached block of `lines` lines (joined by newlines); returns the extra line count. */
+function pushBlock(target: LineSink, text: string, lines: number): number {
+  if (lines === 0) return 0;
+  target.push(text);
+  return lines - 1;
+}
+
+function reuse(
+  s: {
+    filterText: string;
+    filterLines: number;
+    natText: string;
+    natLines: number;
+    chainRuleLines: number;
+  },
+  out: Output,
+): void {
+  out.filterExtraLines += pushBlock(out.filterRules, s.filterText, s.filterLines);
+  out.natExtraLines += pushBlock(out.natRules, s.natText, s.natLines);
+  out.skippedNatRuleLines += s.chainRuleLines;
+}
+
+function countNoLocal(s: PortState, out: Output): void {
+  if (s.noLocalInternal) out.noLocalInternal++;
+  if (s.noLocalExternal) out.noLocalExternal++;
+}
+
+export class RuleSetBuilder {
+  private readonly order = new PortOrder();
+  private sortedIds: string[] = [];
+  private committedOnce = false;
+  /** Settings of the build in progress (they change only on full syncs). */
+  private settings!: RuleSetSettings;
+
+  /** Picks the walk and counts endpoints; cheap on the fast path. */
+  scope(req: ScopeRequest, family: IPFamily): SyncScope {
+    if (!req.fullSync && !req.servicesChanged && this.committedOnce) {
+      const dirty = this.order.positionsOf(req.changedServices);
+      let total = this.order.endpointTotal;
+      let consistent = true;
+      for (const pos of dirty) {
+        const prev = this.order.states[pos]!;
+        const id = prev.source.id;
+        if (req.sources.services.get(id) !== prev.source) consistent = false;
+        const count = usableEndpointCount(
+          prev.source,
+          req.sources.endpoints.get(id),
+          protocolOf(req, id),
+          family,
+        );
+        total += count - prev.endpointCount;
+      }
+      if (consistent) return { fastPath: true, dirty, totalEndpoints: total };
+    }
+    let total = 0;
+    for (const [id, svc] of req.sources.services) {
+      total += usableEndpointCount(svc, req.sources.endpoints.get(id), protocolOf(req, id), family);
+    }
+    return { fastPath: false, dirty: [], totalEndpoints: total };
+  }
+
+  /** Keeps the states of a sync whose restore succeeded. */
+  commit(set: RuleSet): void {
+    if ("order" in set.commit) this.order.replaceAll(set.commit.order);
+    else this.order.replaceAt(set.commit.replacements);
+    this.committedOnce = true;
+  }
+
+  /** The chains every committed service port owns (all KUBE-SVC/SVL/EXT/FW/SEP). */
+  activeChains(): Set<string> {
+    const out = new Set<string>();
+    for (const s of this.order.states) for (const c of s.activeChains) out.add(c);
+    return out;
+  }
+
+  build(req: RuleSetRequest, scope: SyncScope, settings: RuleSetSettings): RuleSet {
+    this.settings = settings;
+    const out = newOutput(settings);
+    if (this.writesLocalnetGuard()) out.filterRules.push(BLOCK_LOCALNET_RULE);
+    const commit = scope.fastPath ? this.fastWalk(req, scope, out) : this.fullWalk(req, out);
+    const next = "order" in commit ? commit.order : this.withReplacements(commit.replacements);
+    const deletedChains = this.staleChains(req, out, next);
+    for (const chain of deletedChains) {
+      out.natChains.push(chainLine(chain));
+      out.natRules.push(`-X ${chain}`);
+    }
+    out.natRules.pushAll(this.nodePortsTail(req.nodePortIPs));
+    out.filterRules.pushAll(forwardRules(settings));
+    // Same tables, restored faster from empty (chain-order.ts). Ordered before the collection
+    // below, so the loose lines that sorting makes are gone before the payload is joined.
+    const natDeclarations = orderDeclarationBlocks(out.natChains.joinedBlocks(), out.natChains.length);
+    // The payload is made from the blocks, so both are alive at once: in a big sync, the
+    // walk's garbage goes first, and the memory it held back to the system.
+    if (out.natChains.length + out.natRules.length >= LINES_FOR_FULL_COLLECTION) collectGarbage();
+    return this.finish(out, natDeclarations, deletedChains, commit);
+  }
+
+  private writesLocalnetGuard(): boolean {
+    return this.settings.family === "IPv4" && this.settings.localhostNodePorts;
+  }
+
+  private chainSettings(req: RuleSetRequest): ChainRuleSettings {
+    return { ...this.settings, largeClusterMode: req.largeClusterMode };
+  }
+
+  /** Every port, in id order: reuse what is unchanged (partial), render the rest. */
+  private fullWalk(req: RuleSetRequest, out: Output): { order: PortState[] } {
+    const chainSettings = this.chainSettings(req);
+    const order: PortState[] = [];
+    if (req.servicesChanged || this.sortedIds.length !== req.sources.services.size) {
+      this.sortedIds = [...req.sources.services.keys()].sort();
+    }
+    for (const id of this.sortedIds) {
+      const svc = req.sources.services.get(id);
+      if (!svc) continue;
+      const endpoints = req.sources.endpoints.get(id);
+      const prev = this.order.byId.get(id);
+      let state: PortState | undefined = prev;
+      if (
+        prev &&
+        !req.fullSync &&
+        prev.source === svc &&
+        prev.endpointsSource === endpoints &&
+        !req.changedServices.has(prev.serviceKey)
+      ) {
+        reuse(prev, out);
+      } else {
+        state = this.render(req, id, svc, endpoints, prev, chainSettings, out);
+      }
+      if (!state) continue;
+      order.push(state);
+      countNoLocal(state, out);
+    }
+    if (order.length !== this.order.states.length || out.rendered.some((r) => !r.prev))
+      this.findRemoved(order, out);
+    return { order };
+  }
+
+  /** Endpoint-only changes: untouched chunks are written whole, dirty positions re-rendered. */
+  private fastWalk(
+    req: RuleSetRequest,
+    scope: SyncScope,
+    out: Output,
+  ): { replacements: Map<number, PortState> } {
+    const chainSettings = this.chainSettings(req);
+    const { states, chunks } = this.order;
+    const replacements = new Map<number, PortState>();
+    let d = 0;
+    for (let c = 0; c < chunks.length; c++) {
+      const from = c * CHUNK_SIZE;
+      const to = Math.min(states.length, from + CHUNK_SIZE);
+      if (d >= scope.dirty.length || scope.dirty[d]! >= to) {
+        const chunk = chunks[c]!;
+        reuse(chunk, out);
+        out.noLocalInternal += chunk.noLocalInternal;
+        out.noLocalExternal += chunk.noLocalExternal;
+        continue;
+      }
+      for (let i = from; i < to; i++) {
+        let state = states[i]!;
+        if (scope.dirty[d] === i) {
+          d++;
+          const id = state.source.id;
+          const endpoints = req.sources.endpoints.get(id);
+          state = this.render(req, id, state.source, endpoints, state, chainSettings, out) ?? state;
+          replacements.set(i, state);
+        } else {
+          reuse(state, out);
+        }
+        countNoLocal(state, out);
+      }
+    }
+    return { replacements };
+  }
+
+  private render(
+    req: RuleSetRequest,
+    id: string,
+    svc: ServicePortInfo,
+    endpoints: readonly EndpointInfo[] | undefined,
+    prev: PortState | undefined,
+    chainSettings: ChainRuleSettings,
+    out: Output,
+  ): PortState | undefined {
+    const inputs = portInputs(svc, endpoints, protocolOf(req, id), this.settings.family, prev);
+    if (!inputs) {
+      if (prev) out.removed.push(prev);
+      return undefined;
+    }
+    const now = renderPort(inputs, req, this.settings, chainSettings, out);
+    out.rendered.push({ prev, now });
+    const written = out.natChains.length + out.natRules.length;
+    if (written - out.collectedAt >= LINES_PER_COLLECTION) {
+      out.collectedAt = written;
+      collectYoungGarbage();
+    }
+    return now;
+  }
+
+  /** Committed ports missing from the new order (their Service or its port is gone). */
+  private findRemoved(order: readonly PortState[], out: Output): void {
+    const present = new Set(order.map((s) => s.source.id));
+    const already = new Set(out.removed);
+    for (const s of this.order.states) if (!present.has(s.source.id) && !already.has(s)) out.removed.push(s);
+  }
+
+  private withReplacements(replacements: ReadonlyMap<number, PortState>): PortState[] {
+    if (replacements.size === 0) return this.order.states;
+    return this.order.states.map((s, i) => replacements.get(i) ?? s);
+  }
+
+  /**
+   * Chains to flush and delete, sorted so output is stable: with a sweep, what iptables-save
+   * listed that no port owns; between sweeps, what committed ports owned and no longer do.
+   */
+  private staleChains(req: RuleSetRequest, out: Output, next: readonly PortState[]): string[] {
+    const stale = new Set<string>();
+    if (req.existingNatChains) {
+      const candidates = req.existingNatChains.filter(isServiceChainName);
+      // A first sync into empty tables has none: skip gathering every port's chains.
+      if (candidates.length === 0) return [];
+      const active = new Set<string>();
+      for (const s of next) for (const c of s.activeChains) active.add(c);
+      for (const c of candidates) if (!active.has(c)) stale.add(c);
+      return [...stale].sort();
+    }
+    // Chain names hash the port's name and protocol, so no other port can own them.
+    for (const { prev, now } of out.rendered) {
+      if (!prev || sameChains(prev.activeChains, now.activeChains)) continue;
+      const keep = new Set(now.activeChains);
+      for (const c of prev.activeChains) if (!keep.has(c)) stale.add(c);
+    }
+    for (const s of out.removed) for (const c of s.activeChains) stale.add(c);
+    return [...stale].sort();
+  }
+
+  private nodePortsTail(nodePortIPs: readonly string[] | undefined): string[] {
+    if (!nodePortIPs) return [nodePortsTailMatchAll(this.settings.family, this.settings.localhostNodePorts)];
+    return nodePortIPs.map(nodePortsTailForIP);
+  }
+
+  private finish(
+    out: Output,
+    natDeclarations: readonly string[],
+    deletedChains: string[],
+    commit: RuleSet["commit"],
+  ): RuleSet {
+    const filterChains = topLevelChainLines(FILTER_TOP_LEVEL_CHAINS);
+    if (this.writesLocalnetGuard()) filterChains.push(chainLine(KUBE_FIREWALL));
+    // One join over the blocks: a flat string, so the blocks are garbage as soon as the build
+    // returns (a concatenation would keep them until the restore writer flattens it).
+    const payload = [
+      "*filter",
+      ...filterChains,
+      ...out.filterRules.joinedBlocks(),
+      "COMMIT",
+      "*nat",
+      ...natDeclarations,
+      ...out.natRules.joinedBlocks(),
+      "COMMIT",
+      "",
+    ].join("\n");
+    return {
+      payload,
+      filterRuleLines: out.filterRules.length + out.filterExtraLines,
+      natRuleLines: out.natRules.length + out.natExtraLines - deletedChains.length,
+      skippedNatRuleLines: out.skippedNatRuleLines,
+      deletedChains,
+      rewrittenPorts: out.rendered.length,
+      noLocalInternal: out.noLocalInternal,
+      noLocalExternal: out.noLocalExternal,
+      commit,
+    };
+  }
+}
+
+function protocolOf(req: ScopeRequest, id: string): string | undefined {
+  return req.sources.endpoints.portName(id)?.protocol;
+}
+
+function sameChains(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -1,0 +1,189 @@
+// The chains private to one service port: KUBE-EXT- (external destinations), KUBE-FW-
+// (source ranges), KUBE-SVC-/KUBE-SVL- (pick an endpoint, Cluster or Local policy) and one
+// KUBE-SEP- per endpoint (DNAT). A partial sync writes these only for service ports that changed.
+
+import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
+import { cidrContains } from "../../proxy/nodeport-addresses.ts";
+import type { EndpointInfo } from "../../proxy/types.ts";
+import { chainLine, KUBE_MARK_MASQ } from "./chains.ts";
+import type { LineSink } from "./line-blocks.ts";
+import type { ProbabilityCache } from "./probability.ts";
+import type { ServicePlan } from "./service-plan.ts";
+import type { FamilyServicePort, ServicePortNames } from "./service-view.ts";
+
+export interface ChainRuleSettings {
+  readonly masqueradeAll: boolean;
+  readonly localDetector: LocalTrafficDetector;
+  /** This node's IP of the proxier's family (for source ranges that include the node). */
+  readonly nodeIP: string | undefined;
+  /** Above the endpoint threshold per-endpoint comments are left out (smaller restores). */
+  readonly largeClusterMode: boolean;
+  readonly probabilities: ProbabilityCache;
+}
+
+/** Where chain declarations and rules go; `active` collects every chain declared. */
+export interface ChainSink {
+  readonly chains: LineSink;
+  readonly rules: LineSink;
+  readonly active: string[];
+}
+
+function declare(out: ChainSink, chain: string): void {
+  out.chains.push(chainLine(chain));
+  out.active.push(chain);
+}
+
+/** "-m comment --comment TEXT " or nothing in large-cluster mode (trailing blank included). */
+function endpointComment(settings: ChainRuleSettings, text: string): string {
+  return settings.largeClusterMode ? "" : `-m comment --comment ${text} `;
+}
+
+// Off-cluster traffic to the cluster IP may bounce off-node, so it is masqueraded.
+function writeInternalMasquerade(
+  svc: FamilyServicePort,
+  names: ServicePortNames,
+  plan: ServicePlan,
+  settings: ChainRuleSettings,
+  out: ChainSink,
+) {
+  if (!plan.hasInternalEndpoints) return;
+  const p = names.protocol;
+  const head = `-A ${plan.internalTrafficChain} -m comment --comment "${names.nameString} cluster IP" -m ${p} -p ${p} -d ${svc.clusterIP} --dport ${svc.port}`;
+  if (settings.masqueradeAll) out.rules.push(`${head} -j ${KUBE_MARK_MASQ}`);
+  else if (settings.localDetector.implemented) {
+    out.rules.push(`${head} ${settings.localDetector.ifNotLocal.join(" ")} -j ${KUBE_MARK_MASQ}`);
+  }
+}
+
+function writeExternalChain(
+  svc: FamilyServicePort,
+  names: ServicePortNames,
+  plan: ServicePlan,
+  settings: ChainRuleSettings,
+  out: ChainSink,
+) {
+  if (!plan.usesExternalTrafficChain) return;
+  const ext = names.chains.ext;
+  const name = names.nameString;
+  declare(out, ext);
+  if (!svc.externalPolicyLocal) {
+    // Cluster policy may send the packet to another node: masquerade so replies come back.
+    out.rules.push(
+      `-A ${ext} -m comment --comment "masquerade traffic for ${name} external destinations" -j ${KUBE_MARK_MASQ}`,
+    );
+  } else {
+    const cluster = names.chains.svc;
+    if (settings.localDetector.implemented) {
+      // Pods reaching an external IP behave as if they went out to the LB and came back.
+      const local = settings.localDetector.ifLocal.join(" ");
+      out.rules.push(
+        `-A ${ext} -m comment --comment "pod traffic for ${name} external destinations" ${local} -j ${cluster}`,
+      );
+    }
+    // The host's own traffic has a local source address (maybe the LB IP): masquerade and
+    // send it through Cluster policy.
+    out.rules.push(
+      `-A ${ext} -m comment --comment "masquerade LOCAL traffic for ${name} external destinations" -m addrtype --src-type LOCAL -j ${KUBE_MARK_MASQ}`,
+    );
+    out.rules.push(
+      `-A ${ext} -m comment --comment "route LOCAL traffic for ${name} external destinations" -m addrtype --src-type LOCAL -j ${cluster}`,
+    );
+  }
+  if (plan.hasExternalEndpoints) out.rules.push(`-A ${ext} -j ${plan.externalPolicyChain}`);
+}
+
+function writeFirewallChain(
+  svc: FamilyServicePort,
+  names: ServicePortNames,
+  plan: ServicePlan,
+  settings: ChainRuleSettings,
+  out: ChainSink,
+) {
+  if (!plan.usesFirewallChain) return;
+  const { fw, ext } = names.chains;
+  declare(out, fw);
+  const head = `-A ${fw} -m comment --comment "${names.nameString} loadbalancer IP"`;
+  let allowFromNode = false;
+  for (const cidr of svc.loadBalancerSourceRanges) {
+    out.rules.push(`${head} -s ${cidr} -j ${ext}`);
+    if (settings.nodeIP && cidrContains(cidr, settings.nodeIP)) allowFromNode = true;
+  }
+  // A VIP bound on the node loops the node's own requests back with the VIP as source.
+  if (allowFromNode) for (const ip of svc.loadBalancerVIPs) out.rules.push(`${head} -s ${ip} -j ${ext}`);
+  // Falling off the end means no DNAT; KUBE-PROXY-FIREWALL drops it in the filter table.
+  out.rules.push(
+    `-A ${fw} -m comment --comment "other traffic to ${names.nameString} will be dropped by KUBE-PROXY-FIREWALL"`,
+  );
+}
+
+/** Session-affinity checks first, then one probabilistic jump per endpoint (1/n, 1/(n-1), ...). */
+export function writeServiceToEndpointRules(
+  svc: FamilyServicePort,
+  names: ServicePortNames,
+  chain: string,
+  endpoints: readonly EndpointInfo[],
+  settings: ChainRuleSettings,
+  out: ChainSink,
+): void {
+  const name = names.nameString;
+  if (svc.sessionAffinity.type === "ClientIP") {
+    const seconds = svc.sessionAffinity.timeoutSeconds;
+    for (const ep of endpoints) {
+      const sep = names.endpointChain(ep.endpoint);
+      const comment = endpointComment(settings, `"${name} -> ${ep.endpoint}"`);
+      out.rules.push(
+        `-A ${chain} ${comment}-m recent --name ${sep} --rcheck --seconds ${seconds} --reap -j ${sep}`,
+      );
+    }
+  }
+  const n = endpoints.length;
+  for (let i = 0; i < n; i++) {
+    const ep = endpoints[i]!;
+    const comment = endpointComment(settings, `"${name} -> ${ep.endpoint}"`);
+    const chance =
+      i < n - 1 ? `-m statistic --mode random --probability ${settings.probabilities.get(n - i)} ` : "";
+    out.rules.push(`-A ${chain} ${comment}${chance}-j ${names.endpointChain(ep.endpoint)}`);
+  }
+}
+
+function writeEndpointChains(
+  svc: FamilyServicePort,
+  names: ServicePortNames,
+  plan: ServicePlan,
+  settings: ChainRuleSettings,
+  out: ChainSink,
+) {
+  const p = names.protocol;
+  const comment = endpointComment(settings, names.nameString);
+  const affinity = svc.sessionAffinity.type === "ClientIP";
+  for (const ep of plan.allReachableEndpoints) {
+    const sep = names.endpointChain(ep.endpoint);
+    declare(out, sep);
+    // Hairpin: a pod reaching itself through the service must be masqueraded.
+    out.rules.push(`-A ${sep} ${comment}-s ${ep.ip} -j ${KUBE_MARK_MASQ}`);
+    const recent = affinity ? `-m recent --name ${sep} --set ` : "";
+    out.rules.push(`-A ${sep} ${comment}${recent}-m ${p} -p ${p} -j DNAT --to-destination ${ep.endpoint}`);
+  }
+}
+
+/** Every chain private to the service port, in upstream's order. */
+export function writeServiceChains(
+  svc: FamilyServicePort,
+  names: ServicePortNames,
+  plan: ServicePlan,
+  settings: ChainRuleSettings,
+  out: ChainSink,
+): void {
+  writeInternalMasquerade(svc, names, plan, settings, out);
+  writeExternalChain(svc, names, plan, settings, out);
+  writeFirewallChain(svc, names, plan, settings, out);
+  if (plan.usesClusterPolicyChain) {
+    declare(out, names.chains.svc);
+    writeServiceToEndpointRules(svc, names, names.chains.svc, plan.clusterEndpoints, settings, out);
+  }
+  if (plan.usesLocalPolicyChain) {
+    declare(out, names.chains.svl);
+    writeServiceToEndpointRules(svc, names, names.chains.svl, plan.localEndpoints, settings, out);
+  }
+  writeEndpointChains(svc, names, plan, settings, out);
+}

@@ -1,0 +1,84 @@
+// Assembles ipvs mode: the host clients (ipvsadm, ipset, ip, iptables) over one Exec and one
+// IpvsProxier per IP family behind one Proxier. The same assembly serves real and dry runs.
+
+import type { IpvsVirtualServerPlan } from "../../dryrun/report.ts";
+import { createConntrackClient } from "../../host/conntrack.ts";
+import { createIpsetClient } from "../../host/ipset.ts";
+import { createIptablesClient } from "../../host/iptables/client.ts";
+import type { IPTablesFamily } from "../../host/iptables/types.ts";
+import { createIpvsClient } from "../../host/ipvs/client.ts";
+import { IpvsError } from "../../host/ipvs/errors.ts";
+import type { IpvsClient } from "../../host/ipvs/types.ts";
+import { createNetlinkClient } from "../../host/netlink/client.ts";
+import type { Logger } from "../../log/logger.ts";
+import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
+import { chooseBackendAndFamilies, type IptablesModeOptions } from "../iptables/build.ts";
+import { IpvsProxier } from "./proxier.ts";
+
+export interface IpvsMode {
+  readonly families: IPTablesFamily[];
+  readonly proxiers: IpvsProxier[];
+  readonly proxier: MultiFamilyProxier;
+  /** What the last sync programmed (the --dry-run `ipvs.virtualServers`). */
+  virtualServers(): IpvsVirtualServerPlan[];
+  stop(): void;
+}
+
+export interface IpvsModeOptions extends Omit<IptablesModeOptions, "nfacct"> {
+  /** Plan on a node whose kernel has no IPVS: its table reads as empty instead of failing. */
+  readonly dryRun?: boolean;
+}
+
+/** Under --dry-run the plan is computed even when the kernel lacks IPVS (the check says so). */
+function emptyWhenUnavailable(client: IpvsClient, log: Logger): IpvsClient {
+  return {
+    ...client,
+    async read() {
+      try {
+        return await client.read();
+      } catch (err) {
+        if (!(err instanceof IpvsError) || err.kind !== "unavailable") throw err;
+        log.info("IPVS is not available in this kernel; planning against an empty IPVS table");
+        return [];
+      }
+    },
+  };
+}
+
+export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
+  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend);
+  // One client each: ipvs, ipset and the dummy device are shared by both families' proxiers.
+  const live = createIpvsClient({ exec: o.exec, logger: o.log });
+  const ipvs = o.dryRun ? emptyWhenUnavailable(live, o.log) : live;
+  const ipset = createIpsetClient({ exec: o.exec });
+  const netlink = createNetlinkClient({ exec: o.exec, logger: o.log });
+  const conntrack = createConntrackClient({ exec: o.exec, logger: o.log });
+  const proxiers = families.map(
+    (family) =>
+      new IpvsProxier({
+        ipvs,
+        ipset,
+        netlink,
+        iptables: createIptablesClient({ exec: o.exec, family, backend, logger: o.log }),
+        conntrack,
+        config: o.config,
+        featureGates: o.featureGates,
+        metrics: o.metrics,
+        logger: o.log.named(family === "IPv4" ? "ipvs" : "ipvs6"),
+        family,
+        nodeName: o.nodeName,
+        nodeIPs: o.nodeIPs,
+        ...(o.healthCheck && family === families[0] ? { healthCheck: o.healthCheck } : {}),
+      }),
+  );
+  o.log.info("Proxying IP families", { families: families.join(",") });
+  return {
+    families,
+    proxiers,
+    proxier: new MultiFamilyProxier(proxiers),
+    virtualServers: () => proxiers.flatMap((p) => p.desiredVirtualServers()),
+    stop: () => {
+      for (const p of proxiers) p.stop();
+    },
+  };
+}

@@ -1,0 +1,232 @@
+// What one service port asks of the kernel in ipvs mode (upstream syncProxyRules' loop body):
+// its virtual servers with real servers, its ipset entries, the addresses kube-ipvs0 must carry
+// and the LoadBalancer IPs the node itself must not reach. Pure: the proxier caches a plan until
+// the port, its endpoints or the node-level context change.
+
+import { validateEntry } from "../../host/ipset.ts";
+import { cidrContains } from "../../proxy/nodeport-addresses.ts";
+import {
+  type CategorizedEndpoints,
+  categorizeEndpoints,
+  type TopologyContext,
+} from "../../proxy/topology.ts";
+import type { EndpointInfo, IPFamily } from "../../proxy/types.ts";
+import type { FamilyServicePort } from "../iptables/service-view.ts";
+import { type EntryProtocol, ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
+import type { SetCatalog, SetId } from "./ipsets.ts";
+import {
+  type DesiredReal,
+  type DesiredVirtualServer,
+  desiredReals,
+  desiredVirtualServer,
+  type VirtualServerSettings,
+} from "./virtual-servers.ts";
+
+/** Node-level facts every plan depends on; a change invalidates all cached plans. */
+export interface PlanContext extends TopologyContext {
+  readonly family: IPFamily;
+  readonly sets: SetCatalog;
+  readonly scheduler: VirtualServerSettings;
+  /** The node's primary IP of this family (LoadBalancer source ranges covering the node). */
+  readonly nodeIP: string | undefined;
+  /** Addresses NodePort virtual servers listen on. */
+  readonly nodePortIPs: readonly string[];
+  /** Local addresses not on kube-ipvs0: an external or LoadBalancer IP found here is not bound. */
+  readonly nodeAddresses: ReadonlySet<string>;
+}
+
+export interface SetEntry {
+  readonly set: SetId;
+  readonly entry: string;
+}
+
+export interface PortPlan {
+  /** "ns/name", for the no-local-endpoints metrics (counted per Service, not per port). */
+  readonly serviceKey: string;
+  readonly virtualServers: readonly DesiredVirtualServer[];
+  readonly entries: readonly SetEntry[];
+  /** Addresses to bind on kube-ipvs0. */
+  readonly bindAddresses: readonly string[];
+  /** KUBE-IPVS-OUT-FILTER rules: LoadBalancer IPs whose source ranges leave the node out. */
+  readonly noNodeAccessRules: readonly string[];
+  readonly noLocalInternal: boolean;
+  readonly noLocalExternal: boolean;
+  /** Entries ipset would refuse (left out, so one bad Service cannot stop the restore). */
+  readonly rejected: readonly SetEntry[];
+}
+
+interface Draft {
+  readonly svc: FamilyServicePort;
+  readonly ctx: PlanContext;
+  readonly protocol: EntryProtocol;
+  readonly timeout: number;
+  readonly categorized: CategorizedEndpoints;
+  readonly virtualServers: DesiredVirtualServer[];
+  readonly entries: SetEntry[];
+  readonly rejected: SetEntry[];
+  readonly bindAddresses: string[];
+  readonly noNodeAccessRules: string[];
+  noLocalInternal: boolean;
+  noLocalExternal: boolean;
+  clusterReals?: DesiredReal[];
+  localReals?: DesiredReal[];
+}
+
+export function planServicePort(
+  svc: FamilyServicePort,
+  endpoints: readonly EndpointInfo[],
+  ctx: PlanContext,
+): PortPlan {
+  const draft: Draft = {
+    svc,
+    ctx,
+    protocol: svc.protocol.toLowerCase() as EntryProtocol,
+    timeout: svc.sessionAffinity.type === "ClientIP" ? svc.sessionAffinity.timeoutSeconds : 0,
+    categorized: categorizeEndpoints(endpoints, svc, ctx),
+    virtualServers: [],
+    entries: [],
+    rejected: [],
+    bindAddresses: [],
+    noNodeAccessRules: [],
+    noLocalInternal: false,
+    noLocalExternal: false,
+  };
+  addLoopbackEntries(draft, endpoints);
+  addClusterIP(draft);
+  addExternalIPs(draft);
+  addLoadBalancers(draft);
+  // Upstream skips the rest of the port (health check port included) when no node IP exists.
+  if (addNodePorts(draft)) addHealthCheckPort(draft);
+  return {
+    serviceKey: `${svc.name.namespace}/${svc.name.name}`,
+    virtualServers: draft.virtualServers,
+    entries: draft.entries,
+    bindAddresses: draft.bindAddresses,
+    noNodeAccessRules: draft.noNodeAccessRules,
+    noLocalInternal: draft.noLocalInternal,
+    noLocalExternal: draft.noLocalExternal,
+    rejected: draft.rejected,
+  };
+}
+
+/** Adds an entry if ipset would take it for its set's type and family. */
+function addEntry(d: Draft, set: SetId, entry: string): void {
+  const { spec } = d.ctx.sets[set];
+  if (validateEntry(spec.type, entry, spec.family)) d.entries.push({ set, entry });
+  else d.rejected.push({ set, entry });
+}
+
+/**
+ * Real servers for one kind of traffic. With a Local policy and no local endpoint, upstream
+ * still uses the cluster-wide list (kubernetes#97081: pods on this node can reach the Service),
+ * and counts the Service as having no local endpoints.
+ */
+function realsFor(d: Draft, onlyLocal: boolean): DesiredReal[] {
+  const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = d.categorized;
+  if (onlyLocal && (localEndpoints?.length ?? 0) > 0) {
+    d.localReals ??= desiredReals(localEndpoints!);
+    return d.localReals;
+  }
+  if (onlyLocal && hasAnyEndpoints) {
+    if (d.svc.internalPolicyLocal) d.noLocalInternal = true;
+    if (d.svc.externalPolicyLocal) d.noLocalExternal = true;
+  }
+  d.clusterReals ??= desiredReals(clusterEndpoints ?? []);
+  return d.clusterReals;
+}
+
+function addVirtualServer(d: Draft, address: string, port: number, onlyLocal: boolean, bind: boolean): void {
+  const { svc, ctx } = d;
+  const reals = realsFor(d, onlyLocal);
+  d.virtualServers.push(
+    desiredVirtualServer(svc.id, address, port, svc.protocol, d.timeout, ctx.scheduler, reals),
+  );
+  if (bind) d.bindAddresses.push(address);
+}
+
+/** Hairpin: a local endpoint reaching itself through the Service is masqueraded. */
+function addLoopbackEntries(d: Draft, endpoints: readonly EndpointInfo[]): void {
+  for (const ep of endpoints) {
+    if (!ep.isLocal || ep.port === 0) continue;
+    addEntry(d, "loopBack", ipPortIPEntry(ep.ip, d.protocol, ep.port, ep.ip));
+  }
+}
+
+function addClusterIP(d: Draft): void {
+  const { svc } = d;
+  addEntry(d, "clusterIP", ipPortEntry(svc.clusterIP, d.protocol, svc.port));
+  // externalTrafficPolicy never applies to the cluster IP; internalTrafficPolicy does.
+  addVirtualServer(d, svc.clusterIP, svc.port, svc.internalPolicyLocal, true);
+}
+
+function addExternalIPs(d: Draft): void {
+  const { svc, ctx } = d;
+  for (const ip of svc.externalIPs) {
+    const set: SetId = svc.externalPolicyLocal ? "externalIPLocal" : "externalIP";
+    addEntry(d, set, ipPortEntry(ip, d.protocol, svc.port));
+    // An address another interface already carries must not also go on kube-ipvs0.
+    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip));
+  }
+}
+
+function addLoadBalancers(d: Draft): void {
+  const { svc, ctx } = d;
+  for (const ip of svc.loadBalancerVIPs) {
+    const entry = ipPortEntry(ip, d.protocol, svc.port);
+    addEntry(d, "loadBalancer", entry);
+    if (svc.externalPolicyLocal) addEntry(d, "loadBalancerLocal", entry);
+    if (svc.loadBalancerSourceRanges.length > 0) addSourceRanges(d, ip, entry);
+    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip));
+  }
+}
+
+/**
+ * loadBalancerSourceRanges: the LoadBalancer IP goes through KUBE-SOURCE-RANGES-FIREWALL, which
+ * admits the listed CIDRs. When a range covers the node itself, the VIP as source is admitted
+ * too (a VIP bound on the node loops the node's own requests back with the VIP as source);
+ * otherwise the node is kept out explicitly (kubernetes#119656).
+ */
+function addSourceRanges(d: Draft, ip: string, entry: string): void {
+  const { svc, ctx } = d;
+  addEntry(d, "loadBalancerFW", entry);
+  let allowFromNode = false;
+  for (const cidr of svc.loadBalancerSourceRanges) {
+    addEntry(d, "loadBalancerSourceCIDR", ipPortNetEntry(ip, d.protocol, svc.port, cidr));
+    if (ctx.nodeIP !== undefined && cidrContains(cidr, ctx.nodeIP)) allowFromNode = true;
+  }
+  if (allowFromNode) {
+    addEntry(d, "loadBalancerSourceIP", ipPortIPEntry(ip, d.protocol, svc.port, ip));
+  } else {
+    d.noNodeAccessRules.push(
+      `-A KUBE-IPVS-OUT-FILTER -s ${ip} -m ipvs --vaddr ${ip} --vproto ${d.protocol} --vport ${svc.port} -j DROP`,
+    );
+  }
+}
+
+const NODE_PORT_SETS: Readonly<Record<EntryProtocol, readonly [SetId, SetId]>> = {
+  tcp: ["nodePortTCP", "nodePortLocalTCP"],
+  udp: ["nodePortUDP", "nodePortLocalUDP"],
+  sctp: ["nodePortSCTP", "nodePortLocalSCTP"],
+};
+
+/** False when the port has a NodePort but the node has no address to serve it on. */
+function addNodePorts(d: Draft): boolean {
+  const { svc, ctx } = d;
+  if (svc.nodePort === 0) return true;
+  if (ctx.nodePortIPs.length === 0) return false;
+  const [set, localSet] = NODE_PORT_SETS[d.protocol];
+  // bitmap:port sets hold the port alone; SCTP's hash:ip,port set needs one entry per node IP.
+  const entries =
+    d.protocol === "sctp"
+      ? ctx.nodePortIPs.map((ip) => ipPortEntry(ip, "sctp", svc.nodePort))
+      : [portEntry(svc.nodePort)];
+  for (const entry of entries) addEntry(d, set, entry);
+  if (svc.externalPolicyLocal) for (const entry of entries) addEntry(d, localSet, entry);
+  for (const ip of ctx.nodePortIPs) addVirtualServer(d, ip, svc.nodePort, svc.externalPolicyLocal, false);
+  return true;
+}
+
+function addHealthCheckPort(d: Draft): void {
+  if (d.svc.healthCheckNodePort === 0) return;
+  addEntry(d, "healthCheckNodePort", portEntry(d.svc.healthCheckNodePort));
+}

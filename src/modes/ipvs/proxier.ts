@@ -1,0 +1,528 @@
+// The ipvs proxier for one IP family (a dual-stack node runs two over one IPVS table). It does
+// what upstream's ipvs syncProxyRules does (v1.31), batched: each sync reads the IPVS table, the
+// ipsets and the local addresses once, computes the differences in memory, and writes at most
+// one `ipvsadm --restore`, one `ipset restore`, one `ip -batch` and one `iptables-restore`, so the
+// number of commands per sync does not depend on the number of Services.
+//
+// Cost follows the change, not the cluster: per-port plans are cached and only the ports of
+// Services the trackers report are replanned, and a sync after a change compares only what those
+// ports touched. Everything is compared with the kernel (and drift repaired) on full syncs, on
+// syncs with nothing to do, and at least once per --ipvs-sync-period.
+//
+// Full syncs (the first, after a failure, on request, hourly) also re-ensure kube-ipvs0, our
+// chains and the jumps into them, which are otherwise left alone.
+
+import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
+import type { ProxyConfig } from "../../config/types.ts";
+import type { IpsetClient, IpsetSet } from "../../host/ipset.ts";
+import type { IptablesClient } from "../../host/iptables/types.ts";
+import { compareKeys } from "../../host/ipvs/format.ts";
+import type { IpvsChange, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
+import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
+import type { NodeInfo } from "../../k8s/node-info.ts";
+import type { Logger } from "../../log/logger.ts";
+import { type LocalTrafficDetector, localDetectorFromConfig } from "../../proxy/local-detect.ts";
+import type { Metrics } from "../../proxy/metrics/metrics.ts";
+import {
+  cidrContains,
+  isLoopback,
+  NodePortAddresses,
+  resolveNodePortAddresses,
+} from "../../proxy/nodeport-addresses.ts";
+import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
+import { reportServiceHealth, type ServiceHealthSink } from "../../proxy/service-health-sink.ts";
+import type { IPFamily } from "../../proxy/types.ts";
+import { type Clock, realClock } from "../../util/clock.ts";
+import { type ConntrackCleaner, cleanStaleEntries } from "../iptables/conntrack-cleanup.ts";
+import { FULL_SYNC_PERIOD_MS } from "../iptables/proxier.ts";
+import { restoreFailureFields } from "../iptables/restore-log.ts";
+import { jumpRuleArgs, masqueradeMark } from "../iptables/top-level.ts";
+import { boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
+import { GracefulTermination, indexTable } from "./graceful-termination.ts";
+import { planIpsets } from "./ipset-sync.ts";
+import { type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
+import {
+  FILTER_CHAINS,
+  IPVS_JUMP_CHAINS,
+  JUMP_POSITION,
+  NAT_CHAINS,
+  renderIpvsRules,
+} from "./iptables-rules.ts";
+import { diffIpvs, SERVING_WEIGHT } from "./ipvs-diff.ts";
+import { PortPlans } from "./plan-cache.ts";
+import type { PlanContext } from "./port-plan.ts";
+import { SyncScope } from "./scope.ts";
+import { SerialQueue } from "./serial.ts";
+import { DEFAULT_SCHEDULER, schedulerFlags, type VirtualServerSettings } from "./virtual-servers.ts";
+
+export interface IpvsProxierDeps {
+  readonly ipvs: IpvsClient;
+  readonly ipset: IpsetClient;
+  readonly netlink: NetlinkClient;
+  readonly iptables: IptablesClient;
+  readonly conntrack?: ConntrackCleaner;
+  readonly config: ProxyConfig;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly family: IPFamily;
+  readonly nodeName: string;
+  /** The node's primary IPs (nodePortAddresses "primary", source ranges covering the node). */
+  readonly nodeIPs: Readonly<Partial<Record<IPFamily, string>>>;
+  /** Fixed detector; by default derived from config (NodeCIDR mode: from the Node's podCIDRs). */
+  readonly localDetector?: LocalTrafficDetector;
+  readonly healthCheck?: ServiceHealthSink;
+  readonly clock?: Clock;
+  /** Wall-clock milliseconds, for network programming latency. */
+  readonly wallClock?: () => number;
+  /** Graceful-termination check period; upstream's one minute by default. */
+  readonly gracefulCheckIntervalMs?: number;
+  /** The run's feature gates (topology); the v1.31 defaults when absent. */
+  readonly featureGates?: EffectiveFeatureGates;
+}
+
+/** One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). */
+export interface VirtualServerView {
+  readonly address: string;
+  readonly port: number;
+  readonly protocol: string;
+  readonly scheduler: string;
+  readonly flags: string[];
+  readonly timeout: number;
+  readonly realServers: { address: string; port: number; weight: number }[];
+}
+
+/** What the last sync did, for logs, tests and the bench. */
+export interface IpvsSyncStats {
+  /** Dummy device, chains and jumps re-ensured. */
+  readonly fullSync: boolean;
+  /** "full": everything compared with the kernel; "partial": only what changed. */
+  readonly reconcile: "full" | "partial";
+  /** Wall time of the whole sync. */
+  readonly totalMs: number;
+  /** Time spent waiting on host tools (their fakes, in tests). */
+  readonly hostMs: number;
+  /** totalMs - hostMs: the proxier's own work. */
+  readonly computeMs: number;
+  readonly recomputedPorts: number;
+  readonly virtualServers: number;
+  readonly ipvsRestoreLines: number;
+  readonly ipsetRestoreLines: number;
+  readonly ipBatchLines: number;
+  readonly iptablesRestoreBytes: number;
+}
+
+type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs">;
+
+interface KernelView {
+  readonly services: readonly IpvsService[];
+  readonly sets: Map<string, IpsetSet>;
+  readonly addresses: readonly InterfaceAddress[];
+}
+
+export class IpvsProxier implements Proxier {
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly family: IPFamily;
+  private readonly sets: SetCatalog;
+  private readonly scheduler: VirtualServerSettings;
+  private readonly mark: string;
+  private readonly nodePortAddresses: NodePortAddresses;
+  private readonly excludeCIDRs: readonly string[];
+  private readonly queue = new SerialQueue();
+  private readonly graceful: GracefulTermination;
+  private readonly plans: PortPlans;
+  private contextKey = "";
+  private needFullScan = true;
+  private lastReconcile = Number.NEGATIVE_INFINITY;
+  private detector: LocalTrafficDetector;
+  private nodeLabels: Readonly<Record<string, string>> = {};
+  private randomFully: boolean | undefined;
+  private needFullSync = true;
+  private lastFullSync = Number.NEGATIVE_INFINITY;
+  private resetWeights = true;
+  private timeoutsConfigured = false;
+  private hostMs = 0;
+  private stats: IpvsSyncStats | undefined;
+
+  constructor(private readonly deps: IpvsProxierDeps) {
+    this.family = deps.family;
+    this.log = deps.logger.named("ipvs");
+    this.clock = deps.clock ?? realClock;
+    this.sets = setCatalog(deps.family);
+    const scheduler = deps.config.ipvs.scheduler || DEFAULT_SCHEDULER;
+    this.scheduler = { scheduler, flags: schedulerFlags(scheduler) };
+    this.mark = masqueradeMark(deps.config.iptables.masqueradeBit);
+    this.nodePortAddresses = new NodePortAddresses(
+      deps.family,
+      resolveNodePortAddresses(deps.config.nodePortAddresses, deps.nodeIPs),
+    );
+    this.excludeCIDRs = deps.config.ipvs.excludeCIDRs.filter(
+      (c) => c.includes(":") === (deps.family === "IPv6"),
+    );
+    this.detector = deps.localDetector ?? this.configDetector(undefined);
+    this.plans = new PortPlans(deps.family, this.sets, this.log);
+    this.graceful = new GracefulTermination({
+      ipvs: deps.ipvs,
+      clock: this.clock,
+      logger: this.log,
+      exclusive: (work) => this.queue.run(work),
+      ownsAddress: (a) => this.ownsAddress(a),
+      isWanted: (vsKey, id) =>
+        this.plans.state.virtualServers.get(vsKey)?.reals.some((r) => r.id === id) ?? false,
+      ...(deps.gracefulCheckIntervalMs !== undefined ? { intervalMs: deps.gracefulCheckIntervalMs } : {}),
+    });
+    this.log.v(2).info("ipvs sync params", { ipFamily: deps.family, scheduler, mark: this.mark });
+  }
+
+  /** Forces the next sync to re-ensure the dummy device, chains and jump rules. */
+  requestFullSync(): void {
+    this.needFullSync = true;
+  }
+
+  /** Stops the periodic graceful-termination check. */
+  stop(): void {
+    this.graceful.stop();
+  }
+
+  /** Statistics of the last sync (undefined before the first). */
+  lastSyncStats(): IpvsSyncStats | undefined {
+    return this.stats;
+  }
+
+  /** Real servers waiting for their connections to drain. */
+  terminatingRealServers(): number {
+    return this.graceful.size;
+  }
+
+  /** Runs the graceful-termination check now (tests; normally it runs every minute). */
+  checkGracefulTermination(): Promise<number> {
+    return this.queue.run(() => this.graceful.check());
+  }
+
+  /** The virtual servers the last sync programmed, terminating real servers at weight 0. */
+  desiredVirtualServers(): VirtualServerView[] {
+    const out = [...this.plans.state.virtualServers.values()].sort((a, b) => compareKeys(a.server, b.server));
+    return out.map((vs) => ({
+      address: vs.server.address,
+      port: vs.server.port,
+      protocol: vs.server.protocol,
+      scheduler: vs.server.scheduler,
+      flags: [...vs.server.flags],
+      timeout: vs.server.timeout,
+      realServers: [
+        ...vs.reals.map((r) => ({ address: r.address, port: r.port, weight: SERVING_WEIGHT })),
+        ...this.graceful.realsOf(vs.key).map((r) => ({ address: r.address, port: r.port, weight: 0 })),
+      ],
+    }));
+  }
+
+  sync(input: SyncInput): Promise<void> {
+    return this.queue.run(() => this.syncNow(input));
+  }
+
+  private async syncNow(input: SyncInput): Promise<void> {
+    const startMs = performance.now();
+    const start = this.clock.now();
+    this.hostMs = 0;
+    this.observeNode(input.node);
+    const fullSync = this.needFullSync || start - this.lastFullSync >= FULL_SYNC_PERIOD_MS;
+    this.log.v(3).info("Syncing ipvs proxier rules", { ipFamily: this.family, fullSync });
+    let counts: SyncCounts | undefined;
+    try {
+      if (fullSync) await this.ensureBaseline();
+      await this.configureTimeoutsOnce();
+      const kernel = await this.readKernel();
+      counts = await this.reconcile(input, kernel, fullSync, start);
+      this.needFullSync = false;
+      this.resetWeights = false;
+      if (fullSync) this.lastFullSync = start;
+      await this.afterSuccess(input);
+    } catch (err) {
+      // The kernel may now be anywhere between old and new, and this sync's change reports are
+      // consumed: re-ensure, re-check every port, compare everything, reset weights.
+      this.needFullSync = true;
+      this.needFullScan = true;
+      this.resetWeights = true;
+      this.log.error("Sync failed; retrying with a full sync", { ipFamily: this.family, err: errText(err) });
+      throw err;
+    } finally {
+      this.finishStats(startMs, start, fullSync, counts);
+    }
+  }
+
+  /** Computes every batch from one read of the kernel, then writes them. */
+  private async reconcile(input: SyncInput, kernel: KernelView, fullSync: boolean, now: number) {
+    const ctx = this.planContext(nodeAddresses(kernel.addresses, this.family));
+    const { replanned, scope } = this.replan(input, ctx);
+    const full =
+      fullSync ||
+      scope === undefined ||
+      scope.empty ||
+      now - this.lastReconcile >= this.deps.config.ipvs.syncPeriod;
+    const partial = full ? undefined : this.withDraining(scope!);
+    const ipsets = planIpsets({
+      sets: this.sets,
+      desired: this.plans.state.entries,
+      kernel: kernel.sets,
+      logger: this.log,
+      ...(partial ? { scope: partial.entries } : {}),
+    });
+    const changes = diffIpvs({
+      desired: this.plans.state.virtualServers,
+      kernel: indexTable(kernel.services, (a) => this.ownsAddress(a), partial?.virtualServerAddresses),
+      graceful: this.graceful,
+      resetWeights: this.resetWeights,
+      excluded: (address) => this.excludeCIDRs.some((cidr) => cidrContains(cidr, address)),
+      ...(partial ? { keys: partial.virtualServers } : {}),
+    });
+    const bound = boundAddresses(kernel.addresses, this.family, partial?.bindAddresses);
+    const binds = planBindings(this.plans.state.bindAddresses, bound, partial?.bindAddresses);
+    const rules = await this.rules(ipsets.nonEmpty);
+    await this.write(ipsets.script, changes, binds, rules);
+    if (full) this.lastReconcile = now;
+    return {
+      reconcile: full ? ("full" as const) : ("partial" as const),
+      recomputedPorts: replanned,
+      virtualServers: this.plans.state.virtualServers.size,
+      ipvsRestoreLines: changes.length,
+      ipsetRestoreLines: ipsets.lines,
+      ipBatchLines: binds.add.length + binds.remove.length,
+      iptablesRestoreBytes: Buffer.byteLength(rules),
+    };
+  }
+
+  /**
+   * Replans what changed. After a context change or a failed sync every port is checked (and
+   * no scope is returned: everything must be compared); otherwise only the reported Services.
+   */
+  private replan(input: SyncInput, ctx: PlanContext): { replanned: number; scope: SyncScope | undefined } {
+    if (this.needFullScan) {
+      const replanned = this.plans.replanAll(input, ctx);
+      this.needFullScan = false;
+      return { replanned, scope: undefined };
+    }
+    const changed = new Set(input.serviceUpdate.updatedServices);
+    for (const key of input.endpointsUpdate.updatedServices) changed.add(key);
+    const scope = new SyncScope();
+    return { replanned: this.plans.replanServices(changed, input, ctx, scope), scope };
+  }
+
+  /** A partial sync also looks at virtual servers with real servers still draining. */
+  private withDraining(scope: SyncScope): SyncScope {
+    for (const [key, vs] of this.graceful.pendingVirtualServers()) scope.addVirtualServer(key, vs.address);
+    return scope;
+  }
+
+  private async rules(nonEmpty: ReadonlySet<SetId>): Promise<string> {
+    return renderIpvsRules({
+      family: this.family,
+      sets: this.sets,
+      nonEmpty,
+      mark: this.mark,
+      masqueradeAll: this.deps.config.iptables.masqueradeAll,
+      localDetector: this.detector,
+      randomFully: await this.hasRandomFully(),
+      noNodeAccessRules: [...this.plans.state.noNodeAccessRules.keys()].sort(),
+    });
+  }
+
+  /**
+   * Writes every batch, each even if an earlier one failed (they are independent enough that
+   * partial progress beats none); the first failure is rethrown so the runner retries.
+   */
+  private async write(
+    ipsetScript: string,
+    changes: readonly IpvsChange[],
+    binds: { add: readonly string[]; remove: readonly string[] },
+    rules: string,
+  ): Promise<void> {
+    const failures: unknown[] = [];
+    const attempt = async (what: string, op: () => Promise<void>) => {
+      try {
+        await this.host(op);
+      } catch (err) {
+        this.log.error(what, restoreFailureFields(err));
+        failures.push(err);
+      }
+    };
+    // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
+    if (ipsetScript !== "")
+      await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript));
+    if (changes.length > 0)
+      await attempt("Failed to apply IPVS changes", () => this.deps.ipvs.apply(changes));
+    if (binds.add.length > 0 || binds.remove.length > 0) {
+      await attempt("Failed to bind service addresses", () =>
+        this.deps.netlink.bindAddresses(DUMMY_DEVICE, binds.add, binds.remove),
+      );
+    }
+    await attempt("Failed to execute iptables-restore", async () => {
+      try {
+        await this.deps.iptables.restoreAll(rules, { noFlush: true, counters: true });
+      } catch (err) {
+        this.deps.metrics.iptablesRestoreFailures.inc();
+        throw err;
+      }
+    });
+    if (failures.length > 0) throw failures[0];
+  }
+
+  /** Awaits a host tool, accounting the wait as host time (not the proxier's compute). */
+  private async host<T>(op: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await op();
+    } finally {
+      this.hostMs += performance.now() - t0;
+    }
+  }
+
+  /** One read of each kernel table, concurrently. */
+  private async readKernel(): Promise<KernelView> {
+    const [services, sets, addresses] = await this.host(() =>
+      Promise.all([this.deps.ipvs.read(), this.deps.ipset.listSets(), this.deps.netlink.localAddresses()]),
+    );
+    return { services, sets, addresses };
+  }
+
+  private ownsAddress(address: string): boolean {
+    return address.includes(":") === (this.family === "IPv6");
+  }
+
+  /** The node-level inputs of every plan; when they change, every plan is recomputed. */
+  private planContext(nodeAddresses: readonly string[]): PlanContext {
+    const ctx: PlanContext = {
+      family: this.family,
+      sets: this.sets,
+      scheduler: this.scheduler,
+      nodeLabels: this.nodeLabels,
+      featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
+      nodeIP: this.deps.nodeIPs[this.family],
+      nodePortIPs: this.nodePortIPs(nodeAddresses),
+      nodeAddresses: new Set(nodeAddresses),
+    };
+    const key = JSON.stringify([
+      Object.entries(ctx.nodeLabels).sort(),
+      ctx.nodeIP,
+      ctx.nodePortIPs,
+      nodeAddresses,
+    ]);
+    if (key !== this.contextKey) {
+      this.contextKey = key;
+      this.plans.reset();
+      this.needFullScan = true;
+    }
+    return ctx;
+  }
+
+  /** NodePort addresses: every node address, or those inside --nodeport-addresses; never loopback. */
+  private nodePortIPs(nodeAddresses: readonly string[]): string[] {
+    const npa = this.nodePortAddresses;
+    const ips = npa.matchAll ? nodeAddresses : npa.nodeIPs(nodeAddresses);
+    return ips.filter((ip) => !isLoopback(ip));
+  }
+
+  // Node labels drive topology (a change shows up in the plan context). In NodeCIDR mode
+  // without an explicit detector, the Node's podCIDRs define "local".
+  private observeNode(node: NodeInfo | undefined): void {
+    this.nodeLabels = node?.labels ?? {};
+    if (this.deps.localDetector || this.deps.config.detectLocalMode !== "NodeCIDR") return;
+    this.detector = this.configDetector(node);
+  }
+
+  private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
+    return localDetectorFromConfig(this.deps.config, node?.podCIDRs ?? [], this.family, this.log);
+  }
+
+  /** The dummy device, our chains and the jumps into them: full syncs only. */
+  private async ensureBaseline(): Promise<void> {
+    await this.host(() => this.deps.netlink.ensureDummyDevice(DUMMY_DEVICE));
+    const ipt = this.deps.iptables;
+    const chains = [
+      ...NAT_CHAINS.map((chain) => ({ table: "nat" as const, chain })),
+      ...FILTER_CHAINS.map((chain) => ({ table: "filter" as const, chain })),
+    ];
+    for (const { table, chain } of chains) await this.host(() => ipt.ensureChain(table, chain));
+    for (const j of IPVS_JUMP_CHAINS) {
+      await this.host(() => ipt.ensureRule(JUMP_POSITION, j.table, j.srcChain, jumpRuleArgs(j)));
+    }
+  }
+
+  /** ipvsadm --set, once, when any timeout is configured (upstream does it at startup). */
+  private async configureTimeoutsOnce(): Promise<void> {
+    if (this.timeoutsConfigured) return;
+    this.timeoutsConfigured = true;
+    const { tcpTimeout, tcpFinTimeout, udpTimeout } = this.deps.config.ipvs;
+    if (tcpTimeout <= 0 && tcpFinTimeout <= 0 && udpTimeout <= 0) return;
+    const seconds = (ms: number) => Math.max(0, Math.floor(ms / 1000));
+    try {
+      await this.host(() =>
+        this.deps.ipvs.setTimeouts({
+          tcp: seconds(tcpTimeout),
+          tcpFin: seconds(tcpFinTimeout),
+          udp: seconds(udpTimeout),
+        }),
+      );
+    } catch (err) {
+      this.log.error("Failed to configure IPVS timeouts", { err: errText(err) });
+    }
+  }
+
+  private async hasRandomFully(): Promise<boolean> {
+    this.randomFully ??= await this.host(() => this.deps.iptables.hasRandomFully());
+    return this.randomFully;
+  }
+
+  private async afterSuccess(input: SyncInput): Promise<void> {
+    const m = this.deps.metrics;
+    const wallNow = (this.deps.wallClock ?? Date.now)();
+    for (const [service, times] of input.endpointsUpdate.lastChangeTriggerTimes) {
+      for (const t of times) {
+        const latency = Math.max(0, wallNow - t.getTime()) / 1000;
+        m.networkProgrammingLatency.observe(latency);
+        this.log.v(4).info("Network programming", { endpoint: service, elapsed: latency });
+      }
+    }
+    m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
+    m.syncProxyRulesNoLocalEndpointsTotal.set(
+      { traffic_policy: "internal" },
+      this.plans.state.noLocalInternal.size,
+    );
+    m.syncProxyRulesNoLocalEndpointsTotal.set(
+      { traffic_policy: "external" },
+      this.plans.state.noLocalExternal.size,
+    );
+    await reportServiceHealth(this.deps.healthCheck, input, this.log);
+    if (this.deps.conntrack) {
+      const ct = this.deps.conntrack;
+      await this.host(() => cleanStaleEntries(ct, { ...input, family: this.family }, this.log));
+    }
+  }
+
+  private finishStats(
+    startMs: number,
+    start: number,
+    fullSync: boolean,
+    counts: SyncCounts | undefined,
+  ): void {
+    const totalMs = performance.now() - startMs;
+    this.deps.metrics.syncProxyRulesLatency.observe(Math.max(0, this.clock.now() - start) / 1000);
+    this.stats = {
+      fullSync,
+      reconcile: counts?.reconcile ?? "full",
+      totalMs,
+      hostMs: this.hostMs,
+      computeMs: Math.max(0, totalMs - this.hostMs),
+      recomputedPorts: counts?.recomputedPorts ?? 0,
+      virtualServers: counts?.virtualServers ?? this.plans.state.virtualServers.size,
+      ipvsRestoreLines: counts?.ipvsRestoreLines ?? 0,
+      ipsetRestoreLines: counts?.ipsetRestoreLines ?? 0,
+      ipBatchLines: counts?.ipBatchLines ?? 0,
+      iptablesRestoreBytes: counts?.iptablesRestoreBytes ?? 0,
+    };
+    this.log.v(4).info("syncProxyRules complete", { ipFamily: this.family, elapsed: `${totalMs / 1000}s` });
+  }
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

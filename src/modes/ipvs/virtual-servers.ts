@@ -1,0 +1,114 @@
+// The virtual servers the proxier wants, in the host client's vocabulary. Real servers are kept
+// sorted the way ipvsadm lists them, so comparing with the kernel table is usually a walk of two
+// arrays in step rather than a lookup per real server.
+
+import { type VirtualServer, virtualServerKeyString } from "../../host/ipvs/types.ts";
+import type { Protocol } from "../../proxy/types.ts";
+
+/** The scheduler upstream falls back to when none is configured. */
+export const DEFAULT_SCHEDULER = "rr";
+
+export { IPVS_SCHEDULERS } from "../../config/validate.ts";
+
+/**
+ * Scheduler flags upstream sets: "mh" gets IP_VS_SVC_F_SCHED_MH_PORT (upstream's FlagSourceHash,
+ * 0x10: hash the source port as well as the address); every other scheduler, "sh" included,
+ * runs without flags.
+ */
+export function schedulerFlags(scheduler: string): readonly string[] {
+  return scheduler === "mh" ? MH_FLAGS : NO_FLAGS;
+}
+
+const MH_FLAGS: readonly string[] = Object.freeze(["mh-port"]);
+const NO_FLAGS: readonly string[] = Object.freeze([]);
+
+export interface DesiredReal {
+  readonly address: string;
+  readonly port: number;
+  /** "ip:port" ("[ip]:port" for IPv6): identity within its virtual server. */
+  readonly id: string;
+  /** Address bytes as fixed-width hex: orders like ipvsadm's listing. */
+  readonly sortKey: string;
+}
+
+export interface DesiredVirtualServer {
+  /** virtualServerKeyString(server): "TCP/198.51.100.1:80". */
+  readonly key: string;
+  readonly server: VirtualServer;
+  readonly reals: readonly DesiredReal[];
+  /** The service port that wants it (upstream lets one owner win when two collide). */
+  readonly owner: string;
+}
+
+export interface VirtualServerSettings {
+  readonly scheduler: string;
+  readonly flags: readonly string[];
+}
+
+/** One virtual server with its real servers (deduplicated by ip:port and sorted). */
+export function desiredVirtualServer(
+  owner: string,
+  address: string,
+  port: number,
+  protocol: Protocol,
+  persistenceTimeout: number,
+  settings: VirtualServerSettings,
+  reals: readonly DesiredReal[],
+): DesiredVirtualServer {
+  const server: VirtualServer = {
+    address,
+    port,
+    protocol,
+    scheduler: settings.scheduler,
+    flags: settings.flags,
+    timeout: persistenceTimeout,
+  };
+  return { key: virtualServerKeyString(server), server, reals, owner };
+}
+
+export function realId(address: string, port: number): string {
+  return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+/** Real servers for endpoints "ip:port", each once, in ipvsadm's listing order. */
+export function desiredReals(endpoints: readonly { ip: string; port: number }[]): DesiredReal[] {
+  const byId = new Map<string, DesiredReal>();
+  for (const ep of endpoints) {
+    const id = realId(ep.ip, ep.port);
+    if (!byId.has(id)) byId.set(id, { address: ep.ip, port: ep.port, id, sortKey: addressSortKey(ep.ip) });
+  }
+  return [...byId.values()].sort(compareReals);
+}
+
+export function compareReals(a: DesiredReal, b: DesiredReal): number {
+  if (a.sortKey !== b.sortKey) return a.sortKey < b.sortKey ? -1 : 1;
+  return a.port - b.port;
+}
+
+/** Fixed-width hex of the address bytes (canonical input), so string order is byte order. */
+export function addressSortKey(ip: string): string {
+  if (!ip.includes(":")) {
+    return ip
+      .split(".")
+      .map((o) => Number(o).toString(16).padStart(2, "0"))
+      .join("");
+  }
+  const [head = "", tail] = ip.split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail === undefined || tail === "" ? [] : tail.split(":");
+  // A trailing dotted quad ("::ffff:192.0.2.1") counts as two 16-bit groups.
+  const expand = (groups: string[]) =>
+    groups.flatMap((g) => (g.includes(".") ? splitDotted(g) : [g.padStart(4, "0")]));
+  const l = expand(left);
+  const r = expand(right);
+  const fill = tail === undefined ? [] : new Array<string>(8 - l.length - r.length).fill("0000");
+  return [...l, ...fill, ...r].join("");
+}
+
+function splitDotted(quad: string): string[] {
+  const hex = quad
+    .split(".")
+    .map((o) => Number(o).toString(16).padStart(2, "0"))
+    .join("");
+  return [hex.slice(0, 4), hex.slice(4)];
+}

@@ -1,0 +1,35 @@
+import { describe, expect, test } from "bun:test";
+import { endpointChain } from "../../../src/modes/iptables/chains.ts";
+import { ServicePortNames } from "../../../src/modes/iptables/service-view.ts";
+import type { EndpointInfo } from "../../../src/proxy/types.ts";
+
+const ep = (n: number): EndpointInfo => ({
+  endpoint: `10.0.${n >> 8}.${n & 255}:80`,
+  ip: `10.0.${n >> 8}.${n & 255}`,
+  port: 80,
+  family: "IPv4",
+  nodeName: "",
+  zone: "",
+  isLocal: false,
+  ready: true,
+  serving: true,
+  terminating: false,
+  zoneHints: new Set(),
+});
+
+describe("ServicePortNames endpoint chain memo", () => {
+  const want = (e: EndpointInfo) => endpointChain("ns/svc:http", "tcp", e.endpoint);
+
+  test("names are the hashed names, whatever the number of endpoints and after pruning", () => {
+    const names = new ServicePortNames("ns/svc:http", "TCP");
+    // Past the small-memo size, so both of its shapes are used.
+    const all = Array.from({ length: 100 }, (_, i) => ep(i));
+    for (const e of all) expect(names.endpointChain(e.endpoint)).toBe(want(e));
+    for (const e of all) expect(names.endpointChain(e.endpoint)).toBe(want(e));
+    names.retainEndpoints(all.slice(90));
+    for (const e of all.slice(85)) expect(names.endpointChain(e.endpoint)).toBe(want(e));
+    names.retainEndpoints([ep(3)]);
+    expect(names.endpointChain(ep(3).endpoint)).toBe(want(ep(3)));
+    expect(names.endpointChain(ep(200).endpoint)).toBe(want(ep(200)));
+  });
+});

@@ -1,0 +1,149 @@
+import { describe, expect, test } from "bun:test";
+import {
+  type ConntrackFlow,
+  createConntrackClient,
+  FakeConntrack,
+  flow,
+} from "../../../src/host/conntrack.ts";
+import { FULL_SYNC_PERIOD_MS } from "../../../src/modes/iptables/proxier.ts";
+import { endpointSlice, ep, NODE_IP, service, setup } from "./harness.ts";
+
+const CLIENT = "192.0.2.200";
+const dnsPorts = [{ name: "dns", port: 53, protocol: "UDP", nodePort: 30053 }];
+const dns = () => service("ns1", "dns", { type: "NodePort", clusterIP: "198.51.100.10", ports: dnsPorts });
+const dnsSlice = (...ips: string[]) =>
+  endpointSlice(
+    "ns1",
+    "dns",
+    ips.map((ip) => ep(ip)),
+    { ports: [{ name: "dns", port: 53, protocol: "UDP" }] },
+  );
+const toService = (dst: string, dport: number, dnatTo?: string): ConntrackFlow =>
+  flow("udp", { src: CLIENT, dst, sport: 40000, dport }, dnatTo ? { ip: dnatTo, port: 53 } : undefined);
+
+function withConntrack() {
+  const table = new FakeConntrack();
+  const conntrack = createConntrackClient({ exec: table.install() });
+  return { s: setup({ deps: { conntrack } }), table };
+}
+
+describe("stale UDP conntrack entries (shared with the iptables proxier)", () => {
+  test("a removed UDP endpoint loses its NATed entries; others stay", async () => {
+    const { s, table } = withConntrack();
+    s.cluster.apply(dns(), dnsSlice("192.0.2.53", "192.0.2.54"));
+    await s.sync();
+    table.add(
+      toService("198.51.100.10", 53, "192.0.2.53"),
+      toService(NODE_IP, 30053, "192.0.2.53"),
+      toService("198.51.100.10", 53, "192.0.2.54"),
+    );
+    s.cluster.apply(dnsSlice("192.0.2.54"));
+    await s.sync();
+    expect(table.flows.map((f) => f.reply.src)).toEqual(["192.0.2.54"]);
+  });
+
+  test("a UDP Service getting its first endpoint drops entries cached without DNAT", async () => {
+    const { s, table } = withConntrack();
+    s.cluster.apply(dns());
+    await s.sync();
+    table.add(toService("198.51.100.10", 53), toService("198.51.100.99", 53));
+    s.cluster.apply(dnsSlice("192.0.2.53"));
+    await s.sync();
+    expect(table.flows.map((f) => f.orig.dst)).toEqual(["198.51.100.99"]);
+  });
+});
+
+describe("full syncs", () => {
+  const ensureCalls = (s: ReturnType<typeof setup>) =>
+    s.host.exec.calls.filter(
+      (c) => (c.cmd === "iptables-nft" && c.args.includes("-C")) || c.args[0] === "link",
+    ).length;
+
+  test("jump rules and the dummy device are ensured on full syncs only", async () => {
+    const s = setup();
+    await s.sync();
+    const afterFirst = ensureCalls(s);
+    expect(afterFirst).toBe(10);
+    await s.sync();
+    expect(ensureCalls(s)).toBe(afterFirst);
+    s.proxier.requestFullSync();
+    await s.sync();
+    expect(ensureCalls(s)).toBe(2 * afterFirst);
+    s.clock.advance(FULL_SYNC_PERIOD_MS);
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.fullSync).toBe(true);
+    expect(ensureCalls(s)).toBe(3 * afterFirst);
+  });
+
+  test("a deleted jump rule comes back with the next full sync", async () => {
+    const s = setup();
+    await s.sync();
+    s.host.ipt.IPv4.load("*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n");
+    expect(s.host.ipt.IPv4.rules("filter", "INPUT")).toEqual([]);
+    s.proxier.requestFullSync();
+    await s.sync();
+    expect(s.host.ipt.IPv4.rules("filter", "INPUT")).toContain(
+      '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER',
+    );
+  });
+});
+
+describe("health checks and metrics", () => {
+  test("the health check servers get the node ports and local endpoint counts after a sync", async () => {
+    const seen: { services?: ReadonlyMap<string, number>; endpoints?: ReadonlyMap<string, number> } = {};
+    const s = setup({
+      deps: {
+        healthCheck: {
+          syncServices: (m) => {
+            seen.services = new Map(m);
+          },
+          syncEndpoints: (m) => {
+            seen.endpoints = new Map(m);
+          },
+        },
+      },
+    });
+    s.cluster.apply(
+      service(
+        "ns1",
+        "lb",
+        {
+          type: "LoadBalancer",
+          clusterIP: "198.51.100.70",
+          externalTrafficPolicy: "Local",
+          healthCheckNodePort: 32000,
+          ports: [{ name: "p80", port: 80, protocol: "TCP", nodePort: 30070 }],
+        },
+        { loadBalancer: { ingress: [{ ip: "203.0.113.70" }] } },
+      ),
+      endpointSlice("ns1", "lb", [ep("192.0.2.12", { node: "node-a" })]),
+    );
+    await s.sync();
+    expect(seen.services).toEqual(new Map([["ns1/lb", 32000]]));
+    expect(seen.endpoints).toEqual(new Map([["ns1/lb", 1]]));
+  });
+
+  test("Services with a Local policy and no local endpoint are counted once per Service", async () => {
+    const s = setup();
+    s.cluster.apply(
+      service("ns1", "itp", {
+        clusterIP: "198.51.100.43",
+        internalTrafficPolicy: "Local",
+        ports: [
+          { name: "a", port: 80, protocol: "TCP" },
+          { name: "b", port: 81, protocol: "TCP" },
+        ],
+      }),
+      endpointSlice("ns1", "itp", [ep("192.0.2.11")], {
+        ports: [
+          { name: "a", port: 8080, protocol: "TCP" },
+          { name: "b", port: 8081, protocol: "TCP" },
+        ],
+      }),
+    );
+    await s.sync();
+    const values = (await s.metrics.syncProxyRulesNoLocalEndpointsTotal.get()).values;
+    expect(values.find((v) => v.labels.traffic_policy === "internal")?.value).toBe(1);
+    expect(values.find((v) => v.labels.traffic_policy === "external")?.value).toBe(0);
+  });
+});
