@@ -12,7 +12,7 @@ import { createSnapshotSource, snapshotNodeName } from "../k8s/snapshot-source.t
 import type { ClusterEventHandler, ClusterSource } from "../k8s/source.ts";
 import { parseStateDocuments, type StateDocuments } from "../k8s/state-file.ts";
 import type { Logger } from "../log/logger.ts";
-import type { Check } from "../modes/check.ts";
+import type { Check } from "../proxy/check.ts";
 
 export interface ClusterSnapshot {
   readonly source: string;

@@ -14,8 +14,6 @@ import { parseStateDocuments } from "../k8s/state-file.ts";
 import type { Logger } from "../log/logger.ts";
 import type { IPFamily } from "../proxy/types.ts";
 
-export type NodeIPs = Partial<Record<IPFamily, string>>;
-
 /** What startup settles on: an IP for each family (loopback when unknown) and the primary family. */
 export interface DetectedNodeIPs {
   readonly primaryFamily: IPFamily;

@@ -4,7 +4,6 @@
 import { availableParallelism } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
-import type { Check } from "../modes/check.ts";
 import { canUseIpvsProxier } from "../modes/ipvs/prerequisites.ts";
 import {
   applySysctls,
@@ -13,6 +12,7 @@ import {
   raiseConntrackHashsize,
   type SysctlOutcome,
 } from "../modes/sysctls.ts";
+import type { Check } from "../proxy/check.ts";
 import type { Host } from "./host.ts";
 
 export type RunnableMode = "iptables" | "ipvs";

@@ -9,7 +9,7 @@
 import { isReadOnlyCommand } from "../exec/dry-run.ts";
 import { NOT_FOUND_EXIT_CODE } from "../exec/runner.ts";
 import type { Exec, ExecRequest, ExecResult } from "../exec/types.ts";
-import type { Check } from "../modes/check.ts";
+import type { Check } from "../proxy/check.ts";
 
 const ok = (stdout = ""): ExecResult => ({ code: 0, stdout, stderr: "" });
 const fail = (code: number, stderr: string): ExecResult => ({ code, stdout: "", stderr });

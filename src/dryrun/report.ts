@@ -1,7 +1,7 @@
 // The --dry-run result (DESIGN.md contract): checks, the mutating commands in order, and the
 // desired ipvs table. Text is for people; JSON is for scripts and the node smoke check.
 
-import type { Check } from "../modes/check.ts";
+import type { Check } from "../proxy/check.ts";
 import { type ListedServicePort, renderServiceListing } from "./service-listing.ts";
 
 export interface PlannedCommand {

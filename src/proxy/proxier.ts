@@ -25,3 +25,6 @@ export interface Proxier {
    */
   prepare?(): Promise<void>;
 }
+
+/** Upstream's FullSyncPeriod: every proxier rewrites everything at least this often. */
+export const FULL_SYNC_PERIOD_MS = 60 * 60 * 1000;

@@ -75,3 +75,6 @@ export interface EndpointInfo {
 export type ServicePortMap = ReadonlyMap<string, ServicePortInfo>;
 /** All endpoints by service port id. */
 export type EndpointsMap = ReadonlyMap<string, readonly EndpointInfo[]>;
+
+/** The node's primary IP of each family it has (from its Node object, or loopback). */
+export type NodeIPs = Partial<Record<IPFamily, string>>;

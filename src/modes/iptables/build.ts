@@ -1,25 +1,20 @@
 // Assembles iptables mode for a real run or a dry run: picks the backend, decides which IP
 // families this node proxies, and builds one IptablesProxier per family behind one Proxier.
 
-import type { NodeIPs } from "../../app/node-ips.ts";
-import type { EffectiveFeatureGates } from "../../config/feature-gates.ts";
-import type { ProxyConfig } from "../../config/types.ts";
-import type { Exec } from "../../exec/types.ts";
 import { createConntrackClient } from "../../host/conntrack.ts";
-import { type BackendPreference, detectBackend } from "../../host/iptables/backend.ts";
 import { createIptablesClient } from "../../host/iptables/client.ts";
-import { iptablesCommands } from "../../host/iptables/commands.ts";
 import type { IPTablesFamily, IptablesBackend } from "../../host/iptables/types.ts";
-import { createNetlinkClient } from "../../host/netlink/client.ts";
 import { createNfacctClient } from "../../host/nfacct.ts";
 import type { SysctlClient } from "../../host/sysctl.ts";
 import type { Logger } from "../../log/logger.ts";
+import { localAddresses } from "../../proxy/local-addresses.ts";
 import { decideLocalhostNodePorts, type LocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";
-import type { Metrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
+import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
 import { applySysctls, ROUTE_LOCALNET, settingsPlan } from "../sysctls.ts";
+import type { ModeBuildOptions } from "../types.ts";
 import { registerNfacctMetrics } from "./nfacct-metrics.ts";
-import { IptablesProxier, type ServiceHealthSink } from "./proxier.ts";
+import { IptablesProxier } from "./proxier.ts";
 
 export interface IptablesMode {
   readonly backend: IptablesBackend;
@@ -28,29 +23,9 @@ export interface IptablesMode {
   readonly proxier: MultiFamilyProxier;
 }
 
-export interface IptablesModeOptions {
-  readonly exec: Exec;
-  readonly config: ProxyConfig;
-  /** Effective gates of config.featureGates, computed once per run. */
-  readonly featureGates: EffectiveFeatureGates;
-  readonly metrics: Metrics;
-  readonly log: Logger;
-  readonly nodeName: string;
-  readonly nodeIPs: NodeIPs;
-  /** The host's sysctls (recording under --dry-run): route_localnet, nf_conntrack_tcp_be_liberal. */
-  readonly sysctl: SysctlClient;
-  readonly backend: BackendPreference;
-  readonly healthCheck?: ServiceHealthSink;
+export interface IptablesModeOptions extends ModeBuildOptions {
   /** A HostState's nfacct answer stands in for probing the tool. */
   readonly nfacct?: boolean;
-}
-
-/**
- * Every local address, as `ip -o addr show` lists them (NodePort addresses, health check
- * listeners). A failing `ip` raises NetlinkError (command and stderr), never an empty list.
- */
-export function localAddresses(exec: Exec, log: Logger): Promise<string[]> {
-  return createNetlinkClient({ exec, logger: log, timeoutMs: 10_000 }).allAddresses();
 }
 
 const TCP_BE_LIBERAL = "net/netfilter/nf_conntrack_tcp_be_liberal";
@@ -101,31 +76,6 @@ export async function applyLocalhostNodePorts(
   if (outcome?.action === "failed")
     throw new Error(`cannot set required sysctl for proxy: ${outcome.detail}`);
   return decision;
-}
-
-/** A family is proxied when its tool can read the nat table (upstream's Present() check). */
-export async function usableFamilies(exec: Exec, backend: IptablesBackend): Promise<IPTablesFamily[]> {
-  const out: IPTablesFamily[] = [];
-  for (const family of ["IPv4", "IPv6"] as const) {
-    const cmd = iptablesCommands(family, backend).iptables;
-    const r = await exec.run({ cmd, args: ["-w", "5", "-t", "nat", "-S", "POSTROUTING"], timeoutMs: 10_000 });
-    if (r.code === 0) out.push(family);
-  }
-  return out;
-}
-
-/** The iptables backend (logged with its reason) and the families it can serve; both modes use it. */
-export async function chooseBackendAndFamilies(
-  exec: Exec,
-  log: Logger,
-  preference: BackendPreference,
-): Promise<{ backend: IptablesBackend; families: IPTablesFamily[] }> {
-  const choice = await detectBackend(exec, log, preference);
-  log.info("Using iptables backend", { backend: choice.backend, reason: choice.reason });
-  const families = await usableFamilies(exec, choice.backend);
-  if (families.length === 0)
-    throw new Error(`iptables (${choice.backend}) cannot read the nat table on this node`);
-  return { backend: choice.backend, families };
 }
 
 export async function buildIptablesMode(o: IptablesModeOptions): Promise<IptablesMode> {

@@ -5,8 +5,8 @@
 
 import type { IptablesClient, Table } from "../../host/iptables/types.ts";
 import type { Logger } from "../../log/logger.ts";
+import { KUBE_PROXY_CANARY } from "../../proxy/netfilter/chains.ts";
 import type { Clock, TimerHandle } from "../../util/clock.ts";
-import { KUBE_PROXY_CANARY } from "./chains.ts";
 
 /** mangle first: nothing of ours lives there, so only a flush removes its canary. */
 export const CANARY_TABLES: readonly Table[] = ["mangle", "nat", "filter"];

@@ -4,18 +4,6 @@
 
 import * as nodeCrypto from "node:crypto";
 
-/** Top-level chains (nat and/or filter), as upstream names them. */
-export const KUBE_SERVICES = "KUBE-SERVICES";
-export const KUBE_EXTERNAL_SERVICES = "KUBE-EXTERNAL-SERVICES";
-export const KUBE_NODEPORTS = "KUBE-NODEPORTS";
-export const KUBE_POSTROUTING = "KUBE-POSTROUTING";
-export const KUBE_MARK_MASQ = "KUBE-MARK-MASQ";
-export const KUBE_FORWARD = "KUBE-FORWARD";
-export const KUBE_PROXY_FIREWALL = "KUBE-PROXY-FIREWALL";
-export const KUBE_PROXY_CANARY = "KUBE-PROXY-CANARY";
-/** kubelet's chain; we keep its "block incoming localnet connections" rule in place. */
-export const KUBE_FIREWALL = "KUBE-FIREWALL";
-
 export const SVC_PREFIX = "KUBE-SVC-";
 export const SVL_PREFIX = "KUBE-SVL-";
 export const EXT_PREFIX = "KUBE-EXT-";
@@ -105,20 +93,4 @@ export function endpointChain(servicePortName: string, protocolLower: string, en
 /** Whether a chain is one of the per-service chains this proxier creates and garbage-collects. */
 export function isServiceChainName(chain: string): boolean {
   return SERVICE_CHAIN_PREFIXES.some((p) => chain.startsWith(p));
-}
-
-/** The restore line that creates (or, with --noflush, flushes) a chain. */
-export function chainLine(chain: string): string {
-  return `:${chain} - [0:0]`;
-}
-
-/** Chain names declared in iptables-save output for one table (lines like ":NAME POLICY [p:b]"). */
-export function chainsInSave(saveOutput: string): string[] {
-  const out: string[] = [];
-  for (const line of saveOutput.split("\n")) {
-    if (line.charCodeAt(0) !== 58 /* ":" */) continue;
-    const end = line.indexOf(" ");
-    out.push(end < 0 ? line.slice(1) : line.slice(1, end));
-  }
-  return out;
 }

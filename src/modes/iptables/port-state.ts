@@ -2,9 +2,10 @@
 // and the rendered top-level rules. A partial sync reuses the rendered text of every port that
 // did not change, so its cost grows with the change, not with the cluster.
 
+import type { FamilyServicePort } from "../../proxy/family-view.ts";
+import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { EndpointInfo, IPFamily, ServicePortInfo } from "../../proxy/types.ts";
-import type { FamilyServicePort } from "./service-view.ts";
-import { familyEndpoints, familyView, ServicePortNames } from "./service-view.ts";
+import { ServicePortNames } from "./port-names.ts";
 
 /** The inputs of a port state, before rendering. */
 export interface PortInputs {
@@ -35,8 +36,6 @@ export interface PortState extends PortInputs {
   readonly noLocalExternal: boolean;
 }
 
-const NO_ENDPOINTS: readonly EndpointInfo[] = Object.freeze([]);
-
 /**
  * Resolves one service port for a family; undefined when the family does not serve it. Endpoints
  * whose slice port has another protocol belong to a different service port upstream, so they
@@ -58,28 +57,4 @@ export function portInputs(
   names.retainEndpoints(endpoints);
   const serviceKey = `${source.name.namespace}/${source.name.name}`;
   return { source, endpointsSource, view, endpoints, names, serviceKey, endpointCount: endpoints.length };
-}
-
-/** The endpoints a family's port uses: same protocol as the port, same family. */
-export function usableEndpoints(
-  source: ServicePortInfo,
-  endpointsSource: readonly EndpointInfo[] | undefined,
-  endpointProtocol: string | undefined,
-  family: IPFamily,
-): readonly EndpointInfo[] {
-  if (!endpointsSource || endpointProtocol !== source.protocol) return NO_ENDPOINTS;
-  return familyEndpoints(endpointsSource, family);
-}
-
-/** usableEndpoints(...).length, without allocating. */
-export function usableEndpointCount(
-  source: ServicePortInfo,
-  endpointsSource: readonly EndpointInfo[] | undefined,
-  endpointProtocol: string | undefined,
-  family: IPFamily,
-): number {
-  if (!source.clusterIPs[family] || !endpointsSource || endpointProtocol !== source.protocol) return 0;
-  let n = 0;
-  for (const ep of endpointsSource) if (ep.family === family) n++;
-  return n;
 }

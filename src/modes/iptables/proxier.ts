@@ -10,21 +10,24 @@ import type { IptablesClient } from "../../host/iptables/types.ts";
 import type { NfacctClient } from "../../host/nfacct.ts";
 import type { NodeInfo } from "../../k8s/node-info.ts";
 import type { Logger } from "../../log/logger.ts";
+import { type ConntrackCleaner, cleanStaleEntries } from "../../proxy/conntrack-cleanup.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "../../proxy/local-detect.ts";
 import { decideLocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";
 import type { Metrics } from "../../proxy/metrics/metrics.ts";
+import { chainsInSave } from "../../proxy/netfilter/chains.ts";
+import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
+import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
 import { isLoopback, NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
+import { FULL_SYNC_PERIOD_MS } from "../../proxy/proxier.ts";
+import { restoreFailureFields } from "../../proxy/restore-log.ts";
 import { reportServiceHealth, type ServiceHealthSink } from "../../proxy/service-health-sink.ts";
 import type { IPFamily } from "../../proxy/types.ts";
 import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { memoryFigures } from "../../util/memory.ts";
 import { CanaryMonitor, checkCanaryChains } from "./canary.ts";
-import { chainsInSave } from "./chains.ts";
-import { type ConntrackCleaner, cleanStaleEntries } from "./conntrack-cleanup.ts";
 import { ProbabilityCache } from "./probability.ts";
-import { restoreFailureFields } from "./restore-log.ts";
 import {
   LARGE_CLUSTER_ENDPOINTS_THRESHOLD,
   LINES_FOR_FULL_COLLECTION,
@@ -35,10 +38,7 @@ import {
   type SyncScope,
 } from "./rule-set.ts";
 import { LOCALHOST_NODEPORTS_COUNTER } from "./service-rules.ts";
-import { CT_STATE_INVALID_DROPPED_COUNTER, JUMP_CHAINS, jumpRuleArgs, masqueradeMark } from "./top-level.ts";
-
-/** Upstream's FullSyncPeriod: rewrite everything at least this often (outside large clusters). */
-export const FULL_SYNC_PERIOD_MS = 60 * 60 * 1000;
+import { CT_STATE_INVALID_DROPPED_COUNTER, JUMP_CHAINS } from "./top-level.ts";
 
 /** nfacct as the proxier uses it: counters are created on full syncs (metrics read them at scrape time). */
 export type NfacctCounterClient = Pick<NfacctClient, "ensure">;

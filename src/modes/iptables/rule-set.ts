@@ -6,14 +6,17 @@
 // which writes unchanged ports chunk by chunk.
 
 import { orderDeclarationBlocks } from "../../host/iptables/chain-order.ts";
+import { usableEndpointCount } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
+import { chainLine, KUBE_FIREWALL } from "../../proxy/netfilter/chains.ts";
+import { masqueradeRules } from "../../proxy/netfilter/masquerade.ts";
 import type { TopologyContext } from "../../proxy/topology.ts";
 import type { EndpointInfo, IPFamily, ServicePortInfo } from "../../proxy/types.ts";
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
-import { chainLine, isServiceChainName, KUBE_FIREWALL } from "./chains.ts";
+import { isServiceChainName } from "./chains.ts";
 import { LineBlocks, type LineSink } from "./line-blocks.ts";
 import { CHUNK_SIZE, PortOrder } from "./port-order.ts";
-import { type PortState, portInputs, usableEndpointCount } from "./port-state.ts";
+import { type PortState, portInputs } from "./port-state.ts";
 import type { ProbabilityCache } from "./probability.ts";
 import { type RenderOutput, renderPort } from "./render-port.ts";
 import type { ChainRuleSettings } from "./service-chains.ts";
@@ -21,7 +24,6 @@ import {
   BLOCK_LOCALNET_RULE,
   FILTER_TOP_LEVEL_CHAINS,
   forwardRules,
-  masqueradeRules,
   NAT_TOP_LEVEL_CHAINS,
   nodePortsTailForIP,
   nodePortsTailMatchAll,

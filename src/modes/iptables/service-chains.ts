@@ -2,14 +2,15 @@
 // (source ranges), KUBE-SVC-/KUBE-SVL- (pick an endpoint, Cluster or Local policy) and one
 // KUBE-SEP- per endpoint (DNAT). A partial sync writes these only for service ports that changed.
 
+import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
+import { chainLine, KUBE_MARK_MASQ } from "../../proxy/netfilter/chains.ts";
 import { cidrContains } from "../../proxy/nodeport-addresses.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
-import { chainLine, KUBE_MARK_MASQ } from "./chains.ts";
 import type { LineSink } from "./line-blocks.ts";
+import type { ServicePortNames } from "./port-names.ts";
 import type { ProbabilityCache } from "./probability.ts";
 import type { ServicePlan } from "./service-plan.ts";
-import type { FamilyServicePort, ServicePortNames } from "./service-view.ts";
 
 export interface ChainRuleSettings {
   readonly masqueradeAll: boolean;

@@ -2,10 +2,11 @@
 // which chains exist, where each kind of traffic goes, and what the filter table does when a
 // policy leaves no endpoint (REJECT when there is none anywhere, DROP when only none here).
 
+import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import { usesClusterEndpoints, usesLocalEndpoints } from "../../proxy/service-port.ts";
 import { categorizeEndpoints, type TopologyContext } from "../../proxy/topology.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
-import type { FamilyServicePort, ServicePortNames } from "./service-view.ts";
+import type { ServicePortNames } from "./port-names.ts";
 
 export interface FilterVerdict {
   readonly target: "REJECT" | "DROP";

@@ -3,9 +3,15 @@
 // that reject, drop or accept what cannot (or need not) reach an endpoint. These chains are
 // rewritten on every sync, partial or not.
 
-import { KUBE_EXTERNAL_SERVICES, KUBE_NODEPORTS, KUBE_PROXY_FIREWALL, KUBE_SERVICES } from "./chains.ts";
+import type { FamilyServicePort } from "../../proxy/family-view.ts";
+import {
+  KUBE_EXTERNAL_SERVICES,
+  KUBE_NODEPORTS,
+  KUBE_PROXY_FIREWALL,
+  KUBE_SERVICES,
+} from "../../proxy/netfilter/chains.ts";
+import type { ServicePortNames } from "./port-names.ts";
 import type { ServicePlan } from "./service-plan.ts";
-import type { FamilyServicePort, ServicePortNames } from "./service-view.ts";
 
 /** nfacct counter counting NodePort packets accepted on loopback addresses (upstream's name). */
 export const LOCALHOST_NODEPORTS_COUNTER = "localhost_nps_accepted_pkts";

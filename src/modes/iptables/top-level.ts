@@ -4,7 +4,6 @@
 // from the built-in chains into ours.
 
 import type { Table } from "../../host/iptables/types.ts";
-import type { IPFamily } from "../../proxy/types.ts";
 import {
   chainLine,
   KUBE_EXTERNAL_SERVICES,
@@ -15,15 +14,12 @@ import {
   KUBE_POSTROUTING,
   KUBE_PROXY_FIREWALL,
   KUBE_SERVICES,
-} from "./chains.ts";
+} from "../../proxy/netfilter/chains.ts";
+import type { JumpChain } from "../../proxy/netfilter/jumps.ts";
+import type { IPFamily } from "../../proxy/types.ts";
 
 /** nfacct counter of packets KUBE-FORWARD drops as conntrack-INVALID (upstream's name). */
 export const CT_STATE_INVALID_DROPPED_COUNTER = "ct_state_invalid_dropped_pkts";
-
-/** The mark as upstream formats it with Go's "%#08x": eight hex digits after "0x". */
-export function masqueradeMark(bit: number): string {
-  return `0x${(2 ** bit).toString(16).padStart(8, "0")}`;
-}
 
 /** Filter chains rewritten on every sync, in upstream's order. */
 export const FILTER_TOP_LEVEL_CHAINS = [
@@ -44,17 +40,6 @@ export const NAT_TOP_LEVEL_CHAINS = [
 
 export function topLevelChainLines(chains: readonly string[]): string[] {
   return chains.map(chainLine);
-}
-
-/** KUBE-POSTROUTING and KUBE-MARK-MASQ: mark in one place, masquerade (once) on the way out. */
-export function masqueradeRules(mark: string, randomFully: boolean): string[] {
-  return [
-    `-A ${KUBE_POSTROUTING} -m mark ! --mark ${mark}/${mark} -j RETURN`,
-    // Clearing the mark keeps a packet that traverses the stack again from being re-masqueraded.
-    `-A ${KUBE_POSTROUTING} -j MARK --xor-mark ${mark}`,
-    `-A ${KUBE_POSTROUTING} -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE${randomFully ? " --random-fully" : ""}`,
-    `-A ${KUBE_MARK_MASQ} -j MARK --or-mark ${mark}`,
-  ];
 }
 
 /**
@@ -103,15 +88,6 @@ export function nodePortsTailForIP(ip: string): string {
   return `-A ${KUBE_SERVICES} -m comment --comment ${NODEPORTS_TAIL_COMMENT} -d ${ip} -j ${KUBE_NODEPORTS}`;
 }
 
-export interface JumpChain {
-  readonly table: Table;
-  readonly dstChain: string;
-  readonly srcChain: string;
-  /** "" for kubelet's chains, which carry no comment. */
-  readonly comment: string;
-  readonly extraArgs: readonly string[];
-}
-
 const NEW_ONLY = ["-m", "conntrack", "--ctstate", "NEW"] as const;
 
 /** Jumps from built-in chains, ensured (prepended) on full syncs only, in upstream's order. */
@@ -141,12 +117,4 @@ export const JUMP_CHAINS: readonly JumpChain[] = [
 
 function jump(table: Table, dst: string, src: string, comment: string, extra: readonly string[]): JumpChain {
   return { table, dstChain: dst, srcChain: src, comment, extraArgs: extra };
-}
-
-/** The rule arguments of a jump, as passed to ensureRule / deleteRule. */
-export function jumpRuleArgs(j: JumpChain): string[] {
-  const args = [...j.extraArgs];
-  if (j.comment !== "") args.push("-m", "comment", "--comment", j.comment);
-  args.push("-j", j.dstChain);
-  return args;
 }

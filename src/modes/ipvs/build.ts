@@ -1,7 +1,6 @@
 // Assembles ipvs mode: the host clients (ipvsadm, ipset, ip, iptables) over one Exec and one
 // IpvsProxier per IP family behind one Proxier. The same assembly serves real and dry runs.
 
-import type { IpvsVirtualServerPlan } from "../../dryrun/report.ts";
 import { createConntrackClient } from "../../host/conntrack.ts";
 import { createIpsetClient } from "../../host/ipset.ts";
 import { createIptablesClient } from "../../host/iptables/client.ts";
@@ -12,19 +11,20 @@ import type { IpvsClient } from "../../host/ipvs/types.ts";
 import { createNetlinkClient } from "../../host/netlink/client.ts";
 import type { Logger } from "../../log/logger.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
-import { chooseBackendAndFamilies, type IptablesModeOptions } from "../iptables/build.ts";
-import { IpvsProxier } from "./proxier.ts";
+import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
+import type { ModeBuildOptions } from "../types.ts";
+import { IpvsProxier, type VirtualServerView } from "./proxier.ts";
 
 export interface IpvsMode {
   readonly families: IPTablesFamily[];
   readonly proxiers: IpvsProxier[];
   readonly proxier: MultiFamilyProxier;
   /** What the last sync programmed (the --dry-run `ipvs.virtualServers`). */
-  virtualServers(): IpvsVirtualServerPlan[];
+  virtualServers(): VirtualServerView[];
   stop(): void;
 }
 
-export interface IpvsModeOptions extends Omit<IptablesModeOptions, "nfacct"> {
+export interface IpvsModeOptions extends ModeBuildOptions {
   /** Plan on a node whose kernel has no IPVS: its table reads as empty instead of failing. */
   readonly dryRun?: boolean;
 }

@@ -5,7 +5,6 @@
 
 import type { RulePosition, Table } from "../../host/iptables/types.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
-import type { IPFamily } from "../../proxy/types.ts";
 import {
   chainLine,
   KUBE_FORWARD,
@@ -13,8 +12,10 @@ import {
   KUBE_POSTROUTING,
   KUBE_PROXY_FIREWALL,
   KUBE_SERVICES,
-} from "../iptables/chains.ts";
-import { type JumpChain, masqueradeRules } from "../iptables/top-level.ts";
+} from "../../proxy/netfilter/chains.ts";
+import type { JumpChain } from "../../proxy/netfilter/jumps.ts";
+import { masqueradeRules } from "../../proxy/netfilter/masquerade.ts";
+import type { IPFamily } from "../../proxy/types.ts";
 import type { SetCatalog, SetId } from "./ipsets.ts";
 
 export const KUBE_NODE_PORT = "KUBE-NODE-PORT";

@@ -3,10 +3,9 @@
 // rest, so identity tells), which is what keeps a one-endpoint change cheap at 10,000 Services.
 
 import type { Logger } from "../../log/logger.ts";
+import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { SyncInput } from "../../proxy/proxier.ts";
 import type { EndpointInfo, IPFamily, ServicePortInfo } from "../../proxy/types.ts";
-import { usableEndpoints } from "../iptables/port-state.ts";
-import { familyView } from "../iptables/service-view.ts";
 import { DesiredState } from "./desired-state.ts";
 import type { SetCatalog } from "./ipsets.ts";
 import { type PlanContext, type PortPlan, planServicePort } from "./port-plan.ts";

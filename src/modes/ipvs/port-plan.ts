@@ -4,6 +4,7 @@
 // the port, its endpoints or the node-level context change.
 
 import { validateEntry } from "../../host/ipset.ts";
+import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import { cidrContains } from "../../proxy/nodeport-addresses.ts";
 import {
   type CategorizedEndpoints,
@@ -11,7 +12,6 @@ import {
   type TopologyContext,
 } from "../../proxy/topology.ts";
 import type { EndpointInfo, IPFamily } from "../../proxy/types.ts";
-import type { FamilyServicePort } from "../iptables/service-view.ts";
 import { type EntryProtocol, ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
 import type { SetCatalog, SetId } from "./ipsets.ts";
 import {

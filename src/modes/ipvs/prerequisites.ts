@@ -4,8 +4,8 @@
 import type { IpsetClient } from "../../host/ipset.ts";
 import { MIN_IPSET_VERSION } from "../../host/ipset.ts";
 import type { KernelClient } from "../../host/kernel.ts";
+import type { Check } from "../../proxy/check.ts";
 import { versionAtLeast } from "../../util/version.ts";
-import type { Check } from "../check.ts";
 
 /** Base modules every ipvs node needs; the conntrack module's name changed in kernel 4.19. */
 export function requiredIpvsModules(kernelVersion: string, scheduler: string): string[] {

@@ -21,8 +21,11 @@ import type { IpvsChange, IpvsClient, IpvsService } from "../../host/ipvs/types.
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
 import type { NodeInfo } from "../../k8s/node-info.ts";
 import type { Logger } from "../../log/logger.ts";
+import { type ConntrackCleaner, cleanStaleEntries } from "../../proxy/conntrack-cleanup.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "../../proxy/local-detect.ts";
 import type { Metrics } from "../../proxy/metrics/metrics.ts";
+import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
+import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
 import {
   cidrContains,
   isLoopback,
@@ -30,13 +33,11 @@ import {
   resolveNodePortAddresses,
 } from "../../proxy/nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
+import { FULL_SYNC_PERIOD_MS } from "../../proxy/proxier.ts";
+import { restoreFailureFields } from "../../proxy/restore-log.ts";
 import { reportServiceHealth, type ServiceHealthSink } from "../../proxy/service-health-sink.ts";
 import type { IPFamily } from "../../proxy/types.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
-import { type ConntrackCleaner, cleanStaleEntries } from "../iptables/conntrack-cleanup.ts";
-import { FULL_SYNC_PERIOD_MS } from "../iptables/proxier.ts";
-import { restoreFailureFields } from "../iptables/restore-log.ts";
-import { jumpRuleArgs, masqueradeMark } from "../iptables/top-level.ts";
 import { boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { planIpsets } from "./ipset-sync.ts";

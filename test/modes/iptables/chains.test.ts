@@ -1,13 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import {
-  chainLine,
-  chainsInSave,
   endpointChain,
   hash16,
   isServiceChainName,
   servicePortChains,
 } from "../../../src/modes/iptables/chains.ts";
+import { chainLine, chainsInSave } from "../../../src/proxy/netfilter/chains.ts";
 
 // Ground truth: chain names that appear in upstream kube-proxy's own iptables tests. The inputs
 // are upstream's (their addresses are hash inputs here, nothing is programmed with them).

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { endpointChain } from "../../../src/modes/iptables/chains.ts";
-import { ServicePortNames } from "../../../src/modes/iptables/service-view.ts";
+import { ServicePortNames } from "../../../src/modes/iptables/port-names.ts";
 import type { EndpointInfo } from "../../../src/proxy/types.ts";
 
 const ep = (n: number): EndpointInfo => ({

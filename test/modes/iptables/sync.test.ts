@@ -3,8 +3,8 @@ import type { Table } from "../../../src/host/iptables/types.ts";
 import { memoryLogger, nullLogger } from "../../../src/log/logger.ts";
 import { endpointChain, servicePortChains } from "../../../src/modes/iptables/chains.ts";
 import { registerNfacctMetrics } from "../../../src/modes/iptables/nfacct-metrics.ts";
-import { FULL_SYNC_PERIOD_MS } from "../../../src/modes/iptables/proxier.ts";
 import type { Metrics } from "../../../src/proxy/metrics/metrics.ts";
+import { FULL_SYNC_PERIOD_MS } from "../../../src/proxy/proxier.ts";
 import {
   chainRules,
   endpointSlice,

@@ -5,7 +5,7 @@ import {
   FakeConntrack,
   flow,
 } from "../../../src/host/conntrack.ts";
-import { FULL_SYNC_PERIOD_MS } from "../../../src/modes/iptables/proxier.ts";
+import { FULL_SYNC_PERIOD_MS } from "../../../src/proxy/proxier.ts";
 import { endpointSlice, ep, NODE_IP, service, setup } from "./harness.ts";
 
 const CLIENT = "192.0.2.200";

@@ -1,7 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { DEFAULT_FEATURE_GATES } from "../../../src/config/feature-gates.ts";
 import { compareAddrs } from "../../../src/host/netlink/ip.ts";
-import { familyView } from "../../../src/modes/iptables/service-view.ts";
 import { setCatalog } from "../../../src/modes/ipvs/ipsets.ts";
 import { type PlanContext, planServicePort } from "../../../src/modes/ipvs/port-plan.ts";
 import {
@@ -10,6 +9,7 @@ import {
   IPVS_SCHEDULERS,
   schedulerFlags,
 } from "../../../src/modes/ipvs/virtual-servers.ts";
+import { familyView } from "../../../src/proxy/family-view.ts";
 import type { ServicePortInfo } from "../../../src/proxy/types.ts";
 
 describe("real server order", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { IptablesRestoreError } from "../../../src/host/iptables/errors.ts";
-import { restoreFailureFields } from "../../../src/modes/iptables/restore-log.ts";
+import { IptablesRestoreError } from "../../src/host/iptables/errors.ts";
+import { restoreFailureFields } from "../../src/proxy/restore-log.ts";
 
 const payload = "*filter\n:A - [0:0]\n-A A -j NOPE\nCOMMIT\n";
 

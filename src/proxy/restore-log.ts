@@ -2,7 +2,7 @@
 // IptablesRestoreError formats itself: the reason plus the input lines around the one
 // iptables-restore blamed (three either side, as upstream logs them).
 
-import type { KV } from "../../log/logger.ts";
+import type { KV } from "../log/logger.ts";
 
 interface FormattableError {
   formatForLog(): string;

@@ -1,13 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import {
-  type ConntrackFlow,
-  createConntrackClient,
-  FakeConntrack,
-  flow,
-} from "../../../src/host/conntrack.ts";
-import { memoryLogger } from "../../../src/log/logger.ts";
-import { endpointIP } from "../../../src/modes/iptables/conntrack-cleanup.ts";
-import { endpointSlice, ep, NODE_IP, type SetupOptions, service, setup } from "./harness.ts";
+import { type ConntrackFlow, createConntrackClient, FakeConntrack, flow } from "../../src/host/conntrack.ts";
+import { memoryLogger } from "../../src/log/logger.ts";
+import { endpointIP } from "../../src/proxy/conntrack-cleanup.ts";
+import { endpointSlice, ep, NODE_IP, type SetupOptions, service, setup } from "../modes/iptables/harness.ts";
 
 const CLIENT = "192.0.2.200";
 const udp = [{ name: "dns", port: 53, protocol: "UDP" }];

@@ -3,13 +3,13 @@
 // entry recorded "no DNAT"). After a successful restore we clear exactly those entries, as
 // upstream's conntrack.CleanStaleEntries does (v1.31).
 
-import type { ConntrackClient } from "../../host/conntrack.ts";
-import type { KV, Logger } from "../../log/logger.ts";
-import type { EndpointsUpdateResult } from "../../proxy/endpoints-map.ts";
-import { familyOf } from "../../proxy/net.ts";
-import type { ServiceUpdateResult } from "../../proxy/service-map.ts";
-import type { IPFamily, ServicePortInfo } from "../../proxy/types.ts";
-import { servicePortNameString } from "../../proxy/types.ts";
+import type { ConntrackClient } from "../host/conntrack.ts";
+import type { KV, Logger } from "../log/logger.ts";
+import type { EndpointsUpdateResult } from "./endpoints-map.ts";
+import { familyOf } from "./net.ts";
+import type { ServiceUpdateResult } from "./service-map.ts";
+import type { IPFamily, ServicePortInfo } from "./types.ts";
+import { servicePortNameString } from "./types.ts";
 
 /** The conntrack operations the cleanup needs (the host client, or a recorder in dry runs). */
 export type ConntrackCleaner = Pick<

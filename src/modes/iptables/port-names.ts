@@ -1,41 +1,8 @@
-// One IP family's view of a service port. The shared model carries both families; upstream's
-// per-family trackers only ever see one, and that changes more than addresses: a dual-stack
-// Service whose only external IP is IPv6 is not "externally accessible" to the IPv4 proxier,
-// so it gets no KUBE-EXT- chain there. The view recomputes those family-dependent facts.
+// Hash-derived iptables chain names of a service port (KUBE-SVC-, KUBE-SEP-, ...), memoised per
+// port: hashing is the costly part of a full sync.
 
-import { familyOf } from "../../proxy/net.ts";
-import type { EndpointInfo, IPFamily, ServicePortInfo } from "../../proxy/types.ts";
+import type { EndpointInfo } from "../../proxy/types.ts";
 import { endpointChain, type ServicePortChains, servicePortChains } from "./chains.ts";
-
-export interface FamilyServicePort extends ServicePortInfo {
-  /** The cluster IP of this family. */
-  readonly clusterIP: string;
-}
-
-function sameFamily(list: readonly string[], family: IPFamily): readonly string[] {
-  for (const item of list) if (familyOf(item) !== family) return list.filter((x) => familyOf(x) === family);
-  return list;
-}
-
-/** undefined when the service port has no cluster IP of this family (the family skips it). */
-export function familyView(svc: ServicePortInfo, family: IPFamily): FamilyServicePort | undefined {
-  const clusterIP = svc.clusterIPs[family];
-  if (!clusterIP) return undefined;
-  const externalIPs = sameFamily(svc.externalIPs, family);
-  const loadBalancerVIPs = sameFamily(svc.loadBalancerVIPs, family);
-  const loadBalancerSourceRanges = sameFamily(svc.loadBalancerSourceRanges, family);
-  const isExternal = svc.nodePort !== 0 || externalIPs.length > 0 || loadBalancerVIPs.length > 0;
-  return { ...svc, clusterIP, externalIPs, loadBalancerVIPs, loadBalancerSourceRanges, isExternal };
-}
-
-/** The endpoints of this family; the input array itself when it has no other (the usual case). */
-export function familyEndpoints(
-  endpoints: readonly EndpointInfo[],
-  family: IPFamily,
-): readonly EndpointInfo[] {
-  for (const ep of endpoints) if (ep.family !== family) return endpoints.filter((e) => e.family === family);
-  return endpoints;
-}
 
 /** Up to this many endpoints, a port's chain-name memo is two small arrays instead of a Map. */
 const SMALL_MEMO = 32;

@@ -1,0 +1,64 @@
+// One IP family's view of a service port and its endpoints: what every mode's proxier for that
+// family works from. The shared model carries both families; upstream's per-family trackers only
+// ever see one, and that changes more than addresses: a dual-stack Service whose only external
+// IP is IPv6 is not "externally accessible" to the IPv4 proxier. The view computes those
+// family-dependent facts once per family.
+
+import { familyOf } from "./net.ts";
+import type { EndpointInfo, IPFamily, ServicePortInfo } from "./types.ts";
+
+export interface FamilyServicePort extends ServicePortInfo {
+  /** The cluster IP of this family. */
+  readonly clusterIP: string;
+}
+
+function sameFamily(list: readonly string[], family: IPFamily): readonly string[] {
+  for (const item of list) if (familyOf(item) !== family) return list.filter((x) => familyOf(x) === family);
+  return list;
+}
+
+/** undefined when the service port has no cluster IP of this family (the family skips it). */
+export function familyView(svc: ServicePortInfo, family: IPFamily): FamilyServicePort | undefined {
+  const clusterIP = svc.clusterIPs[family];
+  if (!clusterIP) return undefined;
+  const externalIPs = sameFamily(svc.externalIPs, family);
+  const loadBalancerVIPs = sameFamily(svc.loadBalancerVIPs, family);
+  const loadBalancerSourceRanges = sameFamily(svc.loadBalancerSourceRanges, family);
+  const isExternal = svc.nodePort !== 0 || externalIPs.length > 0 || loadBalancerVIPs.length > 0;
+  return { ...svc, clusterIP, externalIPs, loadBalancerVIPs, loadBalancerSourceRanges, isExternal };
+}
+
+/** The endpoints of this family; the input array itself when it has no other (the usual case). */
+export function familyEndpoints(
+  endpoints: readonly EndpointInfo[],
+  family: IPFamily,
+): readonly EndpointInfo[] {
+  for (const ep of endpoints) if (ep.family !== family) return endpoints.filter((e) => e.family === family);
+  return endpoints;
+}
+
+const NO_ENDPOINTS: readonly EndpointInfo[] = Object.freeze([]);
+
+/** The endpoints a family's port uses: same protocol as the port, same family. */
+export function usableEndpoints(
+  source: ServicePortInfo,
+  endpointsSource: readonly EndpointInfo[] | undefined,
+  endpointProtocol: string | undefined,
+  family: IPFamily,
+): readonly EndpointInfo[] {
+  if (!endpointsSource || endpointProtocol !== source.protocol) return NO_ENDPOINTS;
+  return familyEndpoints(endpointsSource, family);
+}
+
+/** usableEndpoints(...).length, without allocating. */
+export function usableEndpointCount(
+  source: ServicePortInfo,
+  endpointsSource: readonly EndpointInfo[] | undefined,
+  endpointProtocol: string | undefined,
+  family: IPFamily,
+): number {
+  if (!source.clusterIPs[family] || !endpointsSource || endpointProtocol !== source.protocol) return 0;
+  let n = 0;
+  for (const ep of endpointsSource) if (ep.family === family) n++;
+  return n;
+}

@@ -1,0 +1,31 @@
+// The chains every kube-proxy mode that writes iptables rules shares with upstream (the
+// iptables mode and the ipvs mode's small rule set): their names, byte for byte, and the
+// restore-text helpers for chain declarations.
+
+/** Top-level chains (nat and/or filter), as upstream names them. */
+export const KUBE_SERVICES = "KUBE-SERVICES";
+export const KUBE_EXTERNAL_SERVICES = "KUBE-EXTERNAL-SERVICES";
+export const KUBE_NODEPORTS = "KUBE-NODEPORTS";
+export const KUBE_POSTROUTING = "KUBE-POSTROUTING";
+export const KUBE_MARK_MASQ = "KUBE-MARK-MASQ";
+export const KUBE_FORWARD = "KUBE-FORWARD";
+export const KUBE_PROXY_FIREWALL = "KUBE-PROXY-FIREWALL";
+export const KUBE_PROXY_CANARY = "KUBE-PROXY-CANARY";
+/** kubelet's chain; we keep its "block incoming localnet connections" rule in place. */
+export const KUBE_FIREWALL = "KUBE-FIREWALL";
+
+/** The restore line that creates (or, with --noflush, flushes) a chain. */
+export function chainLine(chain: string): string {
+  return `:${chain} - [0:0]`;
+}
+
+/** Chain names declared in iptables-save output for one table (lines like ":NAME POLICY [p:b]"). */
+export function chainsInSave(saveOutput: string): string[] {
+  const out: string[] = [];
+  for (const line of saveOutput.split("\n")) {
+    if (line.charCodeAt(0) !== 58 /* ":" */) continue;
+    const end = line.indexOf(" ");
+    out.push(end < 0 ? line.slice(1) : line.slice(1, end));
+  }
+  return out;
+}
