@@ -12,6 +12,7 @@ import type { Logger } from "../log/logger.ts";
 import { cleanupIptables } from "../modes/iptables/cleanup.ts";
 import { cleanupIpvs } from "../modes/ipvs/cleanup.ts";
 import { cleanupNftables, nftablesProxyModeEnabled } from "../modes/nftables/cleanup.ts";
+import { errText } from "../util/err-text.ts";
 
 async function installed(exec: Exec, cmd: string): Promise<boolean> {
   return (await exec.run({ cmd, args: ["--version"], timeoutMs: 10_000 })).code === 0;
@@ -52,7 +53,7 @@ async function cleanupVirtualServers(
     return true;
   } catch (err) {
     log.error("Failed to clean up IPVS virtual servers", {
-      err: err instanceof Error ? err.message : String(err),
+      err: errText(err),
     });
     return false;
   }

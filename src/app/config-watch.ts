@@ -5,6 +5,7 @@
 // Only a change of content counts (a touch does not); a file that is gone ends the run too.
 
 import { readFileSync, statSync } from "node:fs";
+import { errText } from "../util/err-text.ts";
 
 export interface ConfigChange {
   /** "changed": different content; "gone": the path no longer leads to a readable file. */
@@ -39,7 +40,7 @@ export function compareConfigFile(path: string, initial: string): ConfigChange |
     if (size > limit) return { kind: "changed", detail: `grew to ${size} bytes` };
     return readFileSync(path, "utf8") === initial ? undefined : { kind: "changed", detail: "new content" };
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+    const code = (err as NodeJS.ErrnoException).code ?? errText(err);
     return { kind: "gone", detail: code };
   }
 }

@@ -27,6 +27,7 @@ import type { Check } from "../proxy/check.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
+import { errText } from "../util/err-text.ts";
 import { cleanupOtherModes } from "./cleanup.ts";
 import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
@@ -63,9 +64,7 @@ export async function dryRun(
       burst: config.clientConnection.burst,
     });
   } catch (err) {
-    io.stderr(
-      `kube-proxy-ts: cannot read the cluster state: ${err instanceof Error ? err.message : String(err)}\n`,
-    );
+    io.stderr(`kube-proxy-ts: cannot read the cluster state: ${errText(err)}\n`);
     return 1;
   }
 
@@ -99,7 +98,7 @@ export async function dryRun(
   try {
     await controller.syncNow();
   } catch (err) {
-    checks.push({ name: "sync", ok: false, detail: err instanceof Error ? err.message : String(err) });
+    checks.push({ name: "sync", ok: false, detail: errText(err) });
   }
 
   const missing = missingToolsCheck(host.missingTools ?? []);
@@ -163,6 +162,6 @@ async function planMode(
     }
     return { proxier: (await buildIptablesMode(deps)).proxier };
   } catch (err) {
-    return { check: { name: mode, ok: false, detail: err instanceof Error ? err.message : String(err) } };
+    return { check: { name: mode, ok: false, detail: errText(err) } };
   }
 }

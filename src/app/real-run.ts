@@ -21,6 +21,7 @@ import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import type { IPFamily } from "../proxy/types.ts";
 import { collectGarbage, enableGarbageCollections } from "../runtime.ts";
+import { errText } from "../util/err-text.ts";
 import { memoryFigures } from "../util/memory.ts";
 import { cleanupOtherModes } from "./cleanup.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
@@ -50,7 +51,7 @@ function applyOomScoreAdj(value: number, log: Logger): void {
     // Best effort, as upstream (e.g. unprivileged containers).
     log.v(2).info("Failed to apply oom_score_adj", {
       value,
-      err: err instanceof Error ? err.message : String(err),
+      err: errText(err),
     });
   }
 }
@@ -194,7 +195,7 @@ async function runMode(
       healthCheck: serviceHealth,
     });
   } catch (err) {
-    log.error(`Cannot start ${modeName} mode`, { err: err instanceof Error ? err.message : String(err) });
+    log.error(`Cannot start ${modeName} mode`, { err: errText(err) });
     return 1;
   }
   if (opts.initOnly) {

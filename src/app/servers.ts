@@ -10,6 +10,7 @@ import { startHealthzServer } from "../proxy/healthcheck/healthz-server.ts";
 import { startMetricsServer } from "../proxy/healthcheck/metrics-server.ts";
 import type { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { createSliMetrics } from "../proxy/healthcheck/slis.ts";
+import { errText } from "../util/err-text.ts";
 
 const RETRY_MS = 5_000;
 
@@ -37,7 +38,7 @@ async function keepTrying(
     } catch (err) {
       if (first && hardFail) throw err;
       log.error(`Failed to start ${what}; retrying`, {
-        err: err instanceof Error ? err.message : String(err),
+        err: errText(err),
       });
       if (!closed) timer = setTimeout(() => void attempt(false), RETRY_MS);
     }

@@ -3,6 +3,7 @@
 
 import { type FlagSetting, loadConfig, type PortSetting } from "../config/load.ts";
 import type { ConfigIssue } from "../config/types.ts";
+import { errText } from "../util/err-text.ts";
 import { FLAGS } from "./flags.ts";
 import { renderHelp } from "./help.ts";
 import { type ParsedArgs, parseArgs } from "./parse.ts";
@@ -120,7 +121,7 @@ export function resolveCommandLine(argv: readonly string[], readFile: (path: str
     try {
       file = { name: run.configFile, text: readFile(run.configFile) };
     } catch (err) {
-      const reason = err instanceof Error ? err.message : String(err);
+      const reason = errText(err);
       issues.push({
         path: "",
         flag: "--config",

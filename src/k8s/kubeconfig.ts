@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { delimiter, dirname, resolve } from "node:path";
 import { type Cluster, KubeConfig } from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
+import { errText } from "../util/err-text.ts";
 
 /** Where the pod's service account is mounted (rest.InClusterConfig reads the same files). */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -35,7 +36,7 @@ export class KubeConfigError extends Error {
 }
 
 function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errText(err);
 }
 
 /**

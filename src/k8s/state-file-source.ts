@@ -4,6 +4,7 @@
 
 import { readFileSync, statSync } from "node:fs";
 import type { Logger } from "../log/logger.ts";
+import { errText } from "../util/err-text.ts";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
 import type { ClusterEventHandler, ClusterSource } from "./source.ts";
 import { type KubeObject, parseStateDocuments, type StateDocuments } from "./state-file.ts";
@@ -94,7 +95,7 @@ export function createStateFileSource(opts: StateFileSourceOptions): ClusterSour
     } catch (err) {
       opts.logger.error("Ignoring unreadable state file; keeping the last good view", {
         file: opts.path,
-        err: err instanceof Error ? err.message : String(err),
+        err: errText(err),
       });
     }
   };

@@ -3,6 +3,7 @@
 
 import { CONNTRACK_HASHSIZE_PATH, type ConntrackHashsizeClient, type SysctlClient } from "../host/sysctl.ts";
 import type { Logger } from "../log/logger.ts";
+import { errText } from "../util/err-text.ts";
 import { compareVersions } from "../util/version.ts";
 
 export interface ConntrackSettings {
@@ -182,7 +183,7 @@ export async function applySysctls(
       log.v(1).info("Set sysctl", { name: s.name, value: s.value, previous: current, reason: s.reason });
       outcomes.push({ name: s.name, from: current, to: s.value, action: "set" });
     } catch (err) {
-      const detail = err instanceof Error ? err.message : String(err);
+      const detail = errText(err);
       log.error("Failed to set sysctl", { name: s.name, value: s.value, err: detail });
       outcomes.push({ name: s.name, from: current, to: s.value, action: "failed", detail });
     }
@@ -256,7 +257,7 @@ export async function raiseConntrackHashsize(
         nodeWarning: { reason: "readOnlySysFS", message: READ_ONLY_SYSFS_MESSAGE },
       };
     }
-    const detail = err instanceof Error ? err.message : String(err);
+    const detail = errText(err);
     log.error("Failed to set conntrack hashsize", { conntrackHashsize: wanted, err: detail });
     return { outcome: { ...base, action: "failed", detail } };
   }

@@ -5,6 +5,7 @@
 
 import type { ConntrackClient } from "../host/conntrack.ts";
 import type { KV, Logger } from "../log/logger.ts";
+import { errText } from "../util/err-text.ts";
 import type { EndpointsUpdateResult } from "./endpoints-map.ts";
 import { familyOf } from "./net.ts";
 import type { ServiceUpdateResult } from "./service-map.ts";
@@ -56,7 +57,7 @@ async function attempt(logger: Logger, what: string, kv: KV, op: () => Promise<u
   try {
     await op();
   } catch (err) {
-    logger.error(what, { ...kv, err: err instanceof Error ? err.message : String(err) });
+    logger.error(what, { ...kv, err: errText(err) });
   }
 }
 

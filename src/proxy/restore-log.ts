@@ -3,6 +3,7 @@
 // iptables-restore blamed (three either side, as upstream logs them).
 
 import type { KV } from "../log/logger.ts";
+import { errText } from "../util/err-text.ts";
 
 interface FormattableError {
   formatForLog(): string;
@@ -17,5 +18,5 @@ function isFormattable(err: unknown): err is FormattableError {
 /** Log fields for a failed restore. */
 export function restoreFailureFields(err: unknown): KV {
   if (isFormattable(err)) return { err: err.formatForLog() };
-  return { err: err instanceof Error ? err.message : String(err) };
+  return { err: errText(err) };
 }

@@ -2,6 +2,7 @@
 // node ports and the local ready endpoint counts. A failure there never fails the sync.
 
 import type { Logger } from "../log/logger.ts";
+import { errText } from "../util/err-text.ts";
 import type { EndpointsMap } from "./endpoints-map.ts";
 import type { SyncInput } from "./proxier.ts";
 import { primaryFamily } from "./service-fields.ts";
@@ -24,7 +25,7 @@ export async function reportServiceHealth(
     await sink.syncEndpoints(localEndpointCounts(input.services, input.endpoints));
   } catch (err) {
     log.error("Error syncing healthcheck services", {
-      err: err instanceof Error ? err.message : String(err),
+      err: errText(err),
     });
   }
 }

@@ -11,6 +11,7 @@ import { localAddresses } from "../../proxy/local-addresses.ts";
 import { decideLocalhostNodePorts, type LocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
+import { errText } from "../../util/err-text.ts";
 import { applySysctls, ROUTE_LOCALNET, settingsPlan } from "../sysctls.ts";
 import type { ModeBuildOptions } from "../types.ts";
 import { registerNfacctMetrics } from "./nfacct-metrics.ts";
@@ -41,7 +42,7 @@ export async function readConntrackTCPLiberal(sysctl: SysctlClient, log: Logger)
   } catch (err) {
     log.v(2).info("Cannot read sysctl; assuming it is off", {
       sysctl: TCP_BE_LIBERAL,
-      err: err instanceof Error ? err.message : String(err),
+      err: errText(err),
     });
     return false;
   }

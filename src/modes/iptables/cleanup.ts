@@ -4,6 +4,7 @@
 
 import { parseIptablesSave, type SavedTable } from "../../host/iptables/save-parser.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
+import { errText } from "../../util/err-text.ts";
 
 /** Fixed-name chains kube-proxy owns, per table (both modes). Kubelet's own chains are absent. */
 const OWNED: Readonly<Record<string, readonly string[]>> = {
@@ -75,6 +76,6 @@ export async function cleanupIptables(client: IptablesClient): Promise<CleanupRe
     await client.restoreAll(payload, { noFlush: true, counters: false });
     return { removedChains };
   } catch (err) {
-    return { removedChains: 0, error: err instanceof Error ? err.message : String(err) };
+    return { removedChains: 0, error: errText(err) };
   }
 }

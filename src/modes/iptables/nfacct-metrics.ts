@@ -8,6 +8,7 @@ import type { NfacctClient } from "../../host/nfacct.ts";
 import type { Logger } from "../../log/logger.ts";
 import { alpha } from "../../proxy/metrics/metrics.ts";
 import { registerCollector } from "../../proxy/metrics/registry.ts";
+import { errText } from "../../util/err-text.ts";
 import { LOCALHOST_NODEPORTS_COUNTER } from "./service-rules.ts";
 import { CT_STATE_INVALID_DROPPED_COUNTER } from "./top-level.ts";
 
@@ -42,7 +43,7 @@ export function registerNfacctMetrics(
       onError: (err) =>
         logger.error("Failed to collect nfacct counter", {
           counter: m.counter,
-          err: err instanceof Error ? err.message : String(err),
+          err: errText(err),
         }),
     });
   }

@@ -25,6 +25,7 @@ import { reportServiceHealth, type ServiceHealthSink } from "../../proxy/service
 import type { IPFamily } from "../../proxy/types.ts";
 import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
+import { errText } from "../../util/err-text.ts";
 import { memoryFigures } from "../../util/memory.ts";
 import { CanaryMonitor, checkCanaryChains } from "./canary.ts";
 import { ProbabilityCache } from "./probability.ts";
@@ -489,8 +490,4 @@ export class IptablesProxier implements Proxier {
 function collectAfterThisSync(): void {
   const timer = setTimeout(collectGarbage, 0) as { unref?: () => void };
   timer.unref?.();
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

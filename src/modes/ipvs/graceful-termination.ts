@@ -16,6 +16,7 @@ import {
 } from "../../host/ipvs/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { Clock, TimerHandle } from "../../util/clock.ts";
+import { errText } from "../../util/err-text.ts";
 import { realId } from "./virtual-servers.ts";
 
 /** Upstream's rsCheckDeleteInterval. */
@@ -170,7 +171,7 @@ export class GracefulTermination {
         .exclusive(() => this.check().then(() => undefined))
         .catch((err: unknown) => {
           this.opts.logger.error("Graceful termination check failed", {
-            err: err instanceof Error ? err.message : String(err),
+            err: errText(err),
           });
         })
         .finally(() => {

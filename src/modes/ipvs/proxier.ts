@@ -38,6 +38,7 @@ import { restoreFailureFields } from "../../proxy/restore-log.ts";
 import { reportServiceHealth, type ServiceHealthSink } from "../../proxy/service-health-sink.ts";
 import type { IPFamily } from "../../proxy/types.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
+import { errText } from "../../util/err-text.ts";
 import { boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { planIpsets } from "./ipset-sync.ts";
@@ -522,8 +523,4 @@ export class IpvsProxier implements Proxier {
     };
     this.log.v(4).info("syncProxyRules complete", { ipFamily: this.family, elapsed: `${totalMs / 1000}s` });
   }
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

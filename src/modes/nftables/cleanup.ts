@@ -8,6 +8,7 @@ import { effectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { NftClient, NftTable } from "../../host/nft.ts";
 import { NftError } from "../../host/nft.ts";
 import type { Logger } from "../../log/logger.ts";
+import { errText } from "../../util/err-text.ts";
 
 export const NFTABLES_MODE_TABLES: readonly NftTable[] = [
   { family: "ip", name: "kube-proxy" },
@@ -21,8 +22,6 @@ export const NFTABLES_MODE_TABLES: readonly NftTable[] = [
 export function nftablesProxyModeEnabled(featureGates: Readonly<Record<string, boolean>>): boolean {
   return effectiveFeatureGates(featureGates).enabled("NFTablesProxyMode");
 }
-
-const errText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** Deletes upstream's nftables tables where they exist; false when something could not be done. */
 export async function cleanupNftables(nft: NftClient, log: Logger): Promise<boolean> {

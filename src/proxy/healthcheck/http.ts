@@ -7,6 +7,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ipFamily, joinHostPort, splitHostPort } from "../../config/net.ts";
+import { errText } from "../../util/err-text.ts";
 
 /** A server could not listen; main decides (per bindAddressHardFail) whether that is fatal. */
 export class BindError extends Error {
@@ -37,7 +38,7 @@ function errnoCode(err: unknown): string | undefined {
 /** "listen tcp ADDR: REASON", Go's wording, independent of the runtime's own messages. */
 export function describeListenError(address: string, err: unknown): string {
   const code = errnoCode(err);
-  const reason = (code && GO_BIND_REASONS[code]) ?? (err instanceof Error ? err.message : String(err));
+  const reason = (code && GO_BIND_REASONS[code]) ?? errText(err);
   return `listen tcp ${address}: ${reason}`;
 }
 
@@ -111,7 +112,7 @@ export function createGoStyleServer(handler: Handler): Server {
     Promise.resolve()
       .then(() => handler(req, res, path))
       .catch((err: unknown) => {
-        const message = err instanceof Error ? err.message : String(err);
+        const message = errText(err);
         if (!res.headersSent) reply(res, 500, "text/plain; charset=utf-8", `${message}\n`);
         else res.destroy();
       });
