@@ -7,13 +7,7 @@ import { type EffectiveFeatureGates, effectiveFeatureGates } from "../config/fea
 import type { ProxyConfig } from "../config/types.ts";
 import { missingToolsCheck } from "../dryrun/missing-tools.ts";
 import { PlanProxier } from "../dryrun/plan-proxier.ts";
-import {
-  type DryRunReport,
-  dryRunExitCode,
-  type IpvsVirtualServerPlan,
-  renderJsonParts,
-  renderText,
-} from "../dryrun/report.ts";
+import { type DryRunReport, dryRunExitCode, renderJsonParts, renderText } from "../dryrun/report.ts";
 import { probeHostState } from "../host/probe.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
 import { nodeIPs } from "../k8s/node-info.ts";
@@ -21,8 +15,8 @@ import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { NodeObject } from "../k8s/objects.ts";
 import type { Logger } from "../log/logger.ts";
-import { buildIptablesMode } from "../modes/iptables/build.ts";
-import { buildIpvsMode } from "../modes/ipvs/build.ts";
+import { type ModeName, modeNamed } from "../modes/registry.ts";
+import type { PlannedMode } from "../modes/types.ts";
 import type { Check } from "../proxy/check.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
@@ -121,9 +115,7 @@ export async function dryRun(
     checks,
     commands: host.recorder?.commands ?? [],
     services: planner.servicePorts,
-    ...(prep.mode === "ipvs"
-      ? { ipvs: { virtualServers: "proxier" in built && built.virtualServers ? built.virtualServers() : [] } }
-      : {}),
+    ...(modeNamed(prep.mode).dryRunReport?.("proxier" in built ? built : undefined) ?? {}),
     notes: [`node ${nodeName}`],
   };
   if (opts.output === "json") for (const part of renderJsonParts(report)) io.stdout(part);
@@ -133,17 +125,17 @@ export async function dryRun(
 
 /** The mode's proxier on the dry-run host: reads the real tables, records every change. */
 async function planMode(
-  mode: "iptables" | "ipvs",
+  mode: ModeName,
   config: ProxyConfig,
   featureGates: EffectiveFeatureGates,
   opts: RunOptions,
   host: Host,
   node: NodeObject | undefined,
   log: Logger,
-): Promise<{ proxier: Proxier; virtualServers?: () => IpvsVirtualServerPlan[] } | { check: Check }> {
+): Promise<PlannedMode | { check: Check }> {
   const rawNodeIPs = nodeIPs(node ?? {}).ordered;
   try {
-    const deps = {
+    return await modeNamed(mode).plan({
       exec: host.exec,
       config,
       featureGates,
@@ -153,14 +145,7 @@ async function planMode(
       nodeIPs: (await detectNodeIPs(config.bindAddress, () => rawNodeIPs, log)).ips,
       sysctl: host.sysctl,
       backend: opts.iptablesBackend,
-    };
-    if (mode === "ipvs") {
-      const ipvs = await buildIpvsMode({ ...deps, dryRun: true });
-      // A dry run exits after one sync: no graceful-termination timer may keep it alive.
-      ipvs.stop();
-      return { proxier: ipvs.proxier, virtualServers: ipvs.virtualServers };
-    }
-    return { proxier: (await buildIptablesMode(deps)).proxier };
+    });
   } catch (err) {
     return { check: { name: mode, ok: false, detail: errText(err) } };
   }

@@ -4,21 +4,19 @@
 import { availableParallelism } from "node:os";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
-import { canUseIpvsProxier } from "../modes/ipvs/prerequisites.ts";
+import { type ModeName, modeForConfig } from "../modes/registry.ts";
+import type { Check } from "../proxy/check.ts";
 import {
   applySysctls,
   type HashsizeResult,
   planSysctls,
   raiseConntrackHashsize,
   type SysctlOutcome,
-} from "../modes/sysctls.ts";
-import type { Check } from "../proxy/check.ts";
+} from "../proxy/sysctls.ts";
 import type { Host } from "./host.ts";
 
-export type RunnableMode = "iptables" | "ipvs";
-
 export interface Preparation {
-  readonly mode: RunnableMode;
+  readonly mode: ModeName;
   readonly checks: Check[];
   readonly sysctls: SysctlOutcome[];
   /** Set when a real run must not continue; the message names every failed prerequisite. */
@@ -27,37 +25,32 @@ export interface Preparation {
   readonly nodeWarnings: { reason: string; message: string }[];
 }
 
-function runnableMode(config: ProxyConfig): RunnableMode {
-  // Validation already rejected nftables and kernelspace with a clear message.
-  return config.mode === "ipvs" ? "ipvs" : "iptables";
-}
-
 export async function prepareNode(
   config: ProxyConfig,
   host: Host,
   log: Logger,
   dryRun: boolean,
 ): Promise<Preparation> {
-  const mode = runnableMode(config);
+  // Validation already rejected the modes this build cannot run, with a clear message.
+  const definition = modeForConfig(config);
+  const mode = definition.name;
   const checks: Check[] = [];
   let fatal: string | undefined;
   log.info("Using proxy mode", { mode });
 
-  if (mode === "ipvs") {
-    const verdict = await canUseIpvsProxier(
-      { kernel: host.kernel, ipset: host.ipset, dryRun },
-      config.ipvs.scheduler,
+  if (definition.prerequisites) {
+    const verdict = await definition.prerequisites(
+      { kernel: host.kernel, ipset: host.ipset },
+      config,
+      dryRun,
     );
     checks.push(...verdict.checks);
-    if (!verdict.ok) {
-      const failed = verdict.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
-      fatal = `can't use the IPVS proxier: ${failed.join("; ")}; ipset version found: ${verdict.ipsetVersion ?? "none"}`;
-    }
+    fatal = verdict.fatal;
   }
 
   const kernelVersion = await host.kernel.version();
   const plan = planSysctls({
-    mode,
+    ...(definition.sysctls ? { modeSysctls: definition.sysctls } : {}),
     kernelVersion,
     strictARP: config.ipvs.strictARP,
     cpus: availableParallelism(),

@@ -10,16 +10,14 @@ import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
-import { buildIptablesMode } from "../modes/iptables/build.ts";
-import { buildIpvsMode } from "../modes/ipvs/build.ts";
+import { healthTimeoutMs, modeNamed } from "../modes/registry.ts";
+import type { RunningMode } from "../modes/types.ts";
 import { trackerMetrics } from "../proxy/change-metrics.ts";
 import { serviceHealthListenAddresses } from "../proxy/healthcheck/listen-addresses.ts";
-import { healthTimeoutMs, ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
+import { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
 import { localAddresses } from "../proxy/local-addresses.ts";
-import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
-import type { IPFamily } from "../proxy/types.ts";
 import { collectGarbage, enableGarbageCollections } from "../runtime.ts";
 import { errText } from "../util/err-text.ts";
 import { memoryFigures } from "../util/memory.ts";
@@ -94,49 +92,6 @@ export async function realRun(
   return runMode(prep, config, opts, host, log, until);
 }
 
-/** What the sync loop needs from a mode, whichever it is. */
-interface RunningMode {
-  readonly families: readonly IPFamily[];
-  readonly proxier: Proxier;
-  /** Background work that starts after the first sync (canary polling). */
-  afterFirstSync(requestSync: () => void): void;
-  stop(): void;
-}
-
-async function buildMode(
-  mode: "iptables" | "ipvs",
-  deps: Parameters<typeof buildIptablesMode>[0],
-): Promise<RunningMode> {
-  if (mode === "ipvs") {
-    const ipvs = await buildIpvsMode(deps);
-    return {
-      families: ipvs.families,
-      proxier: ipvs.proxier,
-      afterFirstSync: () => {},
-      stop: () => ipvs.stop(),
-    };
-  }
-  const ipt = await buildIptablesMode(deps);
-  let monitors: { stop(): void }[] = [];
-  return {
-    families: ipt.families,
-    proxier: ipt.proxier,
-    afterFirstSync(requestSync) {
-      monitors = ipt.proxiers.map((p) => {
-        const m = p.canaryMonitor(() => {
-          p.requestFullSync();
-          requestSync();
-        });
-        m.start();
-        return m;
-      });
-    },
-    stop: () => {
-      for (const m of monitors) m.stop();
-    },
-  };
-}
-
 async function runMode(
   prep: Preparation,
   config: ProxyConfig,
@@ -182,7 +137,7 @@ async function runMode(
       logger: log.named("healthcheck"),
       recorder: src.recorder,
     });
-    mode = await buildMode(modeName, {
+    mode = await modeNamed(modeName).build({
       exec: host.exec,
       config,
       featureGates,
@@ -206,7 +161,7 @@ async function runMode(
     return 0;
   }
   const servers = await startServers(config, modeName, health, metrics.registry, log);
-  const periods = modeName === "ipvs" ? config.ipvs : config.iptables;
+  const periods = modeNamed(modeName).periods(config);
   const controller = new SyncController({
     nodeName,
     proxier: mode.proxier,

@@ -5,6 +5,7 @@
 // specific (go_*, nodejs_*) is exposed.
 
 import type { ApiRequestObserver } from "../k8s/api-client.ts";
+import type { ModeName } from "../modes/registry.ts";
 import { createHealthMetrics, type HealthMetrics } from "../proxy/healthcheck/health-metrics.ts";
 import { registerBuildInfo } from "../proxy/metrics/build-info.ts";
 import { createMetrics, type Metrics } from "../proxy/metrics/metrics.ts";
@@ -24,7 +25,7 @@ export interface RunMetrics {
 }
 
 export interface RunMetricsOptions {
-  readonly mode: "iptables" | "ipvs";
+  readonly mode: ModeName;
   readonly version?: VersionInfo;
   readonly process?: ProcessCollectorOptions;
 }

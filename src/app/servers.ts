@@ -4,6 +4,7 @@
 import type { Registry } from "prom-client";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
+import type { ModeName } from "../modes/registry.ts";
 import { kubeProxyConfigz } from "../proxy/healthcheck/configz.ts";
 import { createHealthMetrics } from "../proxy/healthcheck/health-metrics.ts";
 import { startHealthzServer } from "../proxy/healthcheck/healthz-server.ts";
@@ -53,7 +54,7 @@ async function keepTrying(
 
 export async function startServers(
   config: ProxyConfig,
-  mode: "iptables" | "ipvs",
+  mode: ModeName,
   health: ProxierHealth,
   registry: Registry,
   log: Logger,

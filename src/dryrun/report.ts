@@ -1,6 +1,7 @@
 // The --dry-run result (DESIGN.md contract): checks, the mutating commands in order, and the
 // desired ipvs table. Text is for people; JSON is for scripts and the node smoke check.
 
+import type { ModeName } from "../modes/registry.ts";
 import type { Check } from "../proxy/check.ts";
 import { type ListedServicePort, renderServiceListing } from "./service-listing.ts";
 
@@ -26,7 +27,7 @@ export interface IpvsVirtualServerPlan {
 }
 
 export interface DryRunReport {
-  readonly mode: "iptables" | "ipvs";
+  readonly mode: ModeName;
   readonly checks: Check[];
   readonly commands: PlannedCommand[];
   /** The service ports the sync saw, with their endpoints (mode-independent). */

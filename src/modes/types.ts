@@ -1,15 +1,20 @@
-// What every mode is given to build itself for a run (real or dry). Modes import this, the
-// core (src/proxy) and the host clients; never each other.
+// What a proxy mode is (ModeDefinition) and what it is given to build itself for a real or a
+// dry run. Modes import this, the core (src/proxy) and the host clients; never each other.
 
 import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Exec } from "../exec/types.ts";
+import type { IpsetClient } from "../host/ipset.ts";
 import type { BackendPreference } from "../host/iptables/backend.ts";
+import type { KernelClient } from "../host/kernel.ts";
 import type { SysctlClient } from "../host/sysctl.ts";
 import type { Logger } from "../log/logger.ts";
+import type { Check } from "../proxy/check.ts";
 import type { Metrics } from "../proxy/metrics/metrics.ts";
+import type { Proxier } from "../proxy/proxier.ts";
 import type { ServiceHealthSink } from "../proxy/service-health-sink.ts";
-import type { NodeIPs } from "../proxy/types.ts";
+import type { ModeSysctls } from "../proxy/sysctls.ts";
+import type { IPFamily, NodeIPs } from "../proxy/types.ts";
 
 export interface ModeBuildOptions {
   readonly exec: Exec;
@@ -24,4 +29,57 @@ export interface ModeBuildOptions {
   readonly sysctl: SysctlClient;
   readonly backend: BackendPreference;
   readonly healthCheck?: ServiceHealthSink;
+}
+
+/** What the sync loop needs from a built mode, whichever it is. */
+export interface RunningMode {
+  readonly families: readonly IPFamily[];
+  readonly proxier: Proxier;
+  /** Background work that starts after the first sync (iptables: canary polling). */
+  afterFirstSync(requestSync: () => void): void;
+  stop(): void;
+}
+
+/** A mode built for --dry-run: its proxier plans against the real host and records changes. */
+export interface PlannedMode {
+  readonly proxier: Proxier;
+  /** The mode's part of the report, from what the sync planned. */
+  report?(): Record<string, unknown>;
+}
+
+/** What a mode's prerequisite checks read: the kernel and the ipset tool. */
+export interface PrerequisiteHost {
+  readonly kernel: KernelClient;
+  readonly ipset: IpsetClient;
+}
+
+export interface PrerequisiteVerdict {
+  readonly checks: Check[];
+  /** Set when a real run must not start; names every failed prerequisite. */
+  readonly fatal?: string;
+}
+
+export interface CleanupOptions {
+  /** --ipvs-exclude-cidrs: virtual servers inside these are not ours. */
+  readonly excludeCIDRs: readonly string[];
+  readonly featureGates: Readonly<Record<string, boolean>>;
+}
+
+/** Everything one proxy mode is; src/modes/registry.ts lists them. */
+export interface ModeDefinition<Name extends string = string> {
+  readonly name: Name;
+  /** The mode's sync periods (its section of the configuration). */
+  periods(config: ProxyConfig): { readonly syncPeriod: number; readonly minSyncPeriod: number };
+  /** Checks a node must pass before the mode runs; none when absent. */
+  prerequisites?(host: PrerequisiteHost, config: ProxyConfig, dryRun: boolean): Promise<PrerequisiteVerdict>;
+  /** Kernel settings of this mode beyond conntrack's. */
+  readonly sysctls?: ModeSysctls;
+  /** Builds the mode for a real run. */
+  build(o: ModeBuildOptions): Promise<RunningMode>;
+  /** Builds the mode for --dry-run (one sync, then exit). */
+  plan(o: ModeBuildOptions): Promise<PlannedMode>;
+  /** The mode's part of the --dry-run report, also when planning failed (`planned` absent). */
+  dryRunReport?(planned: PlannedMode | undefined): Record<string, unknown>;
+  /** --cleanup: removes what this mode (upstream's or ours) leaves on a node; false on a failure. */
+  cleanup(exec: Exec, log: Logger, o: CleanupOptions): Promise<boolean>;
 }

@@ -17,7 +17,7 @@ import {
   SysctlError,
 } from "../../src/host/sysctl.ts";
 import { memoryLogger } from "../../src/log/logger.ts";
-import { raiseConntrackHashsize } from "../../src/modes/sysctls.ts";
+import { raiseConntrackHashsize } from "../../src/proxy/sysctls.ts";
 
 const roots: string[] = [];
 afterEach(() => {

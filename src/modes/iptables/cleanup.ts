@@ -2,8 +2,12 @@
 // mode) creates, and every rule elsewhere that jumps into one. Read from iptables-save rather
 // than from a fixed list of jump rules, so rules written by another version go too.
 
+import type { Exec } from "../../exec/types.ts";
+import { createIptablesClient } from "../../host/iptables/client.ts";
+import { iptablesCommands } from "../../host/iptables/commands.ts";
 import { parseIptablesSave, type SavedTable } from "../../host/iptables/save-parser.ts";
-import type { IptablesClient } from "../../host/iptables/types.ts";
+import type { IPTablesFamily, IptablesBackend, IptablesClient } from "../../host/iptables/types.ts";
+import type { Logger } from "../../log/logger.ts";
 import { errText } from "../../util/err-text.ts";
 
 /** Fixed-name chains kube-proxy owns, per table (both modes). Kubelet's own chains are absent. */
@@ -78,4 +82,29 @@ export async function cleanupIptables(client: IptablesClient): Promise<CleanupRe
   } catch (err) {
     return { removedChains: 0, error: errText(err) };
   }
+}
+
+async function installed(exec: Exec, cmd: string): Promise<boolean> {
+  return (await exec.run({ cmd, args: ["--version"], timeoutMs: 10_000 })).code === 0;
+}
+
+/** Every installed backend and family, IPv4 and IPv6 of legacy, then of nft; false on a failure. */
+export async function cleanupIptablesEverywhere(exec: Exec, log: Logger): Promise<boolean> {
+  let ok = true;
+  const families: IPTablesFamily[] = ["IPv4", "IPv6"];
+  const backends: IptablesBackend[] = ["legacy", "nft"];
+  for (const backend of backends) {
+    for (const family of families) {
+      if (!(await installed(exec, iptablesCommands(family, backend).iptables))) continue;
+      const client = createIptablesClient({ exec, family, backend, logger: log });
+      const r = await cleanupIptables(client);
+      if (r.error) {
+        ok = false;
+        log.error("Failed to clean up iptables rules", { backend, family, err: r.error });
+      } else if (r.removedChains > 0) {
+        log.info("Removed kube-proxy iptables chains", { backend, family, chains: r.removedChains });
+      }
+    }
+  }
+  return ok;
 }

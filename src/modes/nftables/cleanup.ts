@@ -5,8 +5,9 @@
 // nf_tables, has nothing to delete.
 
 import { effectiveFeatureGates } from "../../config/feature-gates.ts";
+import type { Exec } from "../../exec/types.ts";
 import type { NftClient, NftTable } from "../../host/nft.ts";
-import { NftError } from "../../host/nft.ts";
+import { createNftClient, NftError } from "../../host/nft.ts";
 import type { Logger } from "../../log/logger.ts";
 import { errText } from "../../util/err-text.ts";
 
@@ -60,4 +61,14 @@ export async function cleanupNftables(nft: NftClient, log: Logger): Promise<bool
     }
   }
   return ok;
+}
+
+/** --cleanup's part for upstream's nftables mode: its tables, while the gate is on. */
+export async function cleanupNftablesLeftovers(
+  exec: Exec,
+  log: Logger,
+  featureGates: Readonly<Record<string, boolean>>,
+): Promise<boolean> {
+  if (!nftablesProxyModeEnabled(featureGates)) return true;
+  return cleanupNftables(createNftClient({ exec }), log);
 }

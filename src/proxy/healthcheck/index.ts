@@ -10,7 +10,6 @@ export { type MetricsServerOptions, startMetricsServer } from "./metrics-server.
 export {
   type HealthResponse,
   type HealthState,
-  healthTimeoutMs,
   type NodeEligibilityInput,
   ProxierHealth,
   type ProxierHealthChecker,

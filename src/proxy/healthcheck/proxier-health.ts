@@ -3,25 +3,12 @@
 // successful sync (updated). Load balancers read this through /healthz, the kubelet through
 // /livez, and the per-service health checks fold it into their answers.
 
-import type { ProxyConfig } from "../../config/types.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { IPFamily } from "../types.ts";
 import { formatGoTime } from "./go-time.ts";
 
 /** The taint the cluster autoscaler puts on a node it is about to delete. */
 export const TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler";
-
-/**
- * The health timeout: twice the running mode's sync period. (Upstream v1.31 took the iptables
- * period whatever the mode, so an ipvs node with a longer ipvs.syncPeriod was reported unhealthy
- * between two healthy periodic syncs; later releases use the one sync period of the mode.)
- */
-export function healthTimeoutMs(
-  config: Pick<ProxyConfig, "iptables" | "ipvs">,
-  mode: "iptables" | "ipvs",
-): number {
-  return 2 * (mode === "ipvs" ? config.ipvs.syncPeriod : config.iptables.syncPeriod);
-}
 
 /** The parts of a Node that decide whether load balancers should keep using it. */
 export interface NodeEligibilityInput {

@@ -1,10 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { defaultProxyConfig } from "../../../src/config/defaults.ts";
-import {
-  healthTimeoutMs,
-  ProxierHealth,
-  TO_BE_DELETED_TAINT,
-} from "../../../src/proxy/healthcheck/proxier-health.ts";
+import { healthTimeoutMs } from "../../../src/modes/registry.ts";
+import { ProxierHealth, TO_BE_DELETED_TAINT } from "../../../src/proxy/healthcheck/proxier-health.ts";
 import type { IPFamily } from "../../../src/proxy/types.ts";
 import { FakeClock } from "../../../src/util/clock.ts";
 

@@ -1,10 +1,9 @@
-// Kernel settings each proxy mode depends on, decided from config and kernel version, then
-// applied through a SysctlClient (which, under --dry-run, records instead of writing).
+// Kernel settings a proxy mode depends on (conntrack for all; each mode adds its own), decided
+// from config and kernel version, then applied through a SysctlClient (which, under --dry-run, records instead of writing).
 
 import { CONNTRACK_HASHSIZE_PATH, type ConntrackHashsizeClient, type SysctlClient } from "../host/sysctl.ts";
 import type { Logger } from "../log/logger.ts";
 import { errText } from "../util/err-text.ts";
-import { compareVersions } from "../util/version.ts";
 
 export interface ConntrackSettings {
   readonly maxPerCore: number;
@@ -16,10 +15,18 @@ export interface ConntrackSettings {
   readonly udpStreamTimeoutMs: number;
 }
 
-export interface SysctlInputs {
-  readonly mode: "iptables" | "ipvs";
+/** What a mode's own settings are decided from. */
+export interface ModeSysctlInputs {
   readonly kernelVersion: string;
   readonly strictARP: boolean;
+}
+
+/** A mode's own settings (ipvs has some); notes explain what could not be set. */
+export type ModeSysctls = (inputs: ModeSysctlInputs, notes: string[]) => SysctlSetting[];
+
+export interface SysctlInputs extends ModeSysctlInputs {
+  /** The running mode's settings, after the conntrack ones; none when absent. */
+  readonly modeSysctls?: ModeSysctls;
   readonly conntrack: ConntrackSettings;
   readonly cpus: number;
 }
@@ -37,55 +44,6 @@ export interface SysctlPlan {
   /** Settings to read and warn about, never written by us. */
   readonly expectations: { name: string; value: number; warning: string }[];
   readonly notes: string[];
-}
-
-function ipvsSettings(inputs: SysctlInputs, notes: string[]): SysctlSetting[] {
-  const out: SysctlSetting[] = [
-    {
-      name: "net/ipv4/vs/conntrack",
-      value: 1,
-      reason: "ipvs: let conntrack see IPVS traffic so masquerade works",
-    },
-  ];
-  // conn_reuse_mode=0 avoids a 1 s stall on port reuse, but only kernels 4.1..5.8 need and
-  // accept it; older ones lack the knob and newer ones fixed the stall.
-  if (compareVersions(inputs.kernelVersion, "4.1") < 0) {
-    notes.push(`kernel ${inputs.kernelVersion} is older than 4.1: net/ipv4/vs/conn_reuse_mode cannot be set`);
-  } else if (compareVersions(inputs.kernelVersion, "5.9") < 0) {
-    out.push({
-      name: "net/ipv4/vs/conn_reuse_mode",
-      value: 0,
-      reason: "ipvs: avoid connection reuse stalls",
-    });
-  }
-  out.push(
-    {
-      name: "net/ipv4/vs/expire_nodest_conn",
-      value: 1,
-      reason: "ipvs: drop connections to removed real servers",
-    },
-    {
-      name: "net/ipv4/vs/expire_quiescent_template",
-      value: 1,
-      reason: "ipvs: expire affinity to weight-0 servers",
-    },
-    { name: "net/ipv4/ip_forward", value: 1, reason: "ipvs: forward service traffic" },
-  );
-  if (inputs.strictARP) {
-    out.push(
-      {
-        name: "net/ipv4/conf/all/arp_ignore",
-        value: 1,
-        reason: "ipvs strict ARP: answer only for own addresses",
-      },
-      {
-        name: "net/ipv4/conf/all/arp_announce",
-        value: 2,
-        reason: "ipvs strict ARP: announce best local address",
-      },
-    );
-  }
-  return out;
 }
 
 /**
@@ -137,7 +95,7 @@ function conntrackSettings(ct: ConntrackSettings, cpus: number): SysctlSetting[]
 
 export function planSysctls(inputs: SysctlInputs): SysctlPlan {
   const notes: string[] = [];
-  const modeSettings = inputs.mode === "ipvs" ? ipvsSettings(inputs, notes) : [];
+  const modeSettings = inputs.modeSysctls?.(inputs, notes) ?? [];
   return {
     settings: [...conntrackSettings(inputs.conntrack, inputs.cpus), ...modeSettings],
     expectations: [

@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { createRecordingSysctl } from "../../src/dryrun/recording-sysctl.ts";
 import { createFakeSysctl } from "../../src/host/sysctl.ts";
 import { memoryLogger } from "../../src/log/logger.ts";
-import { applySysctls, planSysctls, type SysctlInputs } from "../../src/modes/sysctls.ts";
+import { ipvsSysctls } from "../../src/modes/ipvs/sysctls.ts";
+import { applySysctls, planSysctls, type SysctlInputs } from "../../src/proxy/sysctls.ts";
 
 const conntrack = {
   maxPerCore: 32768,
@@ -14,7 +15,7 @@ const conntrack = {
   udpStreamTimeoutMs: 0,
 };
 const base: SysctlInputs = {
-  mode: "ipvs",
+  modeSysctls: ipvsSysctls,
   kernelVersion: "6.1.0",
   strictARP: false,
   conntrack,
@@ -52,8 +53,8 @@ describe("sysctl plan", () => {
 
   test("iptables: no ipvs knobs, and route_localnet is left to the mode assembly", () => {
     // route_localnet needs the node IPs and the IPv4 proxier (proxy/localhost-nodeports.ts).
-    expect("net/ipv4/conf/all/route_localnet" in names({ ...base, mode: "iptables" })).toBe(false);
-    expect("net/ipv4/vs/conntrack" in names({ ...base, mode: "iptables" })).toBe(false);
+    expect("net/ipv4/conf/all/route_localnet" in names({ ...base, modeSysctls: undefined })).toBe(false);
+    expect("net/ipv4/vs/conntrack" in names({ ...base, modeSysctls: undefined })).toBe(false);
   });
 
   test("conntrack: max is per-core times cores but never below min; timeouts in seconds", () => {
@@ -113,7 +114,7 @@ describe("applying the plan", () => {
     const sysctl = createRecordingSysctl(createFakeSysctl({ "net/ipv4/ip_forward": 0 }), (a) =>
       recorded.push(a),
     );
-    await applySysctls(planSysctls({ ...base, mode: "iptables" }), sysctl, memoryLogger());
+    await applySysctls(planSysctls({ ...base, modeSysctls: undefined }), sysctl, memoryLogger());
     expect(recorded).toContainEqual([
       "sysctl",
       "-w",

@@ -1,0 +1,51 @@
+// ipvs mode as the registry sees it: its sync periods, the prerequisites a node must meet
+// (kernel modules, ipset version), its kernel settings, how it is built for a real or a dry
+// run, its part of the --dry-run report (the planned virtual servers) and its --cleanup part
+// (ipsets, virtual servers, kube-ipvs0).
+
+import type { ModeDefinition, PlannedMode } from "../types.ts";
+import { buildIpvsMode } from "./build.ts";
+import { cleanupIpvsState } from "./cleanup.ts";
+import { canUseIpvsProxier } from "./prerequisites.ts";
+import { ipvsSysctls } from "./sysctls.ts";
+
+export const ipvsMode: ModeDefinition<"ipvs"> = {
+  name: "ipvs",
+  periods: (config) => config.ipvs,
+
+  async prerequisites(host, config, dryRun) {
+    const verdict = await canUseIpvsProxier(
+      { kernel: host.kernel, ipset: host.ipset, dryRun },
+      config.ipvs.scheduler,
+    );
+    if (verdict.ok) return { checks: verdict.checks };
+    const failed = verdict.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
+    return {
+      checks: verdict.checks,
+      fatal: `can't use the IPVS proxier: ${failed.join("; ")}; ipset version found: ${verdict.ipsetVersion ?? "none"}`,
+    };
+  },
+
+  sysctls: ipvsSysctls,
+
+  async build(o) {
+    const ipvs = await buildIpvsMode(o);
+    return {
+      families: ipvs.families,
+      proxier: ipvs.proxier,
+      afterFirstSync: () => {},
+      stop: () => ipvs.stop(),
+    };
+  },
+
+  async plan(o): Promise<PlannedMode> {
+    const ipvs = await buildIpvsMode({ ...o, dryRun: true });
+    // A dry run exits after one sync: no graceful-termination timer may keep it alive.
+    ipvs.stop();
+    return { proxier: ipvs.proxier, report: () => ({ ipvs: { virtualServers: ipvs.virtualServers() } }) };
+  },
+
+  dryRunReport: (planned) => planned?.report?.() ?? { ipvs: { virtualServers: [] } },
+
+  cleanup: (exec, log, o) => cleanupIpvsState(exec, log, o.excludeCIDRs),
+};
