@@ -8,10 +8,9 @@ import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/
 import type { ProxyConfig } from "../../config/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
 import type { NfacctClient } from "../../host/nfacct.ts";
-import type { NodeInfo } from "../../k8s/node-info.ts";
 import type { Logger } from "../../log/logger.ts";
-import { type ConntrackCleaner, cleanStaleEntries } from "../../proxy/conntrack-cleanup.ts";
-import { type LocalTrafficDetector, localDetectorFromConfig } from "../../proxy/local-detect.ts";
+import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
+import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import { decideLocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";
 import type { Metrics } from "../../proxy/metrics/metrics.ts";
 import { chainsInSave } from "../../proxy/netfilter/chains.ts";
@@ -19,9 +18,9 @@ import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
 import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
 import { isLoopback, NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
-import { FULL_SYNC_PERIOD_MS } from "../../proxy/proxier.ts";
 import { restoreFailureFields } from "../../proxy/restore-log.ts";
-import { reportServiceHealth, type ServiceHealthSink } from "../../proxy/service-health-sink.ts";
+import type { ServiceHealthSink } from "../../proxy/service-health-sink.ts";
+import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
 import type { IPFamily } from "../../proxy/types.ts";
 import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
@@ -109,12 +108,6 @@ function fixedSettings(deps: IptablesProxierDeps): FixedSettings {
   };
 }
 
-function sameLabels(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
-  const ka = Object.keys(a);
-  if (ka.length !== Object.keys(b).length) return false;
-  return ka.every((k) => a[k] === b[k]);
-}
-
 export class IptablesProxier implements Proxier {
   private readonly fixed: FixedSettings;
   private readonly clock: Clock;
@@ -125,11 +118,8 @@ export class IptablesProxier implements Proxier {
     [CT_STATE_INVALID_DROPPED_COUNTER, false],
     [LOCALHOST_NODEPORTS_COUNTER, false],
   ]);
-  private needFullSync = true;
-  private lastFullSync = Number.NEGATIVE_INFINITY;
   private lastCleanup = Number.NEGATIVE_INFINITY;
-  private nodeLabels: Readonly<Record<string, string>> = {};
-  private detector: LocalTrafficDetector;
+  private readonly book: SyncBookkeeping;
   private randomFully: boolean | undefined;
   private canariesInstalled = false;
   private largeClusterMode = false;
@@ -140,7 +130,16 @@ export class IptablesProxier implements Proxier {
     this.fixed = fixedSettings(deps);
     this.clock = deps.clock ?? realClock;
     this.log = deps.logger.named("iptables");
-    this.detector = deps.localDetector ?? this.configDetector(undefined);
+    this.book = new SyncBookkeeping({
+      family: deps.family,
+      config: deps.config,
+      metrics: deps.metrics,
+      log: this.log,
+      localDetector: deps.localDetector,
+      healthCheck: deps.healthCheck,
+      conntrack: deps.conntrack,
+      wallClock: deps.wallClock,
+    });
     this.log
       .v(2)
       .info("Using iptables mark for masquerade", { ipFamily: deps.family, mark: this.fixed.mark });
@@ -153,7 +152,7 @@ export class IptablesProxier implements Proxier {
 
   /** Forces the next sync to be a full one (upstream's forceSyncProxyRules, minus the sync). */
   requestFullSync(): void {
-    this.needFullSync = true;
+    this.book.requestFullSync();
   }
 
   /**
@@ -186,7 +185,8 @@ export class IptablesProxier implements Proxier {
 
   async sync(input: SyncInput): Promise<void> {
     const start = this.clock.now();
-    this.observeNode(input.node);
+    // Node labels drive topology and podCIDRs may define "local": a change rewrites everything.
+    if (this.book.observeNode(input.node)) this.book.requestFullSync();
     const { request, scope } = this.chooseScope(input, start);
     const fullSync = request.fullSync;
     this.log.v(2).info("Syncing iptables rules", { ipFamily: this.deps.family, fullSync });
@@ -199,14 +199,13 @@ export class IptablesProxier implements Proxier {
       if (big) collectGarbage();
       this.recordRuleCounts(set, input, scope.totalEndpoints);
       await this.restore(set.payload);
-      this.needFullSync = false;
-      if (fullSync) this.lastFullSync = start;
+      this.book.synced(fullSync, start);
       this.builder.commit(set);
       await this.afterSuccess(input, set);
       if (big) collectAfterThisSync();
     } catch (err) {
       // The change sets of this sync are consumed: only a full sync can catch up.
-      this.needFullSync = true;
+      this.book.requestFullSync();
       if (!fullSync) this.deps.metrics.iptablesPartialRestoreFailures.inc();
       this.log.info("Sync failed; the next sync is a full one", { ipFamily: this.deps.family });
       throw err;
@@ -220,10 +219,10 @@ export class IptablesProxier implements Proxier {
    * clusters, where rewriting every chain is what partial syncs exist to avoid.
    */
   private chooseScope(input: SyncInput, now: number): { request: ScopeRequest; scope: SyncScope } {
-    let request = this.scopeRequest(input, this.needFullSync);
+    let request = this.scopeRequest(input, this.book.fullSyncNeeded);
     let scope = this.builder.scope(request, this.deps.family);
     this.largeClusterMode = scope.totalEndpoints > LARGE_CLUSTER_ENDPOINTS_THRESHOLD;
-    if (!request.fullSync && !this.largeClusterMode && now - this.lastFullSync >= FULL_SYNC_PERIOD_MS) {
+    if (!request.fullSync && !this.largeClusterMode && this.book.periodicFullSyncDue(now)) {
       request = { ...request, fullSync: true };
       scope = this.builder.scope(request, this.deps.family);
     }
@@ -236,7 +235,7 @@ export class IptablesProxier implements Proxier {
     this.canariesInstalled = true;
     if (state !== "flushed") return false;
     this.log.v(2).info("Reloading after iptables flush", { ipFamily: this.deps.family });
-    this.needFullSync = true;
+    this.book.requestFullSync();
     return true;
   }
 
@@ -249,26 +248,6 @@ export class IptablesProxier implements Proxier {
       onFlush,
       logger: this.log,
     });
-  }
-
-  // Node labels drive topology; a change rewrites every service (upstream: needFullSync).
-  // In NodeCIDR mode without an explicit detector the Node's podCIDRs define "local".
-  private observeNode(node: NodeInfo | undefined): void {
-    const labels = node?.labels ?? {};
-    if (!sameLabels(labels, this.nodeLabels)) {
-      this.nodeLabels = { ...labels };
-      this.needFullSync = true;
-    }
-    if (this.deps.localDetector || this.deps.config.detectLocalMode !== "NodeCIDR") return;
-    const next = this.configDetector(node);
-    if (JSON.stringify(next) !== JSON.stringify(this.detector)) {
-      this.detector = next;
-      this.needFullSync = true;
-    }
-  }
-
-  private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
-    return localDetectorFromConfig(this.deps.config, node?.podCIDRs ?? [], this.deps.family, this.log);
   }
 
   /** Whether a prepare() made the baseline this full sync needs (used once: later full syncs redo it). */
@@ -328,7 +307,7 @@ export class IptablesProxier implements Proxier {
       mark: this.fixed.mark,
       randomFully: this.randomFully,
       masqueradeAll: this.deps.config.iptables.masqueradeAll,
-      localDetector: this.detector,
+      localDetector: this.book.detector,
       localhostNodePorts: this.fixed.localhostNodePorts,
       countLocalhostNodePorts:
         this.fixed.localhostNodePorts && this.counters.get(LOCALHOST_NODEPORTS_COUNTER) === true,
@@ -356,7 +335,7 @@ export class IptablesProxier implements Proxier {
     const nodePortIPs = await this.nodePortIPs();
     const request = {
       ...req,
-      nodeLabels: this.nodeLabels,
+      nodeLabels: this.book.nodeLabels,
       featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
       largeClusterMode: this.largeClusterMode,
       existingNatChains,
@@ -452,22 +431,7 @@ export class IptablesProxier implements Proxier {
   }
 
   private async afterSuccess(input: SyncInput, set: RuleSet): Promise<void> {
-    const m = this.deps.metrics;
-    const wallNow = (this.deps.wallClock ?? Date.now)();
-    for (const [service, times] of input.endpointsUpdate.lastChangeTriggerTimes) {
-      for (const t of times) {
-        const latency = Math.max(0, wallNow - t.getTime()) / 1000;
-        m.networkProgrammingLatency.observe(latency);
-        this.log.v(4).info("Network programming", { endpoint: service, elapsed: latency });
-      }
-    }
-    m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "internal" }, set.noLocalInternal);
-    m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "external" }, set.noLocalExternal);
-    m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
-    await reportServiceHealth(this.deps.healthCheck, input, this.log);
-    if (this.deps.conntrack) {
-      await cleanStaleEntries(this.deps.conntrack, { ...input, family: this.deps.family }, this.log);
-    }
+    await this.book.afterSuccess(input, { internal: set.noLocalInternal, external: set.noLocalExternal });
   }
 
   private observeDuration(start: number, fullSync: boolean): void {

@@ -19,10 +19,9 @@ import type { IptablesClient } from "../../host/iptables/types.ts";
 import { compareKeys } from "../../host/ipvs/format.ts";
 import type { IpvsChange, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
-import type { NodeInfo } from "../../k8s/node-info.ts";
 import type { Logger } from "../../log/logger.ts";
-import { type ConntrackCleaner, cleanStaleEntries } from "../../proxy/conntrack-cleanup.ts";
-import { type LocalTrafficDetector, localDetectorFromConfig } from "../../proxy/local-detect.ts";
+import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
+import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import type { Metrics } from "../../proxy/metrics/metrics.ts";
 import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
 import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
@@ -33,9 +32,9 @@ import {
   resolveNodePortAddresses,
 } from "../../proxy/nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
-import { FULL_SYNC_PERIOD_MS } from "../../proxy/proxier.ts";
 import { restoreFailureFields } from "../../proxy/restore-log.ts";
-import { reportServiceHealth, type ServiceHealthSink } from "../../proxy/service-health-sink.ts";
+import type { ServiceHealthSink } from "../../proxy/service-health-sink.ts";
+import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
 import type { IPFamily } from "../../proxy/types.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
@@ -136,11 +135,8 @@ export class IpvsProxier implements Proxier {
   private contextKey = "";
   private needFullScan = true;
   private lastReconcile = Number.NEGATIVE_INFINITY;
-  private detector: LocalTrafficDetector;
-  private nodeLabels: Readonly<Record<string, string>> = {};
+  private readonly book: SyncBookkeeping;
   private randomFully: boolean | undefined;
-  private needFullSync = true;
-  private lastFullSync = Number.NEGATIVE_INFINITY;
   private resetWeights = true;
   private timeoutsConfigured = false;
   private hostMs = 0;
@@ -161,7 +157,16 @@ export class IpvsProxier implements Proxier {
     this.excludeCIDRs = deps.config.ipvs.excludeCIDRs.filter(
       (c) => c.includes(":") === (deps.family === "IPv6"),
     );
-    this.detector = deps.localDetector ?? this.configDetector(undefined);
+    this.book = new SyncBookkeeping({
+      family: deps.family,
+      config: deps.config,
+      metrics: deps.metrics,
+      log: this.log,
+      localDetector: deps.localDetector,
+      healthCheck: deps.healthCheck,
+      conntrack: deps.conntrack,
+      wallClock: deps.wallClock,
+    });
     this.plans = new PortPlans(deps.family, this.sets, this.log);
     this.graceful = new GracefulTermination({
       ipvs: deps.ipvs,
@@ -178,7 +183,7 @@ export class IpvsProxier implements Proxier {
 
   /** Forces the next sync to re-ensure the dummy device, chains and jump rules. */
   requestFullSync(): void {
-    this.needFullSync = true;
+    this.book.requestFullSync();
   }
 
   /** Stops the periodic graceful-termination check. */
@@ -226,8 +231,9 @@ export class IpvsProxier implements Proxier {
     const startMs = performance.now();
     const start = this.clock.now();
     this.hostMs = 0;
-    this.observeNode(input.node);
-    const fullSync = this.needFullSync || start - this.lastFullSync >= FULL_SYNC_PERIOD_MS;
+    // Node labels and podCIDRs reach the plans through the plan context, not a full sync.
+    this.book.observeNode(input.node);
+    const fullSync = this.book.fullSyncNeeded || this.book.periodicFullSyncDue(start);
     this.log.v(3).info("Syncing ipvs proxier rules", { ipFamily: this.family, fullSync });
     let counts: SyncCounts | undefined;
     try {
@@ -235,14 +241,13 @@ export class IpvsProxier implements Proxier {
       await this.configureTimeoutsOnce();
       const kernel = await this.readKernel();
       counts = await this.reconcile(input, kernel, fullSync, start);
-      this.needFullSync = false;
+      this.book.synced(fullSync, start);
       this.resetWeights = false;
-      if (fullSync) this.lastFullSync = start;
       await this.afterSuccess(input);
     } catch (err) {
       // The kernel may now be anywhere between old and new, and this sync's change reports are
       // consumed: re-ensure, re-check every port, compare everything, reset weights.
-      this.needFullSync = true;
+      this.book.requestFullSync();
       this.needFullScan = true;
       this.resetWeights = true;
       this.log.error("Sync failed; retrying with a full sync", { ipFamily: this.family, err: errText(err) });
@@ -322,7 +327,7 @@ export class IpvsProxier implements Proxier {
       nonEmpty,
       mark: this.mark,
       masqueradeAll: this.deps.config.iptables.masqueradeAll,
-      localDetector: this.detector,
+      localDetector: this.book.detector,
       randomFully: await this.hasRandomFully(),
       noNodeAccessRules: [...this.plans.state.noNodeAccessRules.keys()].sort(),
     });
@@ -396,7 +401,7 @@ export class IpvsProxier implements Proxier {
       family: this.family,
       sets: this.sets,
       scheduler: this.scheduler,
-      nodeLabels: this.nodeLabels,
+      nodeLabels: this.book.nodeLabels,
       featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
       nodeIP: this.deps.nodeIPs[this.family],
       nodePortIPs: this.nodePortIPs(nodeAddresses),
@@ -421,18 +426,6 @@ export class IpvsProxier implements Proxier {
     const npa = this.nodePortAddresses;
     const ips = npa.matchAll ? nodeAddresses : npa.nodeIPs(nodeAddresses);
     return ips.filter((ip) => !isLoopback(ip));
-  }
-
-  // Node labels drive topology (a change shows up in the plan context). In NodeCIDR mode
-  // without an explicit detector, the Node's podCIDRs define "local".
-  private observeNode(node: NodeInfo | undefined): void {
-    this.nodeLabels = node?.labels ?? {};
-    if (this.deps.localDetector || this.deps.config.detectLocalMode !== "NodeCIDR") return;
-    this.detector = this.configDetector(node);
-  }
-
-  private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
-    return localDetectorFromConfig(this.deps.config, node?.podCIDRs ?? [], this.family, this.log);
   }
 
   /** The dummy device, our chains and the jumps into them: full syncs only. */
@@ -475,29 +468,11 @@ export class IpvsProxier implements Proxier {
   }
 
   private async afterSuccess(input: SyncInput): Promise<void> {
-    const m = this.deps.metrics;
-    const wallNow = (this.deps.wallClock ?? Date.now)();
-    for (const [service, times] of input.endpointsUpdate.lastChangeTriggerTimes) {
-      for (const t of times) {
-        const latency = Math.max(0, wallNow - t.getTime()) / 1000;
-        m.networkProgrammingLatency.observe(latency);
-        this.log.v(4).info("Network programming", { endpoint: service, elapsed: latency });
-      }
-    }
-    m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
-    m.syncProxyRulesNoLocalEndpointsTotal.set(
-      { traffic_policy: "internal" },
-      this.plans.state.noLocalInternal.size,
-    );
-    m.syncProxyRulesNoLocalEndpointsTotal.set(
-      { traffic_policy: "external" },
-      this.plans.state.noLocalExternal.size,
-    );
-    await reportServiceHealth(this.deps.healthCheck, input, this.log);
-    if (this.deps.conntrack) {
-      const ct = this.deps.conntrack;
-      await this.host(() => cleanStaleEntries(ct, { ...input, family: this.family }, this.log));
-    }
+    const noLocal = {
+      internal: this.plans.state.noLocalInternal.size,
+      external: this.plans.state.noLocalExternal.size,
+    };
+    await this.book.afterSuccess(input, noLocal, (op) => this.host(op));
   }
 
   private finishStats(

@@ -1,0 +1,132 @@
+// The bookkeeping every mode's proxier does around its own rule writing: when a full sync is
+// due (asked for, after a failure, or upstream's hourly FullSyncPeriod), what the Node says
+// (labels for topology; podCIDRs for the NodeCIDR local-traffic detector), and what follows a
+// successful sync (network programming latency, the no-local-endpoints gauges, the last-sync
+// timestamp, service health, stale conntrack entries).
+
+import type { ProxyConfig } from "../config/types.ts";
+import type { NodeInfo } from "../k8s/node-info.ts";
+import type { Logger } from "../log/logger.ts";
+import { type ConntrackCleaner, cleanStaleEntries } from "./conntrack-cleanup.ts";
+import { type LocalTrafficDetector, localDetectorFromConfig } from "./local-detect.ts";
+import type { Metrics } from "./metrics/metrics.ts";
+import { FULL_SYNC_PERIOD_MS, type SyncInput } from "./proxier.ts";
+import { reportServiceHealth, type ServiceHealthSink } from "./service-health-sink.ts";
+import type { IPFamily } from "./types.ts";
+
+export interface SyncBookkeepingDeps {
+  readonly family: IPFamily;
+  readonly config: ProxyConfig;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  /** A fixed detector; by default derived from config (NodeCIDR: from the Node's podCIDRs). */
+  readonly localDetector?: LocalTrafficDetector;
+  readonly healthCheck?: ServiceHealthSink;
+  readonly conntrack?: ConntrackCleaner;
+  /** Wall-clock milliseconds, for network programming latency. */
+  readonly wallClock?: () => number;
+}
+
+/** Services whose traffic policy found no local endpoint, per policy (a gauge each). */
+export interface NoLocalEndpoints {
+  readonly internal: number;
+  readonly external: number;
+}
+
+function sameLabels(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  return ka.every((k) => a[k] === b[k]);
+}
+
+export class SyncBookkeeping {
+  private fullSyncRequested = true;
+  private lastFullSync = Number.NEGATIVE_INFINITY;
+  private labels: Readonly<Record<string, string>> = {};
+  private localDetector: LocalTrafficDetector;
+
+  constructor(private readonly deps: SyncBookkeepingDeps) {
+    this.localDetector = deps.localDetector ?? this.configDetector(undefined);
+  }
+
+  /** The Node's labels as last observed (topology hints). */
+  get nodeLabels(): Readonly<Record<string, string>> {
+    return this.labels;
+  }
+
+  get detector(): LocalTrafficDetector {
+    return this.localDetector;
+  }
+
+  /** The next sync must be a full one. */
+  requestFullSync(): void {
+    this.fullSyncRequested = true;
+  }
+
+  /** A full sync was asked for (or the last sync failed), whatever the period says. */
+  get fullSyncNeeded(): boolean {
+    return this.fullSyncRequested;
+  }
+
+  /** Upstream's FullSyncPeriod has passed since the last full sync. */
+  periodicFullSyncDue(now: number): boolean {
+    return now - this.lastFullSync >= FULL_SYNC_PERIOD_MS;
+  }
+
+  /** A sync's writes went through: what was asked for is done. */
+  synced(fullSync: boolean, now: number): void {
+    this.fullSyncRequested = false;
+    if (fullSync) this.lastFullSync = now;
+  }
+
+  /**
+   * Takes in the Node; true when its labels or (NodeCIDR, no fixed detector) its podCIDRs
+   * changed what "local" or topology means, which rewrites every service.
+   */
+  observeNode(node: NodeInfo | undefined): boolean {
+    let changed = false;
+    const labels = node?.labels ?? {};
+    if (!sameLabels(labels, this.labels)) {
+      this.labels = { ...labels };
+      changed = true;
+    }
+    if (this.deps.localDetector || this.deps.config.detectLocalMode !== "NodeCIDR") return changed;
+    const next = this.configDetector(node);
+    if (JSON.stringify(next) !== JSON.stringify(this.localDetector)) {
+      this.localDetector = next;
+      changed = true;
+    }
+    return changed;
+  }
+
+  /**
+   * After a successful sync: latency of the changes it programmed, the gauges, service health,
+   * then stale conntrack entries (`host` times the host-tool part, when the proxier counts it).
+   */
+  async afterSuccess(
+    input: SyncInput,
+    noLocal: NoLocalEndpoints,
+    host: <T>(op: () => Promise<T>) => Promise<T> = (op) => op(),
+  ): Promise<void> {
+    const { metrics: m, log } = this.deps;
+    const wallNow = (this.deps.wallClock ?? Date.now)();
+    for (const [service, times] of input.endpointsUpdate.lastChangeTriggerTimes) {
+      for (const t of times) {
+        const latency = Math.max(0, wallNow - t.getTime()) / 1000;
+        m.networkProgrammingLatency.observe(latency);
+        log.v(4).info("Network programming", { endpoint: service, elapsed: latency });
+      }
+    }
+    m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "internal" }, noLocal.internal);
+    m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "external" }, noLocal.external);
+    m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
+    await reportServiceHealth(this.deps.healthCheck, input, log);
+    const conntrack = this.deps.conntrack;
+    if (conntrack)
+      await host(() => cleanStaleEntries(conntrack, { ...input, family: this.deps.family }, log));
+  }
+
+  private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
+    return localDetectorFromConfig(this.deps.config, node?.podCIDRs ?? [], this.deps.family, this.deps.log);
+  }
+}
