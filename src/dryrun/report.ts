@@ -1,6 +1,7 @@
 // The --dry-run result (DESIGN.md contract): checks, the mutating commands in order, and the
 // desired ipvs table. Text is for people; JSON is for scripts and the node smoke check.
 
+import type { VirtualServerView } from "../modes/ipvs/proxier.ts";
 import type { ModeName } from "../modes/registry.ts";
 import type { Check } from "../proxy/check.ts";
 import { type ListedServicePort, renderServiceListing } from "./service-listing.ts";
@@ -10,21 +11,8 @@ export interface PlannedCommand {
   readonly stdin?: string;
 }
 
-export interface IpvsRealServerPlan {
-  readonly address: string;
-  readonly port: number;
-  readonly weight: number;
-}
-
-export interface IpvsVirtualServerPlan {
-  readonly address: string;
-  readonly port: number;
-  readonly protocol: string;
-  readonly scheduler: string;
-  readonly flags: string[];
-  readonly timeout: number;
-  readonly realServers: IpvsRealServerPlan[];
-}
+/** One planned IPVS virtual server (DESIGN.md `ipvs.virtualServers`), as ipvs mode plans it. */
+export type IpvsVirtualServerPlan = VirtualServerView;
 
 export interface DryRunReport {
   readonly mode: ModeName;

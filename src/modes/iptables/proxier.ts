@@ -130,16 +130,7 @@ export class IptablesProxier implements Proxier {
     this.fixed = fixedSettings(deps);
     this.clock = deps.clock ?? realClock;
     this.log = deps.logger.named("iptables");
-    this.book = new SyncBookkeeping({
-      family: deps.family,
-      config: deps.config,
-      metrics: deps.metrics,
-      log: this.log,
-      localDetector: deps.localDetector,
-      healthCheck: deps.healthCheck,
-      conntrack: deps.conntrack,
-      wallClock: deps.wallClock,
-    });
+    this.book = new SyncBookkeeping({ ...deps, log: this.log });
     this.log
       .v(2)
       .info("Using iptables mark for masquerade", { ipFamily: deps.family, mark: this.fixed.mark });

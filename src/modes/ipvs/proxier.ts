@@ -157,16 +157,7 @@ export class IpvsProxier implements Proxier {
     this.excludeCIDRs = deps.config.ipvs.excludeCIDRs.filter(
       (c) => c.includes(":") === (deps.family === "IPv6"),
     );
-    this.book = new SyncBookkeeping({
-      family: deps.family,
-      config: deps.config,
-      metrics: deps.metrics,
-      log: this.log,
-      localDetector: deps.localDetector,
-      healthCheck: deps.healthCheck,
-      conntrack: deps.conntrack,
-      wallClock: deps.wallClock,
-    });
+    this.book = new SyncBookkeeping({ ...deps, log: this.log });
     this.plans = new PortPlans(deps.family, this.sets, this.log);
     this.graceful = new GracefulTermination({
       ipvs: deps.ipvs,
