@@ -7,7 +7,7 @@ import { createIptablesClient } from "../host/iptables/client.ts";
 import { iptablesCommands } from "../host/iptables/commands.ts";
 import type { IPTablesFamily, IptablesBackend } from "../host/iptables/types.ts";
 import { createIpvsClient } from "../host/ipvs/client.ts";
-import { createNftClient } from "../host/nft.ts";
+import { createNftClient } from "../host/nft/client.ts";
 import type { Logger } from "../log/logger.ts";
 import { cleanupIptables } from "../modes/iptables/cleanup.ts";
 import { cleanupIpvs } from "../modes/ipvs/cleanup.ts";

@@ -14,7 +14,7 @@ import {
   renderJsonParts,
   renderText,
 } from "../dryrun/report.ts";
-import { probeHostState } from "../host/probe.ts";
+import { probeHostState } from "../host/host-state/probe.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
 import { nodeIPs } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";

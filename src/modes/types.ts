@@ -5,7 +5,7 @@ import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Exec } from "../exec/types.ts";
 import type { BackendPreference } from "../host/iptables/backend.ts";
-import type { SysctlClient } from "../host/sysctl.ts";
+import type { SysctlClient } from "../host/sysctl/types.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Metrics } from "../proxy/metrics/metrics.ts";
 import type { ServiceHealthSink } from "../proxy/service-health-sink.ts";

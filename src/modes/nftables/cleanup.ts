@@ -5,8 +5,8 @@
 // nf_tables, has nothing to delete.
 
 import { effectiveFeatureGates } from "../../config/feature-gates.ts";
-import type { NftClient, NftTable } from "../../host/nft.ts";
-import { NftError } from "../../host/nft.ts";
+import { NftError } from "../../host/nft/errors.ts";
+import type { NftClient, NftTable } from "../../host/nft/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import { errText } from "../../util/err-text.ts";
 

@@ -6,7 +6,9 @@
 
 import { defaultProxyConfig } from "../../../src/config/defaults.ts";
 import type { ProxyConfig } from "../../../src/config/types.ts";
-import { createNfacctClient, FakeNfacct, type NfacctClient } from "../../../src/host/nfacct.ts";
+import { createNfacctClient } from "../../../src/host/nfacct/client.ts";
+import { FakeNfacct } from "../../../src/host/nfacct/testing/fake.ts";
+import type { NfacctClient } from "../../../src/host/nfacct/types.ts";
 import type { NodeInfo } from "../../../src/k8s/node-info.ts";
 import type { EndpointSliceObject, ServiceObject } from "../../../src/k8s/objects.ts";
 import { type Logger, nullLogger } from "../../../src/log/logger.ts";
