@@ -20,7 +20,7 @@ import type { SyncInput } from "../../../src/proxy/proxier.ts";
 import { ServiceMap } from "../../../src/proxy/service-map.ts";
 import { ServiceChangeTracker } from "../../../src/proxy/service-tracker.ts";
 import type { IPFamily } from "../../../src/proxy/types.ts";
-import { FakeClock } from "../../../src/util/clock.ts";
+import { FakeClock } from "../../../src/util/testing/fake-clock.ts";
 import { RecordingIptables } from "./recording-iptables.ts";
 
 /** The real nfacct client over a stateful fake (counters that exist once ensured). */

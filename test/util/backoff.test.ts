@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { Backoff, sleep } from "../../src/k8s/backoff.ts";
+import { Backoff, sleep } from "../../src/util/backoff.ts";
 
 describe("Backoff", () => {
   test("doubles from the initial delay and never exceeds the cap, jitter included", () => {

@@ -1,5 +1,6 @@
-// Retry pacing for list and watch: exponential, jittered (so a fleet of nodes does not hammer a
-// recovering API server in lockstep) and capped (so a long outage still retries every ~30 s).
+// The one retry backoff: exponential, jittered (so a fleet of nodes does not hammer a recovering
+// API server in lockstep) and capped (so a long outage still retries every ~30 s). List and watch
+// use it as is; the sync runner uses it without jitter, from max(minInterval, 1s) to maxInterval.
 
 export interface BackoffOptions {
   /** First delay, before jitter. */
