@@ -33,7 +33,7 @@ import { IptablesProxier } from "../src/modes/iptables/proxier.ts";
 import { createMetrics } from "../src/proxy/metrics/metrics.ts";
 import type { Proxier, SyncInput } from "../src/proxy/proxier.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";
-import { FakeClock } from "../src/util/clock.ts";
+import { FakeClock } from "../src/util/testing/fake-clock.ts";
 
 const BASE = (198 << 24) + (18 << 16);
 const RANGE = 2 ** 17;

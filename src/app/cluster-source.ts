@@ -4,7 +4,7 @@
 
 import { readFile } from "node:fs/promises";
 import { EXAMPLE_CLUSTER_YAML } from "../generated/example-cluster.ts";
-import { type HostState, parseHostState } from "../host/host-state.ts";
+import { type HostState, parseHostState } from "../host/host-state/schema.ts";
 import { createApiSource } from "../k8s/informers.ts";
 import type { LoadKubeConfigResult } from "../k8s/kubeconfig.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";

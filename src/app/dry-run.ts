@@ -8,7 +8,7 @@ import type { ProxyConfig } from "../config/types.ts";
 import { missingToolsCheck } from "../dryrun/missing-tools.ts";
 import { PlanProxier } from "../dryrun/plan-proxier.ts";
 import { type DryRunReport, dryRunExitCode, renderJsonParts, renderText } from "../dryrun/report.ts";
-import { probeHostState } from "../host/probe.ts";
+import { probeHostState } from "../host/host-state/probe.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
 import { nodeIPs } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";

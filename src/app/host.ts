@@ -6,21 +6,15 @@ import { createRecordingHashsize, createRecordingSysctl } from "../dryrun/record
 import { DryRunRecorder } from "../exec/dry-run.ts";
 import { createRealExec } from "../exec/runner.ts";
 import type { Exec } from "../exec/types.ts";
-import {
-  type HostState,
-  ipsetFromHostState,
-  kernelFromHostState,
-  sysctlFromHostState,
-} from "../host/host-state.ts";
-import { hostStateExec } from "../host/host-state-exec.ts";
-import { createIpsetClient, type IpsetClient } from "../host/ipset.ts";
-import { createKernelClient, type KernelClient } from "../host/kernel.ts";
-import {
-  type ConntrackHashsizeClient,
-  createConntrackHashsizeClient,
-  createSysctlClient,
-  type SysctlClient,
-} from "../host/sysctl.ts";
+import { hostStateExec } from "../host/host-state/exec.ts";
+import { ipsetFromHostState, kernelFromHostState, sysctlFromHostState } from "../host/host-state/overlay.ts";
+import type { HostState } from "../host/host-state/schema.ts";
+import { createIpsetClient } from "../host/ipset/client.ts";
+import type { IpsetClient } from "../host/ipset/types.ts";
+import { createKernelClient } from "../host/kernel/client.ts";
+import type { KernelClient } from "../host/kernel/types.ts";
+import { createConntrackHashsizeClient, createSysctlClient } from "../host/sysctl/client.ts";
+import type { ConntrackHashsizeClient, SysctlClient } from "../host/sysctl/types.ts";
 
 export interface Host {
   readonly exec: Exec;

@@ -5,7 +5,7 @@ import { writeFileSync } from "node:fs";
 import type { RunOptions } from "../cli/types.ts";
 import { effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
-import { probeHostState } from "../host/probe.ts";
+import { probeHostState } from "../host/host-state/probe.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";

@@ -9,10 +9,10 @@ import { createApiRecorder } from "../k8s/api-recorder.ts";
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import { createApiSource } from "../k8s/informers.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
-import { tokenBucket } from "../k8s/rate-limiter.ts";
 import type { ClusterSource } from "../k8s/source.ts";
 import { createStateFileSource } from "../k8s/state-file-source.ts";
 import type { Logger } from "../log/logger.ts";
+import { tokenBucket } from "../util/token-bucket.ts";
 import { nodeIPsFromApi, nodeIPsFromStateFile } from "./node-ips.ts";
 
 /** How long startup waits for this Node's addresses from the API server. */

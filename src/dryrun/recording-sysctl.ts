@@ -1,12 +1,12 @@
 // Under --dry-run sysctls (and nf_conntrack's hashsize) are read for real but each write becomes
 // the command an operator would run, in the same ordered command list as every other change.
 
+import { normalizeSysctlName } from "../host/sysctl/client.ts";
 import {
   CONNTRACK_HASHSIZE_PATH,
   type ConntrackHashsizeClient,
-  normalizeSysctlName,
   type SysctlClient,
-} from "../host/sysctl.ts";
+} from "../host/sysctl/types.ts";
 
 export function sysctlCommand(name: string, value: number | string): string[] {
   return ["sysctl", "-w", `${name.replaceAll("/", ".")}=${value}`];

@@ -10,8 +10,8 @@ import {
   RequestContext,
   type ResponseContext,
 } from "@kubernetes/client-node";
+import { type RateLimiter, unlimited } from "../util/token-bucket.ts";
 import { versionInfo } from "../version.ts";
-import { type RateLimiter, unlimited } from "./rate-limiter.ts";
 
 export interface ApiRequest {
   method: "GET" | "POST";

@@ -4,11 +4,11 @@
 
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../log/logger.ts";
+import type { BackoffOptions } from "../util/backoff.ts";
+import { tokenBucket, unlimited } from "../util/token-bucket.ts";
 import { API_PATHS } from "./api-access.ts";
 import { type ApiClient, kubeApiClient } from "./api-client.ts";
-import type { BackoffOptions } from "./backoff.ts";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
-import { tokenBucket, unlimited } from "./rate-limiter.ts";
 import { Reflector } from "./reflector.ts";
 import { nodeFieldSelector, SERVICE_AND_SLICE_SELECTOR } from "./selectors.ts";
 import type { ClusterEventHandler, ClusterSource } from "./source.ts";

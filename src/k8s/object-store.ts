@@ -2,7 +2,7 @@
 // kube-proxy synced from. It wraps a handler and forwards every call unchanged.
 
 import { stringify } from "yaml";
-import type { HostState } from "../host/host-state.ts";
+import type { HostState } from "../host/host-state/schema.ts";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
 import type { ClusterEventHandler } from "./source.ts";
 

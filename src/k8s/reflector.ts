@@ -8,8 +8,8 @@
 
 import type { Logger } from "../log/logger.ts";
 import { collectYoungGarbage } from "../runtime.ts";
+import { Backoff, type BackoffOptions, sleep } from "../util/backoff.ts";
 import { type ApiClient, apiErrorFrom, describeError } from "./api-client.ts";
-import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
 import { type KubeObject, ObjectStore, objectKey } from "./store.ts";
 import { readWatchStream, type WatchEvent } from "./watch-stream.ts";
 

@@ -4,10 +4,10 @@
 import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Exec } from "../exec/types.ts";
-import type { IpsetClient } from "../host/ipset.ts";
+import type { IpsetClient } from "../host/ipset/types.ts";
 import type { BackendPreference } from "../host/iptables/backend.ts";
-import type { KernelClient } from "../host/kernel.ts";
-import type { SysctlClient } from "../host/sysctl.ts";
+import type { KernelClient } from "../host/kernel/types.ts";
+import type { SysctlClient } from "../host/sysctl/types.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Check } from "../proxy/check.ts";
 import type { Metrics } from "../proxy/metrics/metrics.ts";

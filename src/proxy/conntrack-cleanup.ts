@@ -3,7 +3,7 @@
 // entry recorded "no DNAT"). After a successful restore we clear exactly those entries, as
 // upstream's conntrack.CleanStaleEntries does (v1.31).
 
-import type { ConntrackClient } from "../host/conntrack.ts";
+import type { ConntrackClient } from "../host/conntrack/types.ts";
 import type { KV, Logger } from "../log/logger.ts";
 import { errText } from "../util/err-text.ts";
 import type { EndpointsUpdateResult } from "./endpoints-map.ts";

@@ -5,7 +5,9 @@
 // the sync itself fails.
 
 import { type Logger, nullLogger } from "../log/logger.ts";
+import { Backoff } from "../util/backoff.ts";
 import { type Clock, realClock, type TimerHandle } from "../util/clock.ts";
+import { TokenBucket } from "../util/token-bucket.ts";
 
 export interface BoundedFrequencyRunnerOptions {
   name: string;
@@ -22,43 +24,6 @@ export interface BoundedFrequencyRunnerOptions {
 
 /** Failed runs are retried no sooner than this, whatever minInterval is, to spare the host. */
 const MIN_FAILURE_BACKOFF_MS = 1000;
-
-/**
- * A token bucket that starts full. Credit is kept in milliseconds of refill time rather than
- * fractional tokens, so whole-millisecond clocks give exact answers.
- */
-export class TokenBucket {
-  private credit: number;
-  private last: number;
-
-  constructor(
-    private readonly capacity: number,
-    private readonly refillMs: number,
-    now: number,
-  ) {
-    this.credit = capacity * refillMs;
-    this.last = now;
-  }
-
-  tryAccept(now: number): boolean {
-    this.refill(now);
-    if (this.credit < this.refillMs) return false;
-    this.credit -= this.refillMs;
-    return true;
-  }
-
-  /** Milliseconds until tryAccept would succeed; 0 when it would now. */
-  waitMs(now: number): number {
-    this.refill(now);
-    return Math.max(0, this.refillMs - this.credit);
-  }
-
-  private refill(now: number): void {
-    // A clock that steps backwards grants nothing rather than taking credit away.
-    this.credit = Math.min(this.capacity * this.refillMs, this.credit + Math.max(0, now - this.last));
-    this.last = now;
-  }
-}
 
 type State = "new" | "running" | "stopped";
 
@@ -82,6 +47,8 @@ export class BoundedFrequencyRunner {
   private readonly log: Logger;
   /** Absent when minInterval is 0: every request may run at once. */
   private readonly limiter: TokenBucket | undefined;
+  /** Doubles per consecutive failure from max(minInterval, 1s), capped at maxInterval; no jitter. */
+  private readonly backoff: Backoff;
 
   private state: State = "new";
   /** True from the moment fn is called until its promise settles. */
@@ -109,6 +76,12 @@ export class BoundedFrequencyRunner {
     this.log = opts.logger ?? nullLogger;
     this.limiter =
       opts.minIntervalMs > 0 ? new TokenBucket(burstRuns, opts.minIntervalMs, this.clock.now()) : undefined;
+    this.backoff = new Backoff({
+      initialMs: Math.max(opts.minIntervalMs, MIN_FAILURE_BACKOFF_MS),
+      maxMs: opts.maxIntervalMs,
+      factor: 2,
+      jitter: 0,
+    });
   }
 
   /** Starts the loop. The first run comes from run() or, failing that, after maxInterval. */
@@ -200,7 +173,7 @@ export class BoundedFrequencyRunner {
     this.setTimerIn(this.maxInterval);
     if (failed) {
       this.consecutiveFailures++;
-      const delay = this.backoffMs();
+      const delay = this.backoff.next();
       this.log.error("Run failed, retrying with backoff", {
         runner: this.name,
         err: error instanceof Error ? error : String(error),
@@ -210,18 +183,13 @@ export class BoundedFrequencyRunner {
       this.retryAfter(delay);
     } else {
       this.consecutiveFailures = 0;
+      this.backoff.reset();
       this.log
         .v(3)
         .info("Ran", { runner: this.name, nextPossibleMs: this.minInterval, periodicMs: this.maxInterval });
     }
     this.applyRetry();
     if (this.requested) this.tryRun();
-  }
-
-  /** Doubles per consecutive failure from max(minInterval, 1s), capped at maxInterval. */
-  private backoffMs(): number {
-    const base = Math.max(this.minInterval, MIN_FAILURE_BACKOFF_MS);
-    return Math.min(base * 2 ** (this.consecutiveFailures - 1), this.maxInterval);
   }
 
   private applyRetry(): void {

@@ -1,7 +1,11 @@
 // Kernel settings a proxy mode depends on (conntrack for all; each mode adds its own), decided
 // from config and kernel version, then applied through a SysctlClient (which, under --dry-run, records instead of writing).
 
-import { CONNTRACK_HASHSIZE_PATH, type ConntrackHashsizeClient, type SysctlClient } from "../host/sysctl.ts";
+import {
+  CONNTRACK_HASHSIZE_PATH,
+  type ConntrackHashsizeClient,
+  type SysctlClient,
+} from "../host/sysctl/types.ts";
 import type { Logger } from "../log/logger.ts";
 import { errText } from "../util/err-text.ts";
 

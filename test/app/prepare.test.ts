@@ -3,11 +3,11 @@ import type { Host } from "../../src/app/host.ts";
 import { prepareNode } from "../../src/app/prepare.ts";
 import { defaultProxyConfig } from "../../src/cli/index.ts";
 import type { ProxyConfig } from "../../src/config/types.ts";
-import { FakeExec } from "../../src/exec/fake.ts";
-import { createIpsetClient } from "../../src/host/ipset.ts";
-import { createFakeIpset } from "../../src/host/ipset-fake.ts";
-import { createFakeKernel } from "../../src/host/kernel.ts";
-import { createFakeConntrackHashsize, createFakeSysctl } from "../../src/host/sysctl.ts";
+import { FakeExec } from "../../src/exec/testing/fake.ts";
+import { createIpsetClient } from "../../src/host/ipset/client.ts";
+import { createFakeIpset } from "../../src/host/ipset/testing/fake.ts";
+import { createFakeKernel } from "../../src/host/kernel/testing/fake.ts";
+import { createFakeConntrackHashsize, createFakeSysctl } from "../../src/host/sysctl/testing/fake.ts";
 import { memoryLogger } from "../../src/log/logger.ts";
 
 const ipvsMods = ["ip_vs", "ip_vs_rr", "ip_vs_wrr", "ip_vs_sh", "nf_conntrack"];

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { DryRunRecorder, isReadOnlyCommand } from "../../src/exec/dry-run.ts";
-import { FakeExec, ok } from "../../src/exec/fake.ts";
+import { FakeExec, ok } from "../../src/exec/testing/fake.ts";
 
 // [command line, read-only?]
 const cases: [string, boolean][] = [

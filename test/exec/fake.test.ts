@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec, fail, ok } from "../../src/exec/fake.ts";
+import { FakeExec, fail, ok } from "../../src/exec/testing/fake.ts";
 
 describe("FakeExec", () => {
   test("dispatches by cmd to the registered handler", async () => {

@@ -13,7 +13,7 @@ import type { Proxier } from "../../src/proxy/proxier.ts";
 import { ServiceMap } from "../../src/proxy/service-map.ts";
 import { ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
 import { SyncController } from "../../src/proxy/sync-controller.ts";
-import { FakeClock } from "../../src/util/clock.ts";
+import { FakeClock } from "../../src/util/testing/fake-clock.ts";
 import { ep, service, slice } from "./builders.ts";
 
 async function read(metric: Metrics[keyof Metrics]): Promise<number> {

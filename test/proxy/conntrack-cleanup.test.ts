@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { type ConntrackFlow, createConntrackClient, FakeConntrack, flow } from "../../src/host/conntrack.ts";
+import { createConntrackClient } from "../../src/host/conntrack/client.ts";
+import { type ConntrackFlow, FakeConntrack, flow } from "../../src/host/conntrack/testing/fake.ts";
 import { memoryLogger } from "../../src/log/logger.ts";
 import { endpointIP } from "../../src/proxy/conntrack-cleanup.ts";
 import { endpointSlice, ep, NODE_IP, type SetupOptions, service, setup } from "../modes/iptables/harness.ts";

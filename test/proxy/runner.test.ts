@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { memoryLogger } from "../../src/log/logger.ts";
-import { BoundedFrequencyRunner, TokenBucket } from "../../src/proxy/runner.ts";
-import { FakeClock, sleep } from "../../src/util/clock.ts";
+import { BoundedFrequencyRunner } from "../../src/proxy/runner.ts";
+import { sleep } from "../../src/util/clock.ts";
+import { FakeClock } from "../../src/util/testing/fake-clock.ts";
 
 interface HarnessOpts {
   minIntervalMs?: number;
@@ -294,22 +295,4 @@ describe("BoundedFrequencyRunner", () => {
       );
     });
   }
-});
-
-describe("TokenBucket", () => {
-  test("starts full, refills one token per interval, never beyond capacity", () => {
-    const b = new TokenBucket(2, 1000, 0);
-    expect([b.tryAccept(0), b.tryAccept(0), b.tryAccept(0)]).toEqual([true, true, false]);
-    expect(b.waitMs(400)).toBe(600);
-    expect(b.tryAccept(1000)).toBe(true);
-    expect(b.tryAccept(1000)).toBe(false);
-    expect([b.tryAccept(100_000), b.tryAccept(100_000), b.tryAccept(100_000)]).toEqual([true, true, false]);
-  });
-
-  test("a clock stepping backwards grants no tokens", () => {
-    const b = new TokenBucket(1, 1000, 5000);
-    expect(b.tryAccept(5000)).toBe(true);
-    expect(b.tryAccept(0)).toBe(false);
-    expect(b.waitMs(0)).toBe(1000);
-  });
 });

@@ -5,7 +5,7 @@ import { createSnapshotSource } from "../../src/k8s/snapshot-source.ts";
 import { parseStateDocuments } from "../../src/k8s/state-file.ts";
 import type { Proxier, SyncInput } from "../../src/proxy/proxier.ts";
 import { SyncController } from "../../src/proxy/sync-controller.ts";
-import { FakeClock } from "../../src/util/clock.ts";
+import { FakeClock } from "../../src/util/testing/fake-clock.ts";
 
 interface Seen {
   at: number;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { createRecordingSysctl } from "../../src/dryrun/recording-sysctl.ts";
-import { createFakeSysctl } from "../../src/host/sysctl.ts";
+import { createFakeSysctl } from "../../src/host/sysctl/testing/fake.ts";
 import { memoryLogger } from "../../src/log/logger.ts";
 import { ipvsSysctls } from "../../src/modes/ipvs/sysctls.ts";
 import { applySysctls, planSysctls, type SysctlInputs } from "../../src/proxy/sysctls.ts";

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { FakeClock, realClock, sleep } from "../../src/util/clock.ts";
+import { realClock, sleep } from "../../src/util/clock.ts";
+import { FakeClock } from "../../src/util/testing/fake-clock.ts";
 
 describe("FakeClock", () => {
   test("starts where told and moves only on advance", () => {

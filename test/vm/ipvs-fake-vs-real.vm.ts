@@ -8,12 +8,12 @@
 // does not cascade) and reported at the end, so one slow guest boot shows all of them.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { FakeExec } from "../../src/exec/fake.ts";
 import { createRealExec } from "../../src/exec/runner.ts";
+import { FakeExec } from "../../src/exec/testing/fake.ts";
 import type { ExecResult } from "../../src/exec/types.ts";
 import { createIpvsClient } from "../../src/host/ipvs/client.ts";
 import { IpvsError } from "../../src/host/ipvs/errors.ts";
-import { FakeIpvs, KERNEL_SCHEDULERS } from "../../src/host/ipvs/fake.ts";
+import { FakeIpvs, KERNEL_SCHEDULERS } from "../../src/host/ipvs/testing/fake.ts";
 import type { IpvsChange, IpvsClient } from "../../src/host/ipvs/types.ts";
 import { createTestNetns, type TestNetns } from "../host/iptables/netns.ts";
 import { requireKernelVm } from "../support/kernel-vm.ts";

@@ -6,11 +6,11 @@
 // and reported together, so one slow guest boot shows all of them.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { FakeExec } from "../../src/exec/fake.ts";
+import { FakeExec } from "../../src/exec/testing/fake.ts";
 import type { Exec, ExecResult } from "../../src/exec/types.ts";
 import { createNetlinkClient } from "../../src/host/netlink/client.ts";
 import { NetlinkError } from "../../src/host/netlink/errors.ts";
-import { FakeNetlink } from "../../src/host/netlink/fake.ts";
+import { FakeNetlink } from "../../src/host/netlink/testing/fake.ts";
 import type { NetlinkClient } from "../../src/host/netlink/types.ts";
 import { createTestNetns, type TestNetns } from "../host/iptables/netns.ts";
 import { requireKernelVm } from "../support/kernel-vm.ts";

@@ -166,7 +166,7 @@ export function createIptablesClient(opts: IptablesClientOptions): IptablesClien
       if (res.code === 0) return;
       const err = fail(res);
       // Missing is fine; "in use" or "not empty" is not.
-      if (res.code === 1 && err.isNotFound) return;
+      if (res.code === 1 && err.isNotFound()) return;
       throw err;
     },
 

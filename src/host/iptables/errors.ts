@@ -2,6 +2,7 @@
 // failed run into one of these so callers can tell "chain missing" from "lock held" from "line 42
 // of the restore input was rejected" without matching strings themselves.
 
+import { HostToolError } from "../errors.ts";
 import { firstLine as firstToolLine } from "../tool-output.ts";
 
 /** iptables exits 4 for a "resource problem": above all, the xtables lock was not acquired in time. */
@@ -15,7 +16,7 @@ const NOT_FOUND_MARKERS = [
   "does not exist",
 ];
 
-export class IptablesError extends Error {
+export class IptablesError extends HostToolError {
   override readonly name: string = "IptablesError";
   constructor(
     /** Program run, e.g. "iptables-nft". */
@@ -37,8 +38,13 @@ export class IptablesError extends Error {
   }
 
   /** The chain, rule or jump target named does not exist (upstream's IsNotFoundError). */
-  get isNotFound(): boolean {
+  isNotFound(): boolean {
     return isNotFoundMessage(this.stderr);
+  }
+
+  /** The chain to create exists already (legacy: "Chain already exists", nft: "File exists"). */
+  isExists(): boolean {
+    return /Chain already exists|File exists/.test(this.stderr);
   }
 }
 

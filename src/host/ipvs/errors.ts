@@ -2,6 +2,8 @@
 // into an IpvsError so callers can tell "no IPVS in this kernel" from "line 3 of the batch was
 // refused" without matching strings themselves.
 
+import { HostToolError } from "../errors.ts";
+
 /** What ipvsadm prints (exit 2) when the kernel has no IPVS and modprobe ip_vs does not help. */
 export const IPVS_UNAVAILABLE_MESSAGE =
   "Can't initialize ipvs: Protocol not available\nAre you sure that IP Virtual Server is built in the kernel or as module?";
@@ -30,7 +32,7 @@ export type IpvsErrorKind =
   | "invalid"
   | "failed";
 
-export class IpvsError extends Error {
+export class IpvsError extends HostToolError {
   override readonly name = "IpvsError";
   readonly kind: IpvsErrorKind;
   readonly command: string;
@@ -66,6 +68,19 @@ export class IpvsError extends Error {
 
   get isUnavailable(): boolean {
     return this.kind === "unavailable";
+  }
+
+  /**
+   * The virtual service or real server named does not exist. Kind "not-found" is a different
+   * thing (ipvsadm itself is not installed) and does not count.
+   */
+  isNotFound(): boolean {
+    return /No such service|No such destination/.test(this.stderr);
+  }
+
+  /** The virtual service or real server to add exists already. */
+  isExists(): boolean {
+    return /Service already exists|Destination already exists/.test(this.stderr);
   }
 }
 

@@ -115,7 +115,7 @@ export function createNetlinkClient(opts: NetlinkClientOptions): NetlinkClient {
       const res = await run(args);
       if (res.code === 0) return;
       const err = fail(args, res);
-      if (err.isNotFound) return;
+      if (err.isNotFound()) return;
       throw err;
     },
 

@@ -1,6 +1,7 @@
 // Typed failures of the ip tool. The client decides what an exit means ("File exists" on a
 // link add is success for ensureDummyDevice) and raises a NetlinkError for the rest.
 
+import { HostToolError } from "../errors.ts";
 import { firstLine } from "../tool-output.ts";
 
 /** One line of an `ip -batch` input that ip refused ("Command failed -:N"). */
@@ -11,7 +12,7 @@ export interface BatchLineFailure {
   readonly message: string;
 }
 
-export class NetlinkError extends Error {
+export class NetlinkError extends HostToolError {
   override readonly name = "NetlinkError";
   /** The first refused batch line (a field: JavaScriptCore sets an own "line" on every Error). */
   readonly line: number | undefined;
@@ -30,8 +31,13 @@ export class NetlinkError extends Error {
   }
 
   /** The device named does not exist. */
-  get isNotFound(): boolean {
+  isNotFound(): boolean {
     return /does not exist|Cannot find device/.test(this.stderr);
+  }
+
+  /** The link or address to add exists already ("RTNETLINK answers: File exists"). */
+  isExists(): boolean {
+    return /File exists/.test(this.stderr);
   }
 
   /** The kernel cannot create this kind of link (e.g. no dummy module). */

@@ -1,11 +1,11 @@
 // Assembles iptables mode for a real run or a dry run: picks the backend, decides which IP
 // families this node proxies, and builds one IptablesProxier per family behind one Proxier.
 
-import { createConntrackClient } from "../../host/conntrack.ts";
+import { createConntrackClient } from "../../host/conntrack/client.ts";
 import { createIptablesClient } from "../../host/iptables/client.ts";
 import type { IPTablesFamily, IptablesBackend } from "../../host/iptables/types.ts";
-import { createNfacctClient } from "../../host/nfacct.ts";
-import type { SysctlClient } from "../../host/sysctl.ts";
+import { createNfacctClient } from "../../host/nfacct/client.ts";
+import type { SysctlClient } from "../../host/sysctl/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import { localAddresses } from "../../proxy/local-addresses.ts";
 import { decideLocalhostNodePorts, type LocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";

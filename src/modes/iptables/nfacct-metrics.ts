@@ -4,7 +4,7 @@
 // absent from the scrape rather than 0, so a dashboard can tell "no data" from "no packets".
 
 import type { Registry } from "prom-client";
-import type { NfacctClient } from "../../host/nfacct.ts";
+import type { NfacctClient } from "../../host/nfacct/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import { alpha } from "../../proxy/metrics/metrics.ts";
 import { registerCollector } from "../../proxy/metrics/registry.ts";

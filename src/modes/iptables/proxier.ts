@@ -7,7 +7,7 @@
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { ProxyConfig } from "../../config/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
-import type { NfacctClient } from "../../host/nfacct.ts";
+import type { NfacctClient } from "../../host/nfacct/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";

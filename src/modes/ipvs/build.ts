@@ -1,8 +1,8 @@
 // Assembles ipvs mode: the host clients (ipvsadm, ipset, ip, iptables) over one Exec and one
 // IpvsProxier per IP family behind one Proxier. The same assembly serves real and dry runs.
 
-import { createConntrackClient } from "../../host/conntrack.ts";
-import { createIpsetClient } from "../../host/ipset.ts";
+import { createConntrackClient } from "../../host/conntrack/client.ts";
+import { createIpsetClient } from "../../host/ipset/client.ts";
 import { createIptablesClient } from "../../host/iptables/client.ts";
 import type { IPTablesFamily } from "../../host/iptables/types.ts";
 import { createIpvsClient } from "../../host/ipvs/client.ts";

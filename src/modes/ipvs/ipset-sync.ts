@@ -2,7 +2,8 @@
 // script for one `ipset restore -exist`. Missing sets are created; members are added and deleted
 // by difference only, so a quiet sync writes nothing and a one-Service change writes a few lines.
 
-import { addLine, createLine, delLine, type IpsetSet } from "../../host/ipset.ts";
+import { addLine, createLine, delLine } from "../../host/ipset/lines.ts";
+import type { IpsetSet } from "../../host/ipset/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { RefCount } from "./desired-state.ts";
 import { SET_IDS, type SetCatalog, type SetId } from "./ipsets.ts";

@@ -2,7 +2,7 @@
 // shared with upstream kube-proxy: switching a node between the two must find the same sets, and
 // the comments appear verbatim in the iptables rules that match them.
 
-import type { IpsetSetSpec, IpsetType } from "../../host/ipset.ts";
+import type { IpsetSetSpec, IpsetType } from "../../host/ipset/types.ts";
 import type { IPFamily } from "../../proxy/types.ts";
 
 /** Identifies one set independently of the family prefix ("KUBE-" vs "KUBE-6-"). */

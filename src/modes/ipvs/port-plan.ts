@@ -3,7 +3,7 @@
 // and the LoadBalancer IPs the node itself must not reach. Pure: the proxier caches a plan until
 // the port, its endpoints or the node-level context change.
 
-import { validateEntry } from "../../host/ipset.ts";
+import { validateEntry } from "../../host/ipset/entries.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import { cidrContains } from "../../proxy/nodeport-addresses.ts";
 import {

@@ -1,9 +1,9 @@
 // CanUseIPVSProxier: decides truthfully whether this node can run ipvs mode. The verdict is
 // the same for a real run (which refuses to start) and --dry-run (which reports and exits 3).
 
-import type { IpsetClient } from "../../host/ipset.ts";
-import { MIN_IPSET_VERSION } from "../../host/ipset.ts";
-import type { KernelClient } from "../../host/kernel.ts";
+import type { IpsetClient } from "../../host/ipset/types.ts";
+import { MIN_IPSET_VERSION } from "../../host/ipset/types.ts";
+import type { KernelClient } from "../../host/kernel/types.ts";
 import type { Check } from "../../proxy/check.ts";
 import { versionAtLeast } from "../../util/version.ts";
 

@@ -14,7 +14,7 @@
 
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { ProxyConfig } from "../../config/types.ts";
-import type { IpsetClient, IpsetSet } from "../../host/ipset.ts";
+import type { IpsetClient, IpsetSet } from "../../host/ipset/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
 import { compareKeys } from "../../host/ipvs/format.ts";
 import type { IpvsChange, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";

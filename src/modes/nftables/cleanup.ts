@@ -6,8 +6,9 @@
 
 import { effectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { Exec } from "../../exec/types.ts";
-import type { NftClient, NftTable } from "../../host/nft.ts";
-import { createNftClient, NftError } from "../../host/nft.ts";
+import { createNftClient } from "../../host/nft/client.ts";
+import { NftError } from "../../host/nft/errors.ts";
+import type { NftClient, NftTable } from "../../host/nft/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import { errText } from "../../util/err-text.ts";
 

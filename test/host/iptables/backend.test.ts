@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec, fail, ok } from "../../../src/exec/fake.ts";
+import { FakeExec, fail, ok } from "../../../src/exec/testing/fake.ts";
 import { detectBackend } from "../../../src/host/iptables/backend.ts";
-import { FakeIptables } from "../../../src/host/iptables/fake.ts";
+import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
 import { memoryLogger, nullLogger } from "../../../src/log/logger.ts";
 import { createTestNetns } from "./netns.ts";
 

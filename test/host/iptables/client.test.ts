@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec, ok } from "../../../src/exec/fake.ts";
+import { FakeExec, ok } from "../../../src/exec/testing/fake.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
 import { IptablesError, IptablesRestoreError } from "../../../src/host/iptables/errors.ts";
-import { FakeIptables } from "../../../src/host/iptables/fake.ts";
+import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
 import type { IPTablesFamily, IptablesBackend } from "../../../src/host/iptables/types.ts";
 import { memoryLogger } from "../../../src/log/logger.ts";
 
@@ -93,7 +93,7 @@ describe("client against FakeIptables", () => {
         const err = await client.flushChain("nat", "KUBE-NOPE").catch((e) => e);
         expect(err).toBeInstanceOf(IptablesError);
         expect(err.exitCode).toBe(1);
-        expect(err.isNotFound).toBe(true);
+        expect(err.isNotFound()).toBe(true);
       });
 
       test("restoreAll applies; save and saveAll print iptables-save text", async () => {

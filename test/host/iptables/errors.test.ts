@@ -166,6 +166,6 @@ describe("IptablesError", () => {
     const err = new IptablesError("iptables-nft", ["-X", "KUBE-A", "-t", "nat"], 4, "# Warning: x\nbusy\n");
     expect(err.message).toBe("iptables-nft -X KUBE-A -t nat: exit code 4: busy");
     expect(err.isResourceProblem).toBe(true);
-    expect(err.isNotFound).toBe(false);
+    expect(err.isNotFound()).toBe(false);
   });
 });

@@ -4,11 +4,11 @@
 // comments aside). This is what keeps the fake's semantics honest.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { FakeExec } from "../../../src/exec/fake.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
 import { IptablesError, IptablesRestoreError } from "../../../src/host/iptables/errors.ts";
-import { FakeIptables } from "../../../src/host/iptables/fake.ts";
 import { parseIptablesSave } from "../../../src/host/iptables/save-parser.ts";
+import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
 import type { IPTablesFamily, IptablesBackend, IptablesClient } from "../../../src/host/iptables/types.ts";
 import { createTestNetns, type TestNetns } from "./netns.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec } from "../../../src/exec/fake.ts";
-import { FakeIptables } from "../../../src/host/iptables/fake.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
+import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
 
 const FIXED = new Date(Date.UTC(2026, 10, 3, 9, 5, 7));
 

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec, fail, ok } from "../../../src/exec/fake.ts";
+import { FakeExec, fail, ok } from "../../../src/exec/testing/fake.ts";
 import { attributeRestoreFailures, createIpvsClient } from "../../../src/host/ipvs/client.ts";
 import { IPVS_UNAVAILABLE_MESSAGE, IpvsError } from "../../../src/host/ipvs/errors.ts";
-import { FakeIpvs } from "../../../src/host/ipvs/fake.ts";
+import { FakeIpvs } from "../../../src/host/ipvs/testing/fake.ts";
 import type { IpvsChange, VirtualServer, VirtualServerKey } from "../../../src/host/ipvs/types.ts";
 
 const web: VirtualServerKey = { address: "10.96.143.7", port: 80, protocol: "TCP" };

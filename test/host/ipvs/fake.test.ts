@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec } from "../../../src/exec/fake.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { IPVS_UNAVAILABLE_MESSAGE } from "../../../src/host/ipvs/errors.ts";
-import { FakeIpvs } from "../../../src/host/ipvs/fake.ts";
+import { FakeIpvs } from "../../../src/host/ipvs/testing/fake.ts";
 
 function setup(opts: ConstructorParameters<typeof FakeIpvs>[0] = {}) {
   const fake = new FakeIpvs(opts);

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec, ok } from "../../../src/exec/fake.ts";
+import { FakeExec, ok } from "../../../src/exec/testing/fake.ts";
 import { createNetlinkClient, parseIpAddrShow, renderBindBatch } from "../../../src/host/netlink/client.ts";
 import { NetlinkError } from "../../../src/host/netlink/errors.ts";
-import { FakeNetlink } from "../../../src/host/netlink/fake.ts";
+import { FakeNetlink } from "../../../src/host/netlink/testing/fake.ts";
 
 function setup(opts: ConstructorParameters<typeof FakeNetlink>[0] = {}) {
   const fake = new FakeNetlink(opts);
@@ -135,7 +135,7 @@ describe("NetlinkClient against FakeNetlink", () => {
   test("listAddresses of a missing device is a not-found error", async () => {
     const { client } = setup();
     const err = await thrown(client.listAddresses("kube-ipvs0"));
-    expect(err.isNotFound).toBe(true);
+    expect(err.isNotFound()).toBe(true);
     expect(err.stderr).toBe('Device "kube-ipvs0" does not exist.\n');
   });
 

@@ -4,11 +4,11 @@
 // addresses `ip -o addr show` lists afterwards.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { FakeExec } from "../../../src/exec/fake.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import type { Exec, ExecResult } from "../../../src/exec/types.ts";
 import { createNetlinkClient } from "../../../src/host/netlink/client.ts";
 import { NetlinkError } from "../../../src/host/netlink/errors.ts";
-import { FakeNetlink } from "../../../src/host/netlink/fake.ts";
+import { FakeNetlink } from "../../../src/host/netlink/testing/fake.ts";
 import { createTestNetns, type TestNetns } from "../iptables/netns.ts";
 
 type Step = { name: string; args: string[]; stdin?: string };

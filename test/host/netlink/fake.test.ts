@@ -2,8 +2,8 @@
 // (iproute2 6.1) on a kernel with dummy devices, pinned here so host runs keep them.
 
 import { describe, expect, test } from "bun:test";
-import { FakeExec } from "../../../src/exec/fake.ts";
-import { FakeNetlink, type FakeNetlinkOptions } from "../../../src/host/netlink/fake.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
+import { FakeNetlink, type FakeNetlinkOptions } from "../../../src/host/netlink/testing/fake.ts";
 
 function setup(opts: FakeNetlinkOptions = {}) {
   const fake = new FakeNetlink({ loopback: "down", ...opts });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec } from "../../../src/exec/fake.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
-import { FakeIptables } from "../../../src/host/iptables/fake.ts";
+import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
 import { cleanupIptables, cleanupPayload } from "../../../src/modes/iptables/cleanup.ts";
 
 // What a node looks like after upstream kube-proxy (iptables mode) ran next to kubelet.

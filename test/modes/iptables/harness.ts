@@ -6,7 +6,9 @@
 
 import { defaultProxyConfig } from "../../../src/config/defaults.ts";
 import type { ProxyConfig } from "../../../src/config/types.ts";
-import { createNfacctClient, FakeNfacct, type NfacctClient } from "../../../src/host/nfacct.ts";
+import { createNfacctClient } from "../../../src/host/nfacct/client.ts";
+import { FakeNfacct } from "../../../src/host/nfacct/testing/fake.ts";
+import type { NfacctClient } from "../../../src/host/nfacct/types.ts";
 import type { NodeInfo } from "../../../src/k8s/node-info.ts";
 import type { EndpointSliceObject, ServiceObject } from "../../../src/k8s/objects.ts";
 import { type Logger, nullLogger } from "../../../src/log/logger.ts";
@@ -18,7 +20,7 @@ import type { SyncInput } from "../../../src/proxy/proxier.ts";
 import { ServiceMap } from "../../../src/proxy/service-map.ts";
 import { ServiceChangeTracker } from "../../../src/proxy/service-tracker.ts";
 import type { IPFamily } from "../../../src/proxy/types.ts";
-import { FakeClock } from "../../../src/util/clock.ts";
+import { FakeClock } from "../../../src/util/testing/fake-clock.ts";
 import { RecordingIptables } from "./recording-iptables.ts";
 
 /** The real nfacct client over a stateful fake (counters that exist once ensured). */

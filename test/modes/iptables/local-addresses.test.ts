@@ -3,7 +3,7 @@
 // The previous rules stay, and the next sync (the runner's backoff retry) restores normally.
 
 import { describe, expect, test } from "bun:test";
-import { FakeExec, fail, ok } from "../../../src/exec/fake.ts";
+import { FakeExec, fail, ok } from "../../../src/exec/testing/fake.ts";
 import { createNetlinkClient } from "../../../src/host/netlink/client.ts";
 import { NetlinkError } from "../../../src/host/netlink/errors.ts";
 import { endpointSlice, ep, NODE_IP, service, setup, tableSection } from "./harness.ts";

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec } from "../../../src/exec/fake.ts";
-import { createNfacctClient, FakeNfacct } from "../../../src/host/nfacct.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
+import { createNfacctClient } from "../../../src/host/nfacct/client.ts";
+import { FakeNfacct } from "../../../src/host/nfacct/testing/fake.ts";
 import { memoryLogger, nullLogger } from "../../../src/log/logger.ts";
 import { registerNfacctMetrics } from "../../../src/modes/iptables/nfacct-metrics.ts";
 import { KubeRegistry } from "../../../src/proxy/metrics/registry.ts";

@@ -2,9 +2,9 @@
 // wrapped so tests can see every restore input, count iptables-save runs, decide whether
 // --random-fully is "supported" (upstream's fake says no), and fail calls on purpose.
 
-import { FakeExec } from "../../../src/exec/fake.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
-import { FakeIptables } from "../../../src/host/iptables/fake.ts";
+import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
 import type {
   IPTablesFamily,
   IptablesClient,

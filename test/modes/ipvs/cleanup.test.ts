@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec } from "../../../src/exec/fake.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { createIpvsClient } from "../../../src/host/ipvs/client.ts";
-import { FakeIpvs } from "../../../src/host/ipvs/fake.ts";
+import { FakeIpvs } from "../../../src/host/ipvs/testing/fake.ts";
 import { cleanupIpvs } from "../../../src/modes/ipvs/cleanup.ts";
 
 const TABLE = `-A -t 198.51.100.10:80 -s rr

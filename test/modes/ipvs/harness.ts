@@ -6,20 +6,20 @@
 
 import { defaultProxyConfig } from "../../../src/config/defaults.ts";
 import type { ProxyConfig } from "../../../src/config/types.ts";
-import { FakeExec } from "../../../src/exec/fake.ts";
-import { createIpsetClient } from "../../../src/host/ipset.ts";
-import { FakeIpset } from "../../../src/host/ipset-fake.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
+import { createIpsetClient } from "../../../src/host/ipset/client.ts";
+import { FakeIpset } from "../../../src/host/ipset/testing/fake.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
-import { FakeIptables } from "../../../src/host/iptables/fake.ts";
+import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
 import { createIpvsClient } from "../../../src/host/ipvs/client.ts";
-import { FakeIpvs } from "../../../src/host/ipvs/fake.ts";
+import { FakeIpvs } from "../../../src/host/ipvs/testing/fake.ts";
 import { createNetlinkClient } from "../../../src/host/netlink/client.ts";
-import { FakeNetlink } from "../../../src/host/netlink/fake.ts";
+import { FakeNetlink } from "../../../src/host/netlink/testing/fake.ts";
 import { type Logger, nullLogger } from "../../../src/log/logger.ts";
 import { IpvsProxier, type IpvsProxierDeps } from "../../../src/modes/ipvs/proxier.ts";
 import { createMetrics, type Metrics } from "../../../src/proxy/metrics/metrics.ts";
 import type { IPFamily } from "../../../src/proxy/types.ts";
-import { FakeClock } from "../../../src/util/clock.ts";
+import { FakeClock } from "../../../src/util/testing/fake-clock.ts";
 import { Cluster, NODE, NODE_IP, NODE_IPV6 } from "../iptables/harness.ts";
 
 export { Cluster, endpointSlice, ep, NODE, NODE_IP, NODE_IPV6, service } from "../iptables/harness.ts";

@@ -1,10 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import {
-  type ConntrackFlow,
-  createConntrackClient,
-  FakeConntrack,
-  flow,
-} from "../../../src/host/conntrack.ts";
+import { createConntrackClient } from "../../../src/host/conntrack/client.ts";
+import { type ConntrackFlow, FakeConntrack, flow } from "../../../src/host/conntrack/testing/fake.ts";
 import { FULL_SYNC_PERIOD_MS } from "../../../src/proxy/proxier.ts";
 import { endpointSlice, ep, NODE_IP, service, setup } from "./harness.ts";
 

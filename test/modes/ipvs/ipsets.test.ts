@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { validateEntry } from "../../../src/host/ipset.ts";
+import { validateEntry } from "../../../src/host/ipset/entries.ts";
 import { ipPortNetEntry } from "../../../src/modes/ipvs/entries.ts";
 import { familySetName, SET_DEFINITIONS, setCatalog } from "../../../src/modes/ipvs/ipsets.ts";
 import type { IPFamily } from "../../../src/proxy/types.ts";

@@ -2,7 +2,7 @@
 // `ip -o addr show`; when it fails, the sync must fail before anything is written, and recover.
 
 import { describe, expect, test } from "bun:test";
-import { fail } from "../../../src/exec/fake.ts";
+import { fail } from "../../../src/exec/testing/fake.ts";
 import { NetlinkError } from "../../../src/host/netlink/errors.ts";
 import { endpointSlice, ep, fakeHost, NODE_IP, service, setup, virtualServerKeys } from "./harness.ts";
 

@@ -1,10 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { FakeExec } from "../../../src/exec/fake.ts";
 import { createRealExec } from "../../../src/exec/runner.ts";
-import { createIpsetClient } from "../../../src/host/ipset.ts";
-import { createFakeIpset } from "../../../src/host/ipset-fake.ts";
-import { createFakeKernel, createKernelClient } from "../../../src/host/kernel.ts";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
+import { createIpsetClient } from "../../../src/host/ipset/client.ts";
+import { createFakeIpset } from "../../../src/host/ipset/testing/fake.ts";
+import { createKernelClient } from "../../../src/host/kernel/client.ts";
+import { createFakeKernel } from "../../../src/host/kernel/testing/fake.ts";
 import { canUseIpvsProxier, requiredIpvsModules } from "../../../src/modes/ipvs/prerequisites.ts";
 
 const ipsetAt = (version: string) => createIpsetClient({ exec: createFakeIpset({ version }).install() });

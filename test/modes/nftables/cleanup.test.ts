@@ -1,29 +1,15 @@
 import { describe, expect, test } from "bun:test";
-import { FakeExec, fail, ok } from "../../../src/exec/fake.ts";
-import { createNftClient, parseNftTables } from "../../../src/host/nft.ts";
+import { FakeExec, fail, ok } from "../../../src/exec/testing/fake.ts";
+import { createNftClient, parseNftTables } from "../../../src/host/nft/client.ts";
+import { FakeNft } from "../../../src/host/nft/testing/fake.ts";
 import { memoryLogger } from "../../../src/log/logger.ts";
 import { cleanupNftables, nftablesProxyModeEnabled } from "../../../src/modes/nftables/cleanup.ts";
 
 /** A stand-in nft holding a set of "family name" tables. */
 function fakeNft(initial: string[]) {
-  const tables = new Set(initial);
-  const exec = new FakeExec({
-    nft: (req) => {
-      const [verb, what, family, name] = req.args;
-      if (verb === "list" && what === "tables") return ok([...tables].map((t) => `table ${t}\n`).join(""));
-      if (verb === "delete" && what === "table") {
-        if (!tables.delete(`${family} ${name}`)) {
-          return fail(
-            1,
-            `Error: Could not process rule: No such file or directory\ndelete table ${family} ${name}\n`,
-          );
-        }
-        return ok();
-      }
-      return fail(1, "Error: syntax error\n");
-    },
-  });
-  return { tables, exec, nft: createNftClient({ exec }) };
+  const fake = new FakeNft(initial);
+  const exec = fake.install();
+  return { tables: fake.tables, exec, nft: createNftClient({ exec }) };
 }
 
 describe("nftables cleanup", () => {

@@ -5,7 +5,7 @@ import { createHealthMetrics } from "../../../src/proxy/healthcheck/health-metri
 import { type RunningServer, startHealthzServer } from "../../../src/proxy/healthcheck/healthz-server.ts";
 import { BindError } from "../../../src/proxy/healthcheck/http.ts";
 import { ProxierHealth, TO_BE_DELETED_TAINT } from "../../../src/proxy/healthcheck/proxier-health.ts";
-import { FakeClock } from "../../../src/util/clock.ts";
+import { FakeClock } from "../../../src/util/testing/fake-clock.ts";
 import { get, occupy } from "./support.ts";
 
 const START = Date.UTC(2024, 4, 1, 10, 0, 0);

@@ -18,7 +18,8 @@
 //  - kubernetes_feature_enabled, where the release records its feature gates.
 import { describe, expect, test } from "bun:test";
 import { createRunMetrics } from "../../../src/app/run-metrics.ts";
-import { createNfacctClient, FakeNfacct } from "../../../src/host/nfacct.ts";
+import { createNfacctClient } from "../../../src/host/nfacct/client.ts";
+import { FakeNfacct } from "../../../src/host/nfacct/testing/fake.ts";
 import { nullLogger } from "../../../src/log/logger.ts";
 import { registerNfacctMetrics } from "../../../src/modes/iptables/nfacct-metrics.ts";
 import { createSliMetrics } from "../../../src/proxy/healthcheck/slis.ts";

@@ -1,0 +1,54 @@
+// An in-memory Exec for tests: each host tool is a handler that answers
+// from fake state. Calls are kept so batching requirements ("one restore per sync") can be checked.
+
+import type { Exec, ExecRequest, ExecResult } from "../types.ts";
+
+export type ExecHandler = (req: ExecRequest) => ExecResult | Promise<ExecResult>;
+
+/** Shorthand results for handlers. */
+export function ok(stdout = ""): ExecResult {
+  return { code: 0, stdout, stderr: "" };
+}
+
+export function fail(code: number, stderr: string, stdout = ""): ExecResult {
+  return { code, stdout, stderr };
+}
+
+function baseName(cmd: string): string {
+  const slash = cmd.lastIndexOf("/");
+  return slash < 0 ? cmd : cmd.slice(slash + 1);
+}
+
+export class FakeExec implements Exec {
+  /** Every request, in order, including ones no handler answered. */
+  readonly calls: ExecRequest[] = [];
+  private readonly handlers = new Map<string, ExecHandler>();
+
+  constructor(handlers: Record<string, ExecHandler> = {}) {
+    for (const [cmd, handler] of Object.entries(handlers)) this.on(cmd, handler);
+  }
+
+  /** Registers (or replaces) the handler for a program name such as "ipset". */
+  on(cmd: string, handler: ExecHandler): this {
+    this.handlers.set(cmd, handler);
+    return this;
+  }
+
+  has(cmd: string): boolean {
+    return this.handlers.has(cmd) || this.handlers.has(baseName(cmd));
+  }
+
+  /** The calls made to one program, matched by its base name ("/sbin/ipset" counts as "ipset"). */
+  callsTo(cmd: string): ExecRequest[] {
+    return this.calls.filter((c) => c.cmd === cmd || baseName(c.cmd) === cmd);
+  }
+
+  async run(req: ExecRequest): Promise<ExecResult> {
+    // Copy so later mutation of the caller's arrays cannot rewrite history.
+    this.calls.push({ ...req, args: [...req.args] });
+    // An exact registration wins; otherwise a full path finds the handler for its base name.
+    const handler = this.handlers.get(req.cmd) ?? this.handlers.get(baseName(req.cmd));
+    if (!handler) return { code: 127, stdout: "", stderr: `${req.cmd}: command not found` };
+    return handler(req);
+  }
+}
