@@ -5,8 +5,8 @@
 
 import type { Exec, ExecResult } from "../exec/types.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
+import { parseCIDRInet, parseIPInet } from "../util/net/address.ts";
 import { VersionParseError, versionAtLeast } from "../util/version.ts";
-import { parseAddr, parsePrefix } from "./netlink/ip.ts";
 
 /** The oldest ipset whose set types and options the ipvs proxier relies on. */
 export const MIN_IPSET_VERSION = "6.0";
@@ -225,8 +225,8 @@ const ORDINALS = ["First", "Second", "Third"];
 const COUNTS = ["No", "One", "Two", "Three"];
 
 function parseIPPart(text: string, family: IpsetFamily): string {
-  const addr = parseAddr(text);
-  if (!addr || (addr.family === 4) !== (family === "inet")) {
+  const addr = parseIPInet(text);
+  if (!addr || (addr.family === "IPv4") !== (family === "inet")) {
     throw new EntryFail(
       `Syntax error: cannot parse ${text}: resolving to ${family === "inet" ? "IPv4" : "IPv6"} address failed`,
     );
@@ -274,12 +274,12 @@ function parseProtoPort(text: string): { proto: string; ports: number[] } {
 function parseNetPart(text: string, family: IpsetFamily): { text: string; cidr: number } {
   const slash = text.indexOf("/");
   const ip = parseIPPart(slash < 0 ? text : text.slice(0, slash), family);
-  const parsed = parsePrefix(slash < 0 ? ip : `${ip}${text.slice(slash)}`, { mask: true });
+  const parsed = parseCIDRInet(slash < 0 ? ip : `${ip}${text.slice(slash)}`, { mask: true });
   if (!parsed)
     throw new EntryFail(
       `Syntax error: cannot parse ${text}: resolving to ${family === "inet" ? "IPv4" : "IPv6"} address failed`,
     );
-  const full = parsed.family === 4 ? 32 : 128;
+  const full = parsed.family === "IPv4" ? 32 : 128;
   // A host network prints bare; anything shorter keeps its prefix length.
   return { text: parsed.prefix === full ? parsed.ip : `${parsed.ip}/${parsed.prefix}`, cidr: parsed.prefix };
 }
@@ -287,8 +287,8 @@ function parseNetPart(text: string, family: IpsetFamily): { text: string; cidr: 
 const MAX_EXPANSION = 65536;
 
 function expandIPv4(text: string): string[] {
-  const parsed = parsePrefix(text, { mask: true });
-  if (parsed?.family !== 4)
+  const parsed = parseCIDRInet(text, { mask: true });
+  if (parsed?.family !== "IPv4")
     throw new EntryFail(`Syntax error: cannot parse ${text}: resolving to IPv4 address failed`);
   const size = 2 ** (32 - parsed.prefix);
   if (size > MAX_EXPANSION)

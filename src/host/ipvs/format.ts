@@ -2,7 +2,8 @@
 // `ipvsadm -L -n` and `ipvsadm -S -n` output (what the client reads and the fake prints).
 // Layouts follow ipvsadm 1.31's print_title()/print_service_entry().
 
-import { compareAddrs, parseAddr } from "../netlink/ip.ts";
+import { compareIPs, parseIPInet } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { IpvsError } from "./errors.ts";
 import {
   type DestSpec,
@@ -44,8 +45,8 @@ function invalid(message: string): never {
   throw new IpvsError({ kind: "invalid", message: `ipvs: ${message}` });
 }
 
-function canonical(address: string, what: string): { ip: string; family: 4 | 6 } {
-  const parsed = parseAddr(address);
+function canonical(address: string, what: string): { ip: string; family: IPFamily } {
+  const parsed = parseIPInet(address);
   if (!parsed) invalid(`${what} address ${JSON.stringify(address)} is not an IP address`);
   return { ip: parsed.ip, family: parsed.family };
 }
@@ -56,7 +57,7 @@ function checkPort(port: number, what: string, allowZero: boolean): void {
   }
 }
 
-function checkedKey(key: VirtualServerKey): VirtualServerKey & { family: 4 | 6 } {
+function checkedKey(key: VirtualServerKey): VirtualServerKey & { family: IPFamily } {
   if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
   const addr = canonical(key.address, "virtual server");
   checkPort(key.port, "virtual server", true);
@@ -136,7 +137,7 @@ function parseFailure(line: number, text: string, why: string): never {
 function splitHostPort(text: string): { address: string; port: number } | undefined {
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:]+):(\d+)$/.exec(text);
   if (!m) return undefined;
-  const addr = parseAddr(m[1]!);
+  const addr = parseIPInet(m[1]!);
   const port = Number(m[2]);
   if (!addr || port > 65535) return undefined;
   return { address: addr.ip, port };
@@ -270,7 +271,7 @@ export function compareKeys(a: VirtualServerKey, b: VirtualServerKey): number {
   return (
     fa - fb ||
     PROTOCOL_NUMBER[a.protocol] - PROTOCOL_NUMBER[b.protocol] ||
-    compareAddrs(a.address, b.address) ||
+    compareIPs(a.address, b.address) ||
     a.port - b.port
   );
 }
@@ -280,7 +281,7 @@ export function compareKeys(a: VirtualServerKey, b: VirtualServerKey): number {
 // An address as libipvs compares it: 32-bit words in host order; IPv4 fills the first word of
 // the 16-byte union and leaves the rest zero.
 function addrWords(address: string): number[] {
-  const p = parseAddr(address);
+  const p = parseIPInet(address);
   const bytes = p?.bytes ?? [];
   return [0, 1, 2, 3].map((w) => [0, 1, 2, 3].reduce((acc, i) => acc * 256 + (bytes[w * 4 + i] ?? 0), 0));
 }

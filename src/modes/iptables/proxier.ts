@@ -17,16 +17,17 @@ import type { Metrics } from "../../proxy/metrics/metrics.ts";
 import { chainsInSave } from "../../proxy/netfilter/chains.ts";
 import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
 import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
-import { isLoopback, NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
+import { NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
 import { FULL_SYNC_PERIOD_MS } from "../../proxy/proxier.ts";
 import { restoreFailureFields } from "../../proxy/restore-log.ts";
 import { reportServiceHealth, type ServiceHealthSink } from "../../proxy/service-health-sink.ts";
-import type { IPFamily } from "../../proxy/types.ts";
 import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
 import { memoryFigures } from "../../util/memory.ts";
+import { isLoopbackLenient } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { CanaryMonitor, checkCanaryChains } from "./canary.ts";
 import { ProbabilityCache } from "./probability.ts";
 import {
@@ -403,7 +404,7 @@ export class IptablesProxier implements Proxier {
   }
 
   private acceptsNodePortsOn(ip: string): boolean {
-    if (!isLoopback(ip)) return true;
+    if (!isLoopbackLenient(ip)) return true;
     if (this.deps.family === "IPv6") {
       this.log.error(
         "--nodeport-addresses includes localhost but localhost NodePorts are not supported on IPv6",

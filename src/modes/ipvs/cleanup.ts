@@ -4,7 +4,7 @@
 
 import { IpvsError } from "../../host/ipvs/errors.ts";
 import type { IpvsChange, IpvsClient } from "../../host/ipvs/types.ts";
-import { cidrContains } from "../../proxy/nodeport-addresses.ts";
+import { cidrContains } from "../../util/net/address.ts";
 
 export async function cleanupIpvs(
   ipvs: IpvsClient,

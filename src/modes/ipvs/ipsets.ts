@@ -3,7 +3,7 @@
 // the comments appear verbatim in the iptables rules that match them.
 
 import type { IpsetSetSpec, IpsetType } from "../../host/ipset.ts";
-import type { IPFamily } from "../../proxy/types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 
 /** Identifies one set independently of the family prefix ("KUBE-" vs "KUBE-6-"). */
 export type SetId =

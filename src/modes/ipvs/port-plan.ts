@@ -5,13 +5,14 @@
 
 import { validateEntry } from "../../host/ipset.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
-import { cidrContains } from "../../proxy/nodeport-addresses.ts";
 import {
   type CategorizedEndpoints,
   categorizeEndpoints,
   type TopologyContext,
 } from "../../proxy/topology.ts";
-import type { EndpointInfo, IPFamily } from "../../proxy/types.ts";
+import type { EndpointInfo } from "../../proxy/types.ts";
+import { cidrContains } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { type EntryProtocol, ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
 import type { SetCatalog, SetId } from "./ipsets.ts";
 import {

@@ -3,7 +3,7 @@
 // arrays in step rather than a lookup per real server.
 
 import { type VirtualServer, virtualServerKeyString } from "../../host/ipvs/types.ts";
-import type { Protocol } from "../../proxy/types.ts";
+import type { Protocol } from "../../util/net/protocol.ts";
 
 /** The scheduler upstream falls back to when none is configured. */
 export const DEFAULT_SCHEDULER = "rr";

@@ -5,7 +5,7 @@
 
 import type { ProxyConfig } from "../../config/types.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
-import type { IPFamily } from "../types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { formatGoTime } from "./go-time.ts";
 
 /** The taint the cluster autoscaler puts on a node it is about to delete. */

@@ -17,8 +17,8 @@ import { createMetrics, type Metrics } from "../../../src/proxy/metrics/metrics.
 import type { SyncInput } from "../../../src/proxy/proxier.ts";
 import { ServiceMap } from "../../../src/proxy/service-map.ts";
 import { ServiceChangeTracker } from "../../../src/proxy/service-tracker.ts";
-import type { IPFamily } from "../../../src/proxy/types.ts";
 import { FakeClock } from "../../../src/util/clock.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
 import { RecordingIptables } from "./recording-iptables.ts";
 
 /** The real nfacct client over a stateful fake (counters that exist once ensured). */

@@ -5,8 +5,8 @@ import {
   ProxierHealth,
   TO_BE_DELETED_TAINT,
 } from "../../../src/proxy/healthcheck/proxier-health.ts";
-import type { IPFamily } from "../../../src/proxy/types.ts";
 import { FakeClock } from "../../../src/util/clock.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
 
 const TIMEOUT = 20_000;
 const START = Date.UTC(2024, 4, 1, 10, 0, 0);
