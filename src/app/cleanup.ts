@@ -5,7 +5,7 @@
 import type { Exec } from "../exec/types.ts";
 import { createIptablesClient } from "../host/iptables/client.ts";
 import { iptablesCommands } from "../host/iptables/commands.ts";
-import type { IPTablesFamily, IptablesBackend } from "../host/iptables/types.ts";
+import type { IptablesBackend } from "../host/iptables/types.ts";
 import { createIpvsClient } from "../host/ipvs/client.ts";
 import { createNftClient } from "../host/nft.ts";
 import type { Logger } from "../log/logger.ts";
@@ -13,6 +13,7 @@ import { cleanupIptables } from "../modes/iptables/cleanup.ts";
 import { cleanupIpvs } from "../modes/ipvs/cleanup.ts";
 import { cleanupNftables, nftablesProxyModeEnabled } from "../modes/nftables/cleanup.ts";
 import { errText } from "../util/err-text.ts";
+import type { IPFamily } from "../util/net/family.ts";
 
 async function installed(exec: Exec, cmd: string): Promise<boolean> {
   return (await exec.run({ cmd, args: ["--version"], timeoutMs: 10_000 })).code === 0;
@@ -78,7 +79,7 @@ export async function cleanupNode(
   featureGates: Readonly<Record<string, boolean>> = {},
 ): Promise<number> {
   let ok = true;
-  const families: IPTablesFamily[] = ["IPv4", "IPv6"];
+  const families: IPFamily[] = ["IPv4", "IPv6"];
   const backends: IptablesBackend[] = ["legacy", "nft"];
   for (const backend of backends) {
     for (const family of families) {

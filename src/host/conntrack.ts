@@ -6,22 +6,20 @@ import { isIPv6 } from "node:net";
 import { FakeExec } from "../exec/fake.ts";
 import type { Exec, ExecRequest, ExecResult } from "../exec/types.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
-
-/** Kubernetes protocol names; conntrack wants them lower-case. */
-export type ConntrackProtocol = "TCP" | "UDP" | "SCTP";
+import { type LowerProtocol, lowerProtocol, type Protocol } from "../util/net/protocol.ts";
 
 /** What conntrack prints (and exits 1 with) when a delete matched nothing: not a failure for us. */
 export const NO_CONNECTION_TO_DELETE = "0 flow entries have been deleted";
 
 export interface ConntrackClient {
   /** Entries whose original destination is the (Service) IP. Resolves to the number deleted. */
-  clearEntriesForIP(ip: string, protocol: ConntrackProtocol): Promise<number>;
+  clearEntriesForIP(ip: string, protocol: Protocol): Promise<number>;
   /** Entries to a (NodePort) port on any address of the family. */
-  clearEntriesForPort(port: number, isIPv6: boolean, protocol: ConntrackProtocol): Promise<number>;
+  clearEntriesForPort(port: number, isIPv6: boolean, protocol: Protocol): Promise<number>;
   /** Entries to `origin` that were DNATed to `dest` (a Service IP to a gone endpoint). */
-  clearEntriesForNAT(origin: string, dest: string, protocol: ConntrackProtocol): Promise<number>;
+  clearEntriesForNAT(origin: string, dest: string, protocol: Protocol): Promise<number>;
   /** Entries to a port that were DNATed to `dest` (a NodePort to a gone endpoint). */
-  clearEntriesForPortNAT(dest: string, port: number, protocol: ConntrackProtocol): Promise<number>;
+  clearEntriesForPortNAT(dest: string, port: number, protocol: Protocol): Promise<number>;
 }
 
 export class ConntrackError extends Error {
@@ -41,8 +39,6 @@ export interface ConntrackClientOptions {
   timeoutMs?: number;
 }
 
-const proto = (p: ConntrackProtocol) => p.toLowerCase();
-
 // conntrack filters IPv4 unless told otherwise.
 function withFamily(v6: boolean, args: string[]): string[] {
   return v6 ? [...args, "-f", "ipv6"] : args;
@@ -56,14 +52,14 @@ function checkPort(port: number): void {
 
 /** The command lines the client runs (exported so callers can log or dry-run them). */
 export const conntrackArgs = {
-  forIP: (ip: string, p: ConntrackProtocol) =>
-    withFamily(isIPv6(ip), ["-D", "--orig-dst", ip, "-p", proto(p)]),
-  forPort: (port: number, v6: boolean, p: ConntrackProtocol) =>
-    withFamily(v6, ["-D", "-p", proto(p), "--dport", String(port)]),
-  forNAT: (origin: string, dest: string, p: ConntrackProtocol) =>
-    withFamily(isIPv6(origin), ["-D", "--orig-dst", origin, "--dst-nat", dest, "-p", proto(p)]),
-  forPortNAT: (dest: string, port: number, p: ConntrackProtocol) =>
-    withFamily(isIPv6(dest), ["-D", "-p", proto(p), "--dport", String(port), "--dst-nat", dest]),
+  forIP: (ip: string, p: Protocol) =>
+    withFamily(isIPv6(ip), ["-D", "--orig-dst", ip, "-p", lowerProtocol(p)]),
+  forPort: (port: number, v6: boolean, p: Protocol) =>
+    withFamily(v6, ["-D", "-p", lowerProtocol(p), "--dport", String(port)]),
+  forNAT: (origin: string, dest: string, p: Protocol) =>
+    withFamily(isIPv6(origin), ["-D", "--orig-dst", origin, "--dst-nat", dest, "-p", lowerProtocol(p)]),
+  forPortNAT: (dest: string, port: number, p: Protocol) =>
+    withFamily(isIPv6(dest), ["-D", "-p", lowerProtocol(p), "--dport", String(port), "--dst-nat", dest]),
 };
 
 export function createConntrackClient(opts: ConntrackClientOptions): ConntrackClient {
@@ -107,7 +103,7 @@ export interface FlowTuple {
 }
 
 export interface ConntrackFlow {
-  readonly protocol: "tcp" | "udp" | "sctp";
+  readonly protocol: LowerProtocol;
   readonly orig: FlowTuple;
   /** The reply direction; a DNATed flow's reply comes from the endpoint, not the Service IP. */
   readonly reply: FlowTuple;

@@ -4,6 +4,8 @@
 
 import { compareIPs, parseIPInet } from "../../util/net/address.ts";
 import type { IPFamily } from "../../util/net/family.ts";
+import { joinHostPort } from "../../util/net/host-port.ts";
+import type { Protocol } from "../../util/net/protocol.ts";
 import { IpvsError } from "./errors.ts";
 import {
   type DestSpec,
@@ -21,14 +23,9 @@ import {
   SVC_F_SCHED3,
   schedFlagNames,
 } from "./syntax.ts";
-import type { IpvsChange, IpvsProtocol, IpvsService, RealServer, VirtualServerKey } from "./types.ts";
+import type { IpvsChange, IpvsService, RealServer, VirtualServerKey } from "./types.ts";
 
-/** "ADDR:PORT", IPv6 in brackets, as ipvsadm prints and parses it. */
-export function hostPort(address: string, port: number): string {
-  return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
-}
-
-const SERVICE_OPTION: Readonly<Record<IpvsProtocol, string>> = {
+const SERVICE_OPTION: Readonly<Record<Protocol, string>> = {
   TCP: "-t",
   UDP: "-u",
   SCTP: "--sctp-service",
@@ -36,7 +33,7 @@ const SERVICE_OPTION: Readonly<Record<IpvsProtocol, string>> = {
 
 /** The virtual-service words of an ipvsadm command: "-t 10.96.0.1:443". */
 export function serviceArgs(key: VirtualServerKey): string {
-  return `${SERVICE_OPTION[key.protocol]} ${hostPort(key.address, key.port)}`;
+  return `${SERVICE_OPTION[key.protocol]} ${joinHostPort(key.address, key.port)}`;
 }
 
 const SCHEDULER = /^[a-z][a-z0-9_-]{0,14}$/;
@@ -71,7 +68,7 @@ function renderService(op: "-A" | "-E", change: Extract<IpvsChange, { op: "add-s
   if (!Number.isInteger(s.timeout) || s.timeout < 0 || s.timeout > MAX_TIMEOUT) {
     invalid(`persistence timeout ${s.timeout} is out of range 0-${MAX_TIMEOUT}`);
   }
-  if (key.port === 0 && s.timeout === 0) invalid(`${hostPort(key.address, 0)}: port 0 needs persistence`);
+  if (key.port === 0 && s.timeout === 0) invalid(`${joinHostPort(key.address, 0)}: port 0 needs persistence`);
   let line = `${op} ${serviceArgs(key)} -s ${s.scheduler}`;
   if (s.timeout > 0) line += ` -p ${s.timeout}`;
   if (s.flags.length > 0) {
@@ -94,7 +91,7 @@ function renderReal(
   if (real.family !== key.family)
     invalid(`real server ${change.real.address} is not of the service's family`);
   checkPort(change.real.port, "real server", true);
-  const head = `${op} ${serviceArgs(key)} -r ${hostPort(real.ip, change.real.port)}`;
+  const head = `${op} ${serviceArgs(key)} -r ${joinHostPort(real.ip, change.real.port)}`;
   if (change.op === "delete-real") return head;
   const weight = change.real.weight;
   if (!Number.isInteger(weight) || weight < 0 || weight > 65535) invalid(`weight ${weight} is out of range`);
@@ -175,7 +172,7 @@ export function parseIpvsList(text: string): IpvsService[] {
       const persistent = /\bpersistent (\d+)/.exec(rest);
       if (persistent) timeout = Number(persistent[1]);
       const entry = {
-        server: { ...addr, protocol: svc[1] as IpvsProtocol, scheduler, flags, timeout },
+        server: { ...addr, protocol: svc[1] as Protocol, scheduler, flags, timeout },
         reals: [] as RealServer[],
       };
       out.push(entry);
@@ -213,7 +210,7 @@ export function parseIpvsList(text: string): IpvsService[] {
  */
 export function parseIpvsSave(text: string): IpvsService[] {
   const services = new Map<string, { server: IpvsService["server"]; reals: RealServer[] }>();
-  const id = (k: VirtualServerKey) => `${k.protocol}/${hostPort(k.address, k.port)}`;
+  const id = (k: VirtualServerKey) => `${k.protocol}/${joinHostPort(k.address, k.port)}`;
   text.split("\n").forEach((raw, i) => {
     const words = restoreLineWords(raw);
     if (words.length === 0) return;
@@ -260,7 +257,7 @@ export interface ListedService {
 }
 
 const SCHED_BITS = SVC_F_SCHED1 | SVC_F_SCHED2 | SVC_F_SCHED3;
-const PROTOCOL_NUMBER: Readonly<Record<IpvsProtocol, number>> = { TCP: 6, UDP: 17, SCTP: 132 };
+const PROTOCOL_NUMBER: Readonly<Record<Protocol, number>> = { TCP: 6, UDP: 17, SCTP: 132 };
 const FORWARD_NAME = { masq: "Masq", route: "Route", tunnel: "Tunnel" } as const;
 const FORWARD_SWITCH = { masq: "-m", route: "-g", tunnel: "-i" } as const;
 
@@ -383,7 +380,7 @@ export function formatIpvsList(
   out.push(TITLES[format]);
   for (const { service: s, dests } of sortServices(services, { nosort: opts.nosort ?? false })) {
     const v6 = s.key.address.includes(":");
-    let name = `${s.key.protocol.padEnd(4)} ${hostPort(s.key.address, s.key.port)}`;
+    let name = `${s.key.protocol.padEnd(4)} ${joinHostPort(s.key.address, s.key.port)}`;
     if (!v6) name = name.slice(0, 33);
     if (format === "stats" || format === "rate") out.push(`${name.padEnd(33)}${ZERO_COUNTERS}`);
     else {
@@ -397,7 +394,7 @@ export function formatIpvsList(
       out.push(line);
     }
     for (const d of dests) {
-      let dname = hostPort(d.address, d.port);
+      let dname = joinHostPort(d.address, d.port);
       if (!v6) dname = dname.slice(0, 28);
       const head = `  -> ${dname.padEnd(28)}`;
       const active = String(d.activeConnections).padEnd(10);
@@ -443,7 +440,7 @@ export function formatIpvsSave(services: readonly ListedService[]): string {
       // ipvsadm names the tunnel type of every tunnelling real server (ipip is the default).
       const tun = d.forward === "tunnel" ? " --tun-type ipip" : "";
       out.push(
-        `-a ${svc} -r ${hostPort(d.address, d.port)} ${FORWARD_SWITCH[d.forward]} -w ${d.weight}${tun}`,
+        `-a ${svc} -r ${joinHostPort(d.address, d.port)} ${FORWARD_SWITCH[d.forward]} -w ${d.weight}${tun}`,
       );
     }
   }
@@ -456,7 +453,7 @@ export function formatIpvsSave(services: readonly ListedService[]): string {
  */
 export function ipvsListFromSave(save: string): string {
   const services = new Map<string, { service: ServiceSpec; dests: ListedDest[] }>();
-  const id = (k: VirtualServerKey) => `${k.protocol}/${hostPort(k.address, k.port)}`;
+  const id = (k: VirtualServerKey) => `${k.protocol}/${joinHostPort(k.address, k.port)}`;
   save.split("\n").forEach((raw, i) => {
     const words = restoreLineWords(raw);
     if (words.length === 0 || words.includes("-f") || words.includes("--fwmark-service")) return;

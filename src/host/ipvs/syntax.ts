@@ -5,7 +5,8 @@
 
 import { parseIPInet } from "../../util/net/address.ts";
 import type { IPFamily } from "../../util/net/family.ts";
-import type { IpvsProtocol, VirtualServerKey } from "./types.ts";
+import type { Protocol } from "../../util/net/protocol.ts";
+import type { VirtualServerKey } from "./types.ts";
 
 /** IP_VS_SVC_F_* bits that ipvsadm shows. */
 export const SVC_F_PERSISTENT = 0x1;
@@ -284,7 +285,7 @@ const OPTION_COLUMN: Readonly<Record<string, Opt>> = {
   "tun-remcsum": "tun-remcsum",
 };
 
-const PROTOCOL_OF: Readonly<Record<string, IpvsProtocol>> = { t: "TCP", u: "UDP", sctp: "SCTP" };
+const PROTOCOL_OF: Readonly<Record<string, Protocol>> = { t: "TCP", u: "UDP", sctp: "SCTP" };
 
 class Fail {
   constructor(
@@ -484,7 +485,7 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
     options.add(opt);
   };
 
-  let protocol: IpvsProtocol = "TCP";
+  let protocol: Protocol = "TCP";
   let svcAddr: AddrPort | undefined;
   let fwmark = 0;
   let scheduler = "";

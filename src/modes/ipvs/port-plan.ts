@@ -13,7 +13,8 @@ import {
 import type { EndpointInfo } from "../../proxy/types.ts";
 import { cidrContains } from "../../util/net/address.ts";
 import type { IPFamily } from "../../util/net/family.ts";
-import { type EntryProtocol, ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
+import { type LowerProtocol, lowerProtocol } from "../../util/net/protocol.ts";
+import { ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
 import type { SetCatalog, SetId } from "./ipsets.ts";
 import {
   type DesiredReal,
@@ -59,7 +60,7 @@ export interface PortPlan {
 interface Draft {
   readonly svc: FamilyServicePort;
   readonly ctx: PlanContext;
-  readonly protocol: EntryProtocol;
+  readonly protocol: LowerProtocol;
   readonly timeout: number;
   readonly categorized: CategorizedEndpoints;
   readonly virtualServers: DesiredVirtualServer[];
@@ -81,7 +82,7 @@ export function planServicePort(
   const draft: Draft = {
     svc,
     ctx,
-    protocol: svc.protocol.toLowerCase() as EntryProtocol,
+    protocol: lowerProtocol(svc.protocol),
     timeout: svc.sessionAffinity.type === "ClientIP" ? svc.sessionAffinity.timeoutSeconds : 0,
     categorized: categorizeEndpoints(endpoints, svc, ctx),
     virtualServers: [],
@@ -204,7 +205,7 @@ function addSourceRanges(d: Draft, ip: string, entry: string): void {
   }
 }
 
-const NODE_PORT_SETS: Readonly<Record<EntryProtocol, readonly [SetId, SetId]>> = {
+const NODE_PORT_SETS: Readonly<Record<LowerProtocol, readonly [SetId, SetId]>> = {
   tcp: ["nodePortTCP", "nodePortLocalTCP"],
   udp: ["nodePortUDP", "nodePortLocalUDP"],
   sctp: ["nodePortSCTP", "nodePortLocalSCTP"],

@@ -6,11 +6,6 @@ export function joinHostPort(host: string, port: number | string): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-/** The host part of a URL or authority: IPv6 in brackets, anything else unchanged. */
-export function bracketHost(host: string): string {
-  return host.includes(":") ? `[${host}]` : host;
-}
-
 export type HostPort = { ok: true; host: string; port: string } | { ok: false; error: string };
 
 /** Go's net.SplitHostPort: "host:port" or "[host]:port"; the port is not checked here. */
