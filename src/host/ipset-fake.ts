@@ -9,9 +9,9 @@
 
 import { FakeExec, ok } from "../exec/fake.ts";
 import type { ExecRequest, ExecResult } from "../exec/types.ts";
+import type { InetFamily } from "../util/net/family.ts";
 import {
   IPSET_TYPES,
-  type IpsetFamily,
   type IpsetSet,
   type IpsetSetSpec,
   type IpsetType,
@@ -30,7 +30,7 @@ export interface FakeIpsetOptions {
 interface FakeSet {
   name: string;
   type: IpsetType;
-  family: IpsetFamily;
+  family: InetFamily;
   hashSize: number;
   maxElem: number;
   /** bitmap:port bounds. */

@@ -6,6 +6,7 @@
 import type { Exec, ExecResult } from "../exec/types.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import { parseCIDRInet, parseIPInet } from "../util/net/address.ts";
+import type { InetFamily } from "../util/net/family.ts";
 import { VersionParseError, versionAtLeast } from "../util/version.ts";
 
 /** The oldest ipset whose set types and options the ipvs proxier relies on. */
@@ -31,13 +32,11 @@ export const IPSET_TYPES: readonly IpsetType[] = [
   "bitmap:port",
 ];
 
-export type IpsetFamily = "inet" | "inet6";
-
 export interface IpsetSetSpec {
   readonly name: string;
   readonly type: IpsetType;
   /** Address family of hash sets; bitmap:port has none and reads back as "inet". */
-  readonly family: IpsetFamily;
+  readonly family: InetFamily;
   /**
    * What the set is for (upstream's set comments). Kept for logs only: upstream never passes it
    * to ipset, and neither do we, so the kernel's create parameters stay identical to upstream's
@@ -224,7 +223,7 @@ class EntryFail {
 const ORDINALS = ["First", "Second", "Third"];
 const COUNTS = ["No", "One", "Two", "Three"];
 
-function parseIPPart(text: string, family: IpsetFamily): string {
+function parseIPPart(text: string, family: InetFamily): string {
   const addr = parseIPInet(text);
   if (!addr || (addr.family === "IPv4") !== (family === "inet")) {
     throw new EntryFail(
@@ -271,7 +270,7 @@ function parseProtoPort(text: string): { proto: string; ports: number[] } {
   return { proto, ports };
 }
 
-function parseNetPart(text: string, family: IpsetFamily): { text: string; cidr: number } {
+function parseNetPart(text: string, family: InetFamily): { text: string; cidr: number } {
   const slash = text.indexOf("/");
   const ip = parseIPPart(slash < 0 ? text : text.slice(0, slash), family);
   const parsed = parseCIDRInet(slash < 0 ? ip : `${ip}${text.slice(slash)}`, { mask: true });
@@ -306,7 +305,7 @@ function expandIPv4(text: string): string[] {
  * Parses an element for a set of `type` and `family` the way ipset's parser does, returning the
  * canonical element(s) ipset would store, or ipset's own message for what it rejects.
  */
-export function parseEntry(type: IpsetType, family: IpsetFamily, entry: string): EntryParse {
+export function parseEntry(type: IpsetType, family: InetFamily, entry: string): EntryParse {
   try {
     return { ok: true, elements: parseElements(type, family, entry) };
   } catch (err) {
@@ -315,7 +314,7 @@ export function parseEntry(type: IpsetType, family: IpsetFamily, entry: string):
   }
 }
 
-function parseElements(type: IpsetType, family: IpsetFamily, entry: string): ParsedElement[] {
+function parseElements(type: IpsetType, family: InetFamily, entry: string): ParsedElement[] {
   const want = separators(type);
   const parts = entry.split(",");
   const found = parts.length - 1;
@@ -370,7 +369,7 @@ function parseElements(type: IpsetType, family: IpsetFamily, entry: string): Par
 export function entryProblem(
   type: IpsetType,
   entry: string,
-  family: IpsetFamily = "inet",
+  family: InetFamily = "inet",
 ): string | undefined {
   const res = parseEntry(type, family, entry);
   if (!res.ok) return res.message.split("\n")[0];
@@ -385,7 +384,7 @@ export function entryProblem(
  * hash:ip,port,ip "IP,proto:port,IP"; hash:ip,port,net "IP,proto:port,CIDR"; hash:net "CIDR";
  * bitmap:port "port". Protocols are tcp, udp and sctp; addresses must be of `family`.
  */
-export function validateEntry(type: IpsetType, entry: string, family: IpsetFamily = "inet"): boolean {
+export function validateEntry(type: IpsetType, entry: string, family: InetFamily = "inet"): boolean {
   return entryProblem(type, entry, family) === undefined;
 }
 
@@ -397,7 +396,7 @@ export function validateEntry(type: IpsetType, entry: string, family: IpsetFamil
 export function canonicalEntry(
   type: IpsetType,
   entry: string,
-  family: IpsetFamily = "inet",
+  family: InetFamily = "inet",
 ): string | undefined {
   if (entryProblem(type, entry, family) !== undefined) return undefined;
   const res = parseEntry(type, family, entry);
@@ -441,7 +440,7 @@ export function parseIpsetSave(text: string): Map<string, IpsetSet> {
     const words = ipsetWords(line);
     const [verb, name, third] = words;
     if (verb === "create" && name && third) {
-      let family: IpsetFamily = "inet";
+      let family: InetFamily = "inet";
       let hashSize: number | undefined;
       let maxElem: number | undefined;
       let range: string | undefined;
