@@ -12,7 +12,7 @@ import { nodeIPs } from "../k8s/node-info.ts";
 import type { NodeObject } from "../k8s/objects.ts";
 import { parseStateDocuments } from "../k8s/state-file.ts";
 import type { Logger } from "../log/logger.ts";
-import type { IPFamily } from "../proxy/types.ts";
+import type { IPFamily } from "../util/net/family.ts";
 
 /** What startup settles on: an IP for each family (loopback when unknown) and the primary family. */
 export interface DetectedNodeIPs {

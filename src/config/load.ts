@@ -2,11 +2,11 @@
 // Upstream ignores most flags once --config is given (a well-known trap); here an explicit flag
 // always wins, and each flag that replaces a file value is returned as an Override to be logged.
 
+import { joinHostPort, splitHostPort } from "../util/net/host-port.ts";
 import { DEFAULT_CONTENT_TYPE, dropZeroDefaults, resolveConfig } from "./defaults.ts";
 import { formatGoDuration } from "./duration.ts";
 import { type ParsedConfigFile, parseConfigFile } from "./file.ts";
 import { formatIssue } from "./issues.ts";
-import { joinHostPort, splitHostPort } from "./net.ts";
 import { deepEqual, formatPath, getPath, mergeDeep, pathSegments, setPath } from "./paths.ts";
 import { type ConfigLayer, DURATION_PATHS } from "./schema.ts";
 import type { ConfigIssue, IssueOrigin, Override, PlainValue, ProxyConfig } from "./types.ts";

@@ -1,58 +1,27 @@
-// Address syntax checks with Go's net package semantics (ParseIP, ParseCIDR, SplitHostPort),
-// since upstream validation is defined in those terms.
+// Address checks for configuration, with Go's net package semantics (ParseIP, ParseCIDR,
+// strconv.Atoi), since upstream validation is defined in those terms. The parsing itself is
+// src/util/net's strict rule; families are numbers here, as validation messages count them.
 
-import { isIPv4, isIPv6 } from "node:net";
-
-export type IPFamily = 4 | 6;
+import { parseCIDRStrict, parseIPStrict } from "../util/net/address.ts";
+import { type FamilyNumber, familyNumber } from "../util/net/family.ts";
+import { joinHostPort, splitHostPort } from "../util/net/host-port.ts";
 
 /** The family of a literal IP address, or undefined. Zones ("fe80::1%eth0") are not IPs to Go. */
-export function ipFamily(text: string): IPFamily | undefined {
-  if (text.includes("%")) return undefined;
-  if (isIPv4(text)) return 4;
-  if (isIPv6(text)) return 6;
-  return undefined;
+export function ipFamily(text: string): FamilyNumber | undefined {
+  const ip = parseIPStrict(text);
+  return ip && familyNumber(ip.family);
 }
 
 export interface CIDR {
-  family: IPFamily;
+  family: FamilyNumber;
   address: string;
   prefix: number;
 }
 
 /** Parses "address/prefix"; host bits may be set, as Go's ParseCIDR allows. */
 export function parseCIDR(text: string): CIDR | undefined {
-  const slash = text.indexOf("/");
-  if (slash < 0) return undefined;
-  const address = text.slice(0, slash);
-  const bits = text.slice(slash + 1);
-  const family = ipFamily(address);
-  if (family === undefined || !/^\d{1,3}$/.test(bits)) return undefined;
-  const prefix = Number(bits);
-  if (prefix > (family === 4 ? 32 : 128)) return undefined;
-  return { family, address, prefix };
-}
-
-export type HostPort = { ok: true; host: string; port: string } | { ok: false; error: string };
-
-/** Go's net.SplitHostPort: "host:port" or "[host]:port"; the port is not checked here. */
-export function splitHostPort(text: string): HostPort {
-  if (text.startsWith("[")) {
-    const close = text.indexOf("]");
-    if (close < 0) return { ok: false, error: "missing ']' in address" };
-    if (text[close + 1] !== ":") return { ok: false, error: "missing port in address" };
-    const host = text.slice(1, close);
-    const port = text.slice(close + 2);
-    if (host.includes("[") || host.includes("]") || port.includes("]")) {
-      return { ok: false, error: "unexpected bracket in address" };
-    }
-    return { ok: true, host, port };
-  }
-  const colon = text.lastIndexOf(":");
-  if (colon < 0) return { ok: false, error: "missing port in address" };
-  const host = text.slice(0, colon);
-  if (host.includes(":")) return { ok: false, error: "too many colons in address" };
-  if (host.includes("[") || host.includes("]")) return { ok: false, error: "unexpected bracket in address" };
-  return { ok: true, host, port: text.slice(colon + 1) };
+  const cidr = parseCIDRStrict(text);
+  return cidr && { family: familyNumber(cidr.family), address: cidr.address, prefix: cidr.prefix };
 }
 
 /** Port text as Go's strconv.Atoi reads it, restricted to 1..65535; undefined otherwise. */
@@ -68,12 +37,6 @@ export function parsePort(text: string): number | undefined {
  */
 export function appendPortIfNeeded(address: string, port: number): string {
   if (splitHostPort(address).ok) return address;
-  const family = ipFamily(address);
-  if (family === undefined) return address;
-  return family === 4 ? `${address}:${port}` : `[${address}]:${port}`;
-}
-
-/** Joins a host and port the way Go's net.JoinHostPort does. */
-export function joinHostPort(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+  if (ipFamily(address) === undefined) return address;
+  return joinHostPort(address, port);
 }

@@ -1,9 +1,11 @@
 // Semantic validation of a resolved configuration, after upstream's validation.go (v1.31) with
 // a few deliberate differences noted inline. Every rule runs; all problems come back together.
 
+import type { FamilyNumber } from "../util/net/family.ts";
+import { splitHostPort } from "../util/net/host-port.ts";
 import { formatGoDuration } from "./duration.ts";
 import { type EffectiveFeatureGates, effectiveFeatureGates, featureGateProblems } from "./feature-gates.ts";
-import { type IPFamily, ipFamily, parseCIDR, parsePort, splitHostPort } from "./net.ts";
+import { ipFamily, parseCIDR, parsePort } from "./net.ts";
 import type { ConfigIssue, IssueOrigin, Millis, ProxyConfig } from "./types.ts";
 
 export type OriginLookup = (path: string) => IssueOrigin;
@@ -101,7 +103,7 @@ function checkClusterCIDRs(out: IssueList, cidrs: readonly string[]): void {
     out.add("clusterCIDR", joined, "must be one CIDR, or two (one IPv4 and one IPv6) separated by a comma");
     return;
   }
-  const families: IPFamily[] = [];
+  const families: FamilyNumber[] = [];
   for (const cidr of cidrs) {
     const parsed = parseCIDR(cidr);
     if (parsed) families.push(parsed.family);

@@ -7,6 +7,7 @@ import { delimiter, dirname, resolve } from "node:path";
 import { type Cluster, KubeConfig } from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
 import { errText } from "../util/err-text.ts";
+import { joinHostPort } from "../util/net/host-port.ts";
 
 /** Where the pod's service account is mounted (rest.InClusterConfig reads the same files). */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -92,14 +93,13 @@ function inCluster(env: LoadKubeConfigOptions["env"], dir: string): KubeConfig {
   if (!host || !port) throw new Error("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined");
   const tokenFile = `${dir}/token`;
   if (!existsSync(tokenFile)) throw new Error(`no service account token at ${tokenFile}`);
-  const hostPart = host.includes(":") ? `[${host}]` : host;
   const caFile = `${dir}/ca.crt`;
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [
       {
         name: "inCluster",
-        server: `https://${hostPart}:${port}`,
+        server: `https://${joinHostPort(host, port)}`,
         skipTLSVerify: false,
         ...(existsSync(caFile) ? { caFile } : {}),
       },

@@ -14,7 +14,8 @@ import type { Metrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import type { ServiceHealthSink } from "../proxy/service-health-sink.ts";
 import type { ModeSysctls } from "../proxy/sysctls.ts";
-import type { IPFamily, NodeIPs } from "../proxy/types.ts";
+import type { NodeIPs } from "../proxy/types.ts";
+import type { IPFamily } from "../util/net/family.ts";
 
 export interface ModeBuildOptions {
   readonly exec: Exec;

@@ -6,10 +6,11 @@
 import type { ConntrackClient } from "../host/conntrack/types.ts";
 import type { KV, Logger } from "../log/logger.ts";
 import { errText } from "../util/err-text.ts";
+import type { IPFamily } from "../util/net/family.ts";
+import { familyOf, ofFamily } from "../util/net/family.ts";
 import type { EndpointsUpdateResult } from "./endpoints-map.ts";
-import { familyOf } from "./net.ts";
 import type { ServiceUpdateResult } from "./service-map.ts";
-import type { IPFamily, ServicePortInfo } from "./types.ts";
+import type { ServicePortInfo } from "./types.ts";
 import { servicePortNameString } from "./types.ts";
 
 /** The conntrack operations the cleanup needs (the host client, or a recorder in dry runs). */
@@ -30,10 +31,6 @@ export function endpointIP(endpoint: string): string {
   if (endpoint.startsWith("[")) return endpoint.slice(1, endpoint.indexOf("]"));
   const colon = endpoint.lastIndexOf(":");
   return colon < 0 ? endpoint : endpoint.slice(0, colon);
-}
-
-function ofFamily(ips: readonly string[], family: IPFamily): string[] {
-  return ips.filter((ip) => familyOf(ip) === family);
 }
 
 /** Service IPs and UDP NodePorts whose conntrack entries predate the current rules. */

@@ -3,8 +3,8 @@
 // merges them per Service only when that Service has pending changes.
 
 import type { Logger } from "../log/logger.ts";
+import { joinHostPort } from "../util/net/host-port.ts";
 import type { ParsedSlice, SliceEndpoint, SlicePort } from "./endpoint-slice.ts";
-import { endpointString } from "./net.ts";
 import { type EndpointInfo, type ServiceKey, type ServicePortName, servicePortNameString } from "./types.ts";
 
 interface SliceState {
@@ -89,7 +89,7 @@ interface MergeTarget {
 
 function endpointInfo(e: SliceEndpoint, port: number, nodeName: string): EndpointInfo {
   return {
-    endpoint: endpointString(e.ip, port),
+    endpoint: joinHostPort(e.ip, port),
     ip: e.ip,
     port,
     family: e.family,

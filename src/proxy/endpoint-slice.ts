@@ -2,9 +2,12 @@
 // endpoints, and a fingerprint so that re-delivered or reordered slices count as unchanged.
 
 import type { EndpointSliceObject } from "../k8s/objects.ts";
-import { isPortNumber, parseIP, parseProtocol } from "./net.ts";
+import { parseIPLenient } from "../util/net/address.ts";
+import type { IPFamily } from "../util/net/family.ts";
+import { isPortNumber } from "../util/net/host-port.ts";
+import type { Protocol } from "../util/net/protocol.ts";
+import { parseProtocol } from "../util/net/protocol.ts";
 import { type ProblemList, REASON_INCORRECT_IP_VERSION } from "./problems.ts";
-import type { IPFamily, Protocol } from "./types.ts";
 
 export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 export const TRIGGER_TIME_ANNOTATION = "endpoints.kubernetes.io/last-change-trigger-time";
@@ -87,7 +90,7 @@ function readEndpoint(raw: RawEndpoint, path: string, ctx: SliceContext): SliceE
   const address = Array.isArray(raw.addresses) ? raw.addresses[0] : undefined;
   if (address === undefined)
     return ctx.problems.note(`${path}.addresses`, raw.addresses, "no address; endpoint skipped");
-  const parsed = parseIP(address);
+  const parsed = parseIPLenient(address);
   if (!parsed)
     return ctx.problems.invalid(`${path}.addresses[0]`, address, "not an IP address; endpoint skipped");
   if (parsed.family !== ctx.family) {

@@ -4,15 +4,10 @@
 // the per-Service count of local ready endpoints for the health check servers.
 
 import { collectYoungGarbage } from "../runtime.ts";
+import type { IPFamily } from "../util/net/family.ts";
 import { mergeSlices, type PortEndpoints } from "./endpoint-slice-cache.ts";
 import type { EndpointsChangeTracker } from "./endpoints-tracker.ts";
-import type {
-  EndpointInfo,
-  EndpointsMap as EndpointsMapView,
-  IPFamily,
-  ServiceKey,
-  ServicePortName,
-} from "./types.ts";
+import type { EndpointInfo, EndpointsMap as EndpointsMapView, ServiceKey, ServicePortName } from "./types.ts";
 
 /** Local ready endpoints of one Service, by IP family (a family with none is absent). */
 export type LocalReadyCounts = Readonly<Partial<Record<IPFamily, number>>>;

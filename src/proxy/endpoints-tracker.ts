@@ -5,6 +5,7 @@
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import type { EndpointSliceObject } from "../k8s/objects.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
+import type { IPFamily } from "../util/net/family.ts";
 import type { ChangeMetrics } from "./change-metrics.ts";
 import {
   type ParsedSlice,
@@ -16,7 +17,7 @@ import {
 import { EndpointSliceCache } from "./endpoint-slice-cache.ts";
 import { guarded, objectName } from "./guard.ts";
 import { ProblemList, ProblemReporter } from "./problems.ts";
-import { type IPFamily, type ServiceKey, serviceKey } from "./types.ts";
+import { type ServiceKey, serviceKey } from "./types.ts";
 
 export interface EndpointsTrackerOptions {
   /** This node's name: endpoints whose nodeName equals it are local. */

@@ -4,8 +4,9 @@
 // IP is IPv6 is not "externally accessible" to the IPv4 proxier. The view computes those
 // family-dependent facts once per family.
 
-import { familyOf } from "./net.ts";
-import type { EndpointInfo, IPFamily, ServicePortInfo } from "./types.ts";
+import type { IPFamily } from "../util/net/family.ts";
+import { familyOf } from "../util/net/family.ts";
+import type { EndpointInfo, ServicePortInfo } from "./types.ts";
 
 export interface FamilyServicePort extends ServicePortInfo {
   /** The cluster IP of this family. */

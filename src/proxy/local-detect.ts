@@ -5,8 +5,8 @@
 
 import type { LocalMode, ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
-import { parseCIDR } from "./net.ts";
-import type { IPFamily } from "./types.ts";
+import { parseCIDRLenient } from "../util/net/address.ts";
+import type { IPFamily } from "../util/net/family.ts";
 
 export interface LocalTrafficDetector {
   /** False for the no-op detector: callers must then skip the rules that need it. */
@@ -71,7 +71,7 @@ export function detectLocalByInterfaceNamePrefix(prefix: string): LocalTrafficDe
 /** The first CIDR of `family` in the list, canonicalised (upstream uses cidrs[0] per family). */
 export function firstCIDROfFamily(cidrs: readonly string[], family: IPFamily): string | undefined {
   for (const text of cidrs) {
-    const parsed = parseCIDR(text);
+    const parsed = parseCIDRLenient(text);
     if (parsed?.family === family) return parsed.cidr;
   }
   return undefined;

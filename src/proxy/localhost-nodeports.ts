@@ -5,8 +5,8 @@
 // when the flag allows it, the node proxies IPv4, and the IPv4 nodePortAddresses contain a
 // loopback address (no IPv4 CIDR at all means "every address", loopback included).
 
+import type { IPFamily } from "../util/net/family.ts";
 import { NodePortAddresses, resolveNodePortAddresses } from "./nodeport-addresses.ts";
-import type { IPFamily } from "./types.ts";
 
 export interface LocalhostNodePortsInputs {
   /** iptables.localhostNodePorts (--iptables-localhost-nodeports). */

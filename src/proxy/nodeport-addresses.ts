@@ -3,75 +3,20 @@
 // ("match all", which the iptables proxier expresses with `-m addrtype --dst-type LOCAL`), and
 // "primary" stands for the node's primary IPs, resolved once at startup.
 
-import { parseCIDR, parseIP } from "./net.ts";
-import type { IPFamily } from "./types.ts";
+import {
+  type IPNet,
+  isLoopbackLenient,
+  netContains,
+  parseCIDRLenient,
+  parseIPLenient,
+  parseNetLenient,
+} from "../util/net/address.ts";
+import type { IPFamily } from "../util/net/family.ts";
 
 export const NODEPORT_ADDRESSES_PRIMARY = "primary";
 
 const IPV4_ZERO_CIDR = "0.0.0.0/0";
 const IPV6_ZERO_CIDR = "::/0";
-
-interface Net {
-  readonly family: IPFamily;
-  readonly base: bigint;
-  readonly prefix: number;
-}
-
-function ipv4Value(ip: string): bigint {
-  return ip.split(".").reduce((acc, o) => (acc << 8n) | BigInt(Number(o)), 0n);
-}
-
-function ipv6Value(ip: string): bigint {
-  const [head = "", tail] = ip.split("::");
-  const groups = (s: string) => (s ? s.split(":") : []);
-  const left = groups(head);
-  const right = tail === undefined ? [] : groups(tail);
-  // A trailing dotted quad (::ffff:192.0.2.1 style) counts as two groups.
-  const expand = (gs: string[]) =>
-    gs.flatMap((g) => {
-      if (!g.includes(".")) return [Number.parseInt(g, 16)];
-      const v = Number(ipv4Value(g));
-      return [Math.floor(v / 65536), v % 65536];
-    });
-  const l = expand(left);
-  const r = expand(right);
-  const all = [...l, ...new Array<number>(8 - l.length - r.length).fill(0), ...r];
-  return all.reduce((acc, g) => (acc << 16n) | BigInt(g), 0n);
-}
-
-/** Numeric value of a canonical address of the given family. */
-function ipValue(ip: string, family: IPFamily): bigint {
-  return family === "IPv4" ? ipv4Value(ip) : ipv6Value(ip);
-}
-
-function parseNet(cidr: string): Net | undefined {
-  const parsed = parseCIDR(cidr);
-  if (!parsed) return undefined;
-  const slash = parsed.cidr.indexOf("/");
-  const base = ipValue(parsed.cidr.slice(0, slash), parsed.family);
-  return { family: parsed.family, base, prefix: Number(parsed.cidr.slice(slash + 1)) };
-}
-
-function netContains(net: Net, ip: string): boolean {
-  const parsed = parseIP(ip);
-  if (!parsed || parsed.family !== net.family) return false;
-  const bits = net.family === "IPv4" ? 32 : 128;
-  const shift = BigInt(bits - net.prefix);
-  return ipValue(parsed.ip, parsed.family) >> shift === net.base >> shift;
-}
-
-/** Whether `cidr` contains `ip` (false for unparsable input or mixed families). */
-export function cidrContains(cidr: string, ip: string): boolean {
-  const net = parseNet(cidr);
-  return net !== undefined && netContains(net, ip);
-}
-
-/** 127.0.0.0/8 or ::1, as Go's net.IP.IsLoopback. */
-export function isLoopback(ip: string): boolean {
-  const parsed = parseIP(ip);
-  if (!parsed) return false;
-  return parsed.family === "IPv4" ? parsed.ip.startsWith("127.") : parsed.ip === "::1";
-}
 
 /** "192.0.2.10/24" (as `ip -o addr` prints) or a bare address: the address part. */
 function addressPart(text: string): string {
@@ -91,8 +36,8 @@ export function resolveNodePortAddresses(
   const out: string[] = [];
   const v4 = nodeIPs.IPv4;
   const v6 = nodeIPs.IPv6;
-  if (v4 && !isLoopback(v4)) out.push(`${v4}/32`);
-  if (v6 && !isLoopback(v6)) out.push(`${v6}/128`);
+  if (v4 && !isLoopbackLenient(v4)) out.push(`${v4}/32`);
+  if (v6 && !isLoopbackLenient(v6)) out.push(`${v6}/128`);
   return out;
 }
 
@@ -101,20 +46,20 @@ export class NodePortAddresses {
   readonly cidrs: readonly string[];
   readonly matchAll: boolean;
   readonly containsIPv4Loopback: boolean;
-  private readonly nets: readonly Net[];
+  private readonly nets: readonly IPNet[];
 
   constructor(
     readonly family: IPFamily,
     cidrStrings: readonly string[],
   ) {
-    const own = cidrStrings.filter((c) => parseCIDR(c)?.family === family);
+    const own = cidrStrings.filter((c) => parseCIDRLenient(c)?.family === family);
     const effective = own.length > 0 ? own : [family === "IPv4" ? IPV4_ZERO_CIDR : IPV6_ZERO_CIDR];
-    const nets: Net[] = [];
+    const nets: IPNet[] = [];
     let matchAll = false;
     let loopback = false;
     for (const text of effective) {
-      const net = parseNet(text)!;
-      if (net.family === "IPv4" && (isLoopback(addressPart(text)) || netContains(net, "127.0.0.0")))
+      const net = parseNetLenient(text)!;
+      if (net.family === "IPv4" && (isLoopbackLenient(addressPart(text)) || netContains(net, "127.0.0.0")))
         loopback = true;
       if (text === IPV4_ZERO_CIDR || text === IPV6_ZERO_CIDR) {
         // The zero CIDR (spelled exactly so, as upstream checks) matches everything: the other
@@ -140,7 +85,7 @@ export class NodePortAddresses {
     const seen = new Set<string>();
     for (const net of this.nets) {
       for (const text of localAddresses) {
-        const parsed = parseIP(addressPart(text));
+        const parsed = parseIPLenient(addressPart(text));
         if (!parsed || seen.has(parsed.ip) || !netContains(net, parsed.ip)) continue;
         seen.add(parsed.ip);
         out.push(parsed.ip);

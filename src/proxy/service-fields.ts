@@ -3,9 +3,9 @@
 // that entry, never the rest of the Service.
 
 import type { ServiceObject } from "../k8s/objects.ts";
-import { parseCIDR, parseIP } from "./net.ts";
+import { parseCIDRLenient, parseIPLenient } from "../util/net/address.ts";
+import type { IPFamily } from "../util/net/family.ts";
 import type { ProblemList } from "./problems.ts";
-import type { IPFamily } from "./types.ts";
 
 type Spec = NonNullable<ServiceObject["spec"]>;
 
@@ -42,7 +42,7 @@ export function readClusterIPs(spec: Spec, problems: ProblemList): ClusterIPs | 
   const out: ClusterIPs = {};
   for (const [i, raw] of list.entries()) {
     const path = field === "spec.clusterIP" ? field : `${field}[${i}]`;
-    const parsed = parseIP(raw);
+    const parsed = parseIPLenient(raw);
     if (!parsed) {
       if (i === 0) {
         problems.invalid(path, raw, "cluster IP is not an IP address; Service skipped");
@@ -64,7 +64,7 @@ export function readClusterIPs(spec: Spec, problems: ProblemList): ClusterIPs | 
 export function readIPList(value: unknown, field: string, problems: ProblemList): string[] {
   const out: string[] = [];
   for (const [i, raw] of listOf(value, field, problems).entries()) {
-    const parsed = parseIP(raw);
+    const parsed = parseIPLenient(raw);
     if (!parsed) problems.invalid(`${field}[${i}]`, raw, "not an IP address; ignored");
     else if (!out.includes(parsed.ip)) out.push(parsed.ip);
   }
@@ -93,7 +93,7 @@ export function readLoadBalancerVIPs(
     const { ip, ipMode } = ing as { ip?: unknown; ipMode?: unknown };
     // hostname-only ingress and proxy-mode load balancers need no VIP rules on the node.
     if (ip === undefined || ip === "" || !isVIPMode(ipMode, ipModeGate)) continue;
-    const parsed = parseIP(ip);
+    const parsed = parseIPLenient(ip);
     if (!parsed) problems.invalid(`${field}[${i}].ip`, ip, "not an IP address; ignored");
     else if (!out.includes(parsed.ip)) out.push(parsed.ip);
   }
@@ -111,7 +111,7 @@ export function readSourceRanges(spec: Spec, problems: ProblemList): SourceRange
   const raw = listOf(spec.loadBalancerSourceRanges, field, problems);
   const ranges: string[] = [];
   for (const [i, text] of raw.entries()) {
-    const parsed = parseCIDR(text);
+    const parsed = parseCIDRLenient(text);
     if (!parsed) problems.invalid(`${field}[${i}]`, text, "not a CIDR; ignored");
     else if (!ranges.includes(parsed.cidr)) ranges.push(parsed.cidr);
   }

@@ -3,7 +3,8 @@
 
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ServiceObject, ServicePortSpec } from "../k8s/objects.ts";
-import { isPortNumber, parseProtocol } from "./net.ts";
+import { isPortNumber } from "../util/net/host-port.ts";
+import { parseProtocol } from "../util/net/protocol.ts";
 import type { ProblemList } from "./problems.ts";
 import {
   type Affinity,

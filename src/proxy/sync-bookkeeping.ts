@@ -7,12 +7,12 @@
 import type { ProxyConfig } from "../config/types.ts";
 import type { NodeInfo } from "../k8s/node-info.ts";
 import type { Logger } from "../log/logger.ts";
+import type { IPFamily } from "../util/net/family.ts";
 import { type ConntrackCleaner, cleanStaleEntries } from "./conntrack-cleanup.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "./local-detect.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 import { FULL_SYNC_PERIOD_MS, type SyncInput } from "./proxier.ts";
 import { reportServiceHealth, type ServiceHealthSink } from "./service-health-sink.ts";
-import type { IPFamily } from "./types.ts";
 
 export interface SyncBookkeepingDeps {
   readonly family: IPFamily;

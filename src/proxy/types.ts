@@ -2,8 +2,8 @@
 // ServicePort / Endpoint split, with one difference: a service port carries the addresses of
 // both IP families, and each per-family proxier picks its own (see clusterIP(family)).
 
-export type IPFamily = "IPv4" | "IPv6";
-export type Protocol = "TCP" | "UDP" | "SCTP";
+import type { IPFamily } from "../util/net/family.ts";
+import type { Protocol } from "../util/net/protocol.ts";
 
 /** Identity of one port of one Service: namespace/name:portName. */
 export interface ServicePortName {

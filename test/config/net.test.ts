@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { appendPortIfNeeded, ipFamily, parseCIDR, parsePort, splitHostPort } from "../../src/config/net.ts";
+import { appendPortIfNeeded, ipFamily, parseCIDR, parsePort } from "../../src/config/net.ts";
+import { splitHostPort } from "../../src/util/net/host-port.ts";
 
 describe("ipFamily", () => {
   test.each([

@@ -1,15 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import {
-  endpointString,
-  familyOf,
-  isPortNumber,
-  ofFamily,
-  parseCIDR,
-  parseIP,
-  parseProtocol,
-} from "../../src/proxy/net.ts";
+import { parseCIDRLenient, parseIPLenient } from "../../src/util/net/address.ts";
+import { familyOf, ofFamily } from "../../src/util/net/family.ts";
+import { isPortNumber, joinHostPort } from "../../src/util/net/host-port.ts";
+import { parseProtocol } from "../../src/util/net/protocol.ts";
 
-describe("parseIP", () => {
+describe("parseIPLenient", () => {
   test.each([
     ["192.0.2.10", "192.0.2.10", "IPv4"],
     ["192.000.002.010", "192.0.2.10", "IPv4"],
@@ -18,7 +13,7 @@ describe("parseIP", () => {
     ["::ffff:192.0.2.1", "192.0.2.1", "IPv4"],
     ["::", "::", "IPv6"],
   ] as const)("%p parses to %p (%p)", (text, ip, family) => {
-    expect(parseIP(text)).toEqual({ ip, family });
+    expect(parseIPLenient(text)).toEqual({ ip, family });
   });
 
   test.each([
@@ -31,11 +26,11 @@ describe("parseIP", () => {
     [42],
     [null],
   ])("%p is not an IP", (text) => {
-    expect(parseIP(text)).toBeUndefined();
+    expect(parseIPLenient(text)).toBeUndefined();
   });
 });
 
-describe("parseCIDR", () => {
+describe("parseCIDRLenient", () => {
   test.each([
     ["203.0.113.0/24", "203.0.113.0/24", "IPv4"],
     ["203.0.113.77/24", "203.0.113.0/24", "IPv4"],
@@ -45,7 +40,7 @@ describe("parseCIDR", () => {
     ["2001:DB8::1/128", "2001:db8::1/128", "IPv6"],
     ["::/0", "::/0", "IPv6"],
   ] as const)("%p -> %p", (text, cidr, family) => {
-    expect(parseCIDR(text)).toEqual({ cidr, family });
+    expect(parseCIDRLenient(text)).toEqual({ cidr, family });
   });
 
   test.each([
@@ -57,7 +52,7 @@ describe("parseCIDR", () => {
     ["/24"],
     [7],
   ])("%p is not a CIDR", (text) => {
-    expect(parseCIDR(text)).toBeUndefined();
+    expect(parseCIDRLenient(text)).toBeUndefined();
   });
 });
 
@@ -86,9 +81,9 @@ describe("ports and protocols", () => {
 });
 
 describe("address helpers", () => {
-  test("endpointString brackets IPv6 only", () => {
-    expect(endpointString("192.0.2.1", 80)).toBe("192.0.2.1:80");
-    expect(endpointString("2001:db8::1", 80)).toBe("[2001:db8::1]:80");
+  test("joinHostPort brackets IPv6 only", () => {
+    expect(joinHostPort("192.0.2.1", 80)).toBe("192.0.2.1:80");
+    expect(joinHostPort("2001:db8::1", 80)).toBe("[2001:db8::1]:80");
   });
 
   test("ofFamily keeps order and drops the other family", () => {

@@ -1,10 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import {
-  cidrContains,
-  isLoopback,
-  NodePortAddresses,
-  resolveNodePortAddresses,
-} from "../../src/proxy/nodeport-addresses.ts";
+import { NodePortAddresses, resolveNodePortAddresses } from "../../src/proxy/nodeport-addresses.ts";
+import { cidrContains, isLoopbackLenient } from "../../src/util/net/address.ts";
 
 const local = [
   "127.0.0.1/8",
@@ -71,15 +67,15 @@ describe("primary and helpers", () => {
     ]);
   });
 
-  test("cidrContains and isLoopback", () => {
+  test("cidrContains and isLoopbackLenient", () => {
     expect(cidrContains("203.0.113.0/25", "203.0.113.10")).toBe(true);
     expect(cidrContains("203.0.113.0/25", "203.0.113.130")).toBe(false);
     expect(cidrContains("2001:db8::/32", "2001:db8:ffff::1")).toBe(true);
     expect(cidrContains("2001:db8::/32", "2001:db9::1")).toBe(false);
     expect(cidrContains("203.0.113.0/24", "2001:db8::1")).toBe(false);
     expect(cidrContains("::ffff:0:0/96", "2001:db8::1")).toBe(false);
-    expect(isLoopback("127.0.0.53")).toBe(true);
-    expect(isLoopback("::1")).toBe(true);
-    expect(isLoopback("203.0.113.1")).toBe(false);
+    expect(isLoopbackLenient("127.0.0.53")).toBe(true);
+    expect(isLoopbackLenient("::1")).toBe(true);
+    expect(isLoopbackLenient("203.0.113.1")).toBe(false);
   });
 });

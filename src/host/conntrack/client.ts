@@ -5,16 +5,15 @@
 import { isIPv6 } from "node:net";
 import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
+import { lowerProtocol, type Protocol } from "../../util/net/protocol.ts";
 import { ConntrackError, NO_CONNECTION_TO_DELETE } from "./errors.ts";
-import type { ConntrackClient, ConntrackProtocol } from "./types.ts";
+import type { ConntrackClient } from "./types.ts";
 
 export interface ConntrackClientOptions {
   exec: Exec;
   logger?: Logger;
   timeoutMs?: number;
 }
-
-const proto = (p: ConntrackProtocol) => p.toLowerCase();
 
 // conntrack filters IPv4 unless told otherwise.
 function withFamily(v6: boolean, args: string[]): string[] {
@@ -29,14 +28,14 @@ function checkPort(port: number): void {
 
 /** The command lines the client runs (exported so callers can log or dry-run them). */
 export const conntrackArgs = {
-  forIP: (ip: string, p: ConntrackProtocol) =>
-    withFamily(isIPv6(ip), ["-D", "--orig-dst", ip, "-p", proto(p)]),
-  forPort: (port: number, v6: boolean, p: ConntrackProtocol) =>
-    withFamily(v6, ["-D", "-p", proto(p), "--dport", String(port)]),
-  forNAT: (origin: string, dest: string, p: ConntrackProtocol) =>
-    withFamily(isIPv6(origin), ["-D", "--orig-dst", origin, "--dst-nat", dest, "-p", proto(p)]),
-  forPortNAT: (dest: string, port: number, p: ConntrackProtocol) =>
-    withFamily(isIPv6(dest), ["-D", "-p", proto(p), "--dport", String(port), "--dst-nat", dest]),
+  forIP: (ip: string, p: Protocol) =>
+    withFamily(isIPv6(ip), ["-D", "--orig-dst", ip, "-p", lowerProtocol(p)]),
+  forPort: (port: number, v6: boolean, p: Protocol) =>
+    withFamily(v6, ["-D", "-p", lowerProtocol(p), "--dport", String(port)]),
+  forNAT: (origin: string, dest: string, p: Protocol) =>
+    withFamily(isIPv6(origin), ["-D", "--orig-dst", origin, "--dst-nat", dest, "-p", lowerProtocol(p)]),
+  forPortNAT: (dest: string, port: number, p: Protocol) =>
+    withFamily(isIPv6(dest), ["-D", "-p", lowerProtocol(p), "--dport", String(port), "--dst-nat", dest]),
 };
 
 export function createConntrackClient(opts: ConntrackClientOptions): ConntrackClient {

@@ -1,8 +1,9 @@
 // Each set type's element format: parsing and validating entries the way ipset does, and the
 // canonical form ipset prints them back in.
 
-import { parseAddr, parsePrefix } from "../netlink/ip.ts";
-import type { IpsetFamily, IpsetType } from "./types.ts";
+import { parseCIDRInet, parseIPInet } from "../../util/net/address.ts";
+import type { InetFamily } from "../../util/net/family.ts";
+import type { IpsetType } from "./types.ts";
 
 const PROTOCOLS = new Set(["tcp", "udp", "sctp", "udplite"]);
 
@@ -52,9 +53,9 @@ class EntryFail {
 const ORDINALS = ["First", "Second", "Third"];
 const COUNTS = ["No", "One", "Two", "Three"];
 
-function parseIPPart(text: string, family: IpsetFamily): string {
-  const addr = parseAddr(text);
-  if (!addr || (addr.family === 4) !== (family === "inet")) {
+function parseIPPart(text: string, family: InetFamily): string {
+  const addr = parseIPInet(text);
+  if (!addr || (addr.family === "IPv4") !== (family === "inet")) {
     throw new EntryFail(
       `Syntax error: cannot parse ${text}: resolving to ${family === "inet" ? "IPv4" : "IPv6"} address failed`,
     );
@@ -99,15 +100,15 @@ function parseProtoPort(text: string): { proto: string; ports: number[] } {
   return { proto, ports };
 }
 
-function parseNetPart(text: string, family: IpsetFamily): { text: string; cidr: number } {
+function parseNetPart(text: string, family: InetFamily): { text: string; cidr: number } {
   const slash = text.indexOf("/");
   const ip = parseIPPart(slash < 0 ? text : text.slice(0, slash), family);
-  const parsed = parsePrefix(slash < 0 ? ip : `${ip}${text.slice(slash)}`, { mask: true });
+  const parsed = parseCIDRInet(slash < 0 ? ip : `${ip}${text.slice(slash)}`, { mask: true });
   if (!parsed)
     throw new EntryFail(
       `Syntax error: cannot parse ${text}: resolving to ${family === "inet" ? "IPv4" : "IPv6"} address failed`,
     );
-  const full = parsed.family === 4 ? 32 : 128;
+  const full = parsed.family === "IPv4" ? 32 : 128;
   // A host network prints bare; anything shorter keeps its prefix length.
   return { text: parsed.prefix === full ? parsed.ip : `${parsed.ip}/${parsed.prefix}`, cidr: parsed.prefix };
 }
@@ -115,8 +116,8 @@ function parseNetPart(text: string, family: IpsetFamily): { text: string; cidr: 
 const MAX_EXPANSION = 65536;
 
 function expandIPv4(text: string): string[] {
-  const parsed = parsePrefix(text, { mask: true });
-  if (parsed?.family !== 4)
+  const parsed = parseCIDRInet(text, { mask: true });
+  if (parsed?.family !== "IPv4")
     throw new EntryFail(`Syntax error: cannot parse ${text}: resolving to IPv4 address failed`);
   const size = 2 ** (32 - parsed.prefix);
   if (size > MAX_EXPANSION)
@@ -134,7 +135,7 @@ function expandIPv4(text: string): string[] {
  * Parses an element for a set of `type` and `family` the way ipset's parser does, returning the
  * canonical element(s) ipset would store, or ipset's own message for what it rejects.
  */
-export function parseEntry(type: IpsetType, family: IpsetFamily, entry: string): EntryParse {
+export function parseEntry(type: IpsetType, family: InetFamily, entry: string): EntryParse {
   try {
     return { ok: true, elements: parseElements(type, family, entry) };
   } catch (err) {
@@ -143,7 +144,7 @@ export function parseEntry(type: IpsetType, family: IpsetFamily, entry: string):
   }
 }
 
-function parseElements(type: IpsetType, family: IpsetFamily, entry: string): ParsedElement[] {
+function parseElements(type: IpsetType, family: InetFamily, entry: string): ParsedElement[] {
   const want = separators(type);
   const parts = entry.split(",");
   const found = parts.length - 1;
@@ -198,7 +199,7 @@ function parseElements(type: IpsetType, family: IpsetFamily, entry: string): Par
 export function entryProblem(
   type: IpsetType,
   entry: string,
-  family: IpsetFamily = "inet",
+  family: InetFamily = "inet",
 ): string | undefined {
   const res = parseEntry(type, family, entry);
   if (!res.ok) return res.message.split("\n")[0];
@@ -213,7 +214,7 @@ export function entryProblem(
  * hash:ip,port,ip "IP,proto:port,IP"; hash:ip,port,net "IP,proto:port,CIDR"; hash:net "CIDR";
  * bitmap:port "port". Protocols are tcp, udp and sctp; addresses must be of `family`.
  */
-export function validateEntry(type: IpsetType, entry: string, family: IpsetFamily = "inet"): boolean {
+export function validateEntry(type: IpsetType, entry: string, family: InetFamily = "inet"): boolean {
   return entryProblem(type, entry, family) === undefined;
 }
 
@@ -225,7 +226,7 @@ export function validateEntry(type: IpsetType, entry: string, family: IpsetFamil
 export function canonicalEntry(
   type: IpsetType,
   entry: string,
-  family: IpsetFamily = "inet",
+  family: InetFamily = "inet",
 ): string | undefined {
   if (entryProblem(type, entry, family) !== undefined) return undefined;
   const res = parseEntry(type, family, entry);

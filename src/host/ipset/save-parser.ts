@@ -1,7 +1,8 @@
 // A reader of `ipset save` output: every set with its spec, entries and entry comments.
 
+import type { InetFamily } from "../../util/net/family.ts";
 import { IpsetParseError } from "./errors.ts";
-import { IPSET_TYPES, type IpsetFamily, type IpsetSet, type IpsetSetSpec, type IpsetType } from "./types.ts";
+import { IPSET_TYPES, type IpsetSet, type IpsetSetSpec, type IpsetType } from "./types.ts";
 
 /** Splits an ipset line into words; double quotes group (comments may hold blanks). */
 export function ipsetWords(line: string): string[] {
@@ -27,7 +28,7 @@ export function parseIpsetSave(text: string): Map<string, IpsetSet> {
     const words = ipsetWords(line);
     const [verb, name, third] = words;
     if (verb === "create" && name && third) {
-      let family: IpsetFamily = "inet";
+      let family: InetFamily = "inet";
       let hashSize: number | undefined;
       let maxElem: number | undefined;
       let range: string | undefined;

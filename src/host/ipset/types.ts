@@ -1,6 +1,8 @@
 // What the ipset client offers and the shapes it speaks in: set specs as ipvs mode creates them
 // (upstream's names and types), sets as read back, and the version check's answer.
 
+import type { InetFamily } from "../../util/net/family.ts";
+
 /** The oldest ipset whose set types and options the ipvs proxier relies on. */
 export const MIN_IPSET_VERSION = "6.0";
 
@@ -24,13 +26,11 @@ export const IPSET_TYPES: readonly IpsetType[] = [
   "bitmap:port",
 ];
 
-export type IpsetFamily = "inet" | "inet6";
-
 export interface IpsetSetSpec {
   readonly name: string;
   readonly type: IpsetType;
   /** Address family of hash sets; bitmap:port has none and reads back as "inet". */
-  readonly family: IpsetFamily;
+  readonly family: InetFamily;
   /**
    * What the set is for (upstream's set comments). Kept for logs only: upstream never passes it
    * to ipset, and neither do we, so the kernel's create parameters stay identical to upstream's

@@ -3,17 +3,11 @@
 
 import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { versionAtLeast } from "../../util/version.ts";
 import { type IptablesCommands, iptablesCommands } from "./commands.ts";
 import { IptablesError, IptablesRestoreError } from "./errors.ts";
-import type {
-  IPTablesFamily,
-  IptablesBackend,
-  IptablesClient,
-  RestoreOptions,
-  RulePosition,
-  Table,
-} from "./types.ts";
+import type { IptablesBackend, IptablesClient, RestoreOptions, RulePosition, Table } from "./types.ts";
 import {
   iptablesWaitFlags,
   MIN_CHECK_VERSION,
@@ -25,7 +19,7 @@ import {
 
 export interface IptablesClientOptions {
   exec: Exec;
-  family: IPTablesFamily;
+  family: IPFamily;
   backend: IptablesBackend;
   logger?: Logger;
   /** Bound on every run, restore included. Upstream bounds its -C checks at 5 minutes. */

@@ -2,7 +2,8 @@
 // or nft) is chosen once at startup. Implementations: the real one over Exec, and a stateful
 // fake that applies restore input to in-memory tables (fake.ts).
 
-export type IPTablesFamily = "IPv4" | "IPv6";
+import type { IPFamily } from "../../util/net/family.ts";
+
 export type IptablesBackend = "legacy" | "nft";
 export type Table = "filter" | "nat" | "mangle" | "raw" | "security";
 export type RulePosition = "prepend" | "append";
@@ -15,7 +16,7 @@ export interface RestoreOptions {
 }
 
 export interface IptablesClient {
-  readonly family: IPTablesFamily;
+  readonly family: IPFamily;
   readonly backend: IptablesBackend;
   /** iptables-save -t TABLE output. */
   save(table: Table): Promise<string>;

@@ -2,7 +2,10 @@
 // `ipvsadm -L -n` and `ipvsadm -S -n` output (what the client reads and the fake prints).
 // Layouts follow ipvsadm 1.31's print_title()/print_service_entry().
 
-import { compareAddrs, parseAddr } from "../netlink/ip.ts";
+import { compareIPs, parseIPInet } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
+import { joinHostPort } from "../../util/net/host-port.ts";
+import type { Protocol } from "../../util/net/protocol.ts";
 import { IpvsError } from "./errors.ts";
 import {
   type DestSpec,
@@ -20,14 +23,9 @@ import {
   SVC_F_SCHED3,
   schedFlagNames,
 } from "./syntax.ts";
-import type { IpvsChange, IpvsProtocol, IpvsService, RealServer, VirtualServerKey } from "./types.ts";
+import type { IpvsChange, IpvsService, RealServer, VirtualServerKey } from "./types.ts";
 
-/** "ADDR:PORT", IPv6 in brackets, as ipvsadm prints and parses it. */
-export function hostPort(address: string, port: number): string {
-  return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
-}
-
-const SERVICE_OPTION: Readonly<Record<IpvsProtocol, string>> = {
+const SERVICE_OPTION: Readonly<Record<Protocol, string>> = {
   TCP: "-t",
   UDP: "-u",
   SCTP: "--sctp-service",
@@ -35,7 +33,7 @@ const SERVICE_OPTION: Readonly<Record<IpvsProtocol, string>> = {
 
 /** The virtual-service words of an ipvsadm command: "-t 10.96.0.1:443". */
 export function serviceArgs(key: VirtualServerKey): string {
-  return `${SERVICE_OPTION[key.protocol]} ${hostPort(key.address, key.port)}`;
+  return `${SERVICE_OPTION[key.protocol]} ${joinHostPort(key.address, key.port)}`;
 }
 
 const SCHEDULER = /^[a-z][a-z0-9_-]{0,14}$/;
@@ -44,8 +42,8 @@ function invalid(message: string): never {
   throw new IpvsError({ kind: "invalid", message: `ipvs: ${message}` });
 }
 
-function canonical(address: string, what: string): { ip: string; family: 4 | 6 } {
-  const parsed = parseAddr(address);
+function canonical(address: string, what: string): { ip: string; family: IPFamily } {
+  const parsed = parseIPInet(address);
   if (!parsed) invalid(`${what} address ${JSON.stringify(address)} is not an IP address`);
   return { ip: parsed.ip, family: parsed.family };
 }
@@ -56,7 +54,7 @@ function checkPort(port: number, what: string, allowZero: boolean): void {
   }
 }
 
-function checkedKey(key: VirtualServerKey): VirtualServerKey & { family: 4 | 6 } {
+function checkedKey(key: VirtualServerKey): VirtualServerKey & { family: IPFamily } {
   if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
   const addr = canonical(key.address, "virtual server");
   checkPort(key.port, "virtual server", true);
@@ -70,7 +68,7 @@ function renderService(op: "-A" | "-E", change: Extract<IpvsChange, { op: "add-s
   if (!Number.isInteger(s.timeout) || s.timeout < 0 || s.timeout > MAX_TIMEOUT) {
     invalid(`persistence timeout ${s.timeout} is out of range 0-${MAX_TIMEOUT}`);
   }
-  if (key.port === 0 && s.timeout === 0) invalid(`${hostPort(key.address, 0)}: port 0 needs persistence`);
+  if (key.port === 0 && s.timeout === 0) invalid(`${joinHostPort(key.address, 0)}: port 0 needs persistence`);
   let line = `${op} ${serviceArgs(key)} -s ${s.scheduler}`;
   if (s.timeout > 0) line += ` -p ${s.timeout}`;
   if (s.flags.length > 0) {
@@ -93,7 +91,7 @@ function renderReal(
   if (real.family !== key.family)
     invalid(`real server ${change.real.address} is not of the service's family`);
   checkPort(change.real.port, "real server", true);
-  const head = `${op} ${serviceArgs(key)} -r ${hostPort(real.ip, change.real.port)}`;
+  const head = `${op} ${serviceArgs(key)} -r ${joinHostPort(real.ip, change.real.port)}`;
   if (change.op === "delete-real") return head;
   const weight = change.real.weight;
   if (!Number.isInteger(weight) || weight < 0 || weight > 65535) invalid(`weight ${weight} is out of range`);
@@ -136,7 +134,7 @@ function parseFailure(line: number, text: string, why: string): never {
 function splitHostPort(text: string): { address: string; port: number } | undefined {
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:]+):(\d+)$/.exec(text);
   if (!m) return undefined;
-  const addr = parseAddr(m[1]!);
+  const addr = parseIPInet(m[1]!);
   const port = Number(m[2]);
   if (!addr || port > 65535) return undefined;
   return { address: addr.ip, port };
@@ -174,7 +172,7 @@ export function parseIpvsList(text: string): IpvsService[] {
       const persistent = /\bpersistent (\d+)/.exec(rest);
       if (persistent) timeout = Number(persistent[1]);
       const entry = {
-        server: { ...addr, protocol: svc[1] as IpvsProtocol, scheduler, flags, timeout },
+        server: { ...addr, protocol: svc[1] as Protocol, scheduler, flags, timeout },
         reals: [] as RealServer[],
       };
       out.push(entry);
@@ -212,7 +210,7 @@ export function parseIpvsList(text: string): IpvsService[] {
  */
 export function parseIpvsSave(text: string): IpvsService[] {
   const services = new Map<string, { server: IpvsService["server"]; reals: RealServer[] }>();
-  const id = (k: VirtualServerKey) => `${k.protocol}/${hostPort(k.address, k.port)}`;
+  const id = (k: VirtualServerKey) => `${k.protocol}/${joinHostPort(k.address, k.port)}`;
   text.split("\n").forEach((raw, i) => {
     const words = restoreLineWords(raw);
     if (words.length === 0) return;
@@ -259,7 +257,7 @@ export interface ListedService {
 }
 
 const SCHED_BITS = SVC_F_SCHED1 | SVC_F_SCHED2 | SVC_F_SCHED3;
-const PROTOCOL_NUMBER: Readonly<Record<IpvsProtocol, number>> = { TCP: 6, UDP: 17, SCTP: 132 };
+const PROTOCOL_NUMBER: Readonly<Record<Protocol, number>> = { TCP: 6, UDP: 17, SCTP: 132 };
 const FORWARD_NAME = { masq: "Masq", route: "Route", tunnel: "Tunnel" } as const;
 const FORWARD_SWITCH = { masq: "-m", route: "-g", tunnel: "-i" } as const;
 
@@ -270,7 +268,7 @@ export function compareKeys(a: VirtualServerKey, b: VirtualServerKey): number {
   return (
     fa - fb ||
     PROTOCOL_NUMBER[a.protocol] - PROTOCOL_NUMBER[b.protocol] ||
-    compareAddrs(a.address, b.address) ||
+    compareIPs(a.address, b.address) ||
     a.port - b.port
   );
 }
@@ -280,7 +278,7 @@ export function compareKeys(a: VirtualServerKey, b: VirtualServerKey): number {
 // An address as libipvs compares it: 32-bit words in host order; IPv4 fills the first word of
 // the 16-byte union and leaves the rest zero.
 function addrWords(address: string): number[] {
-  const p = parseAddr(address);
+  const p = parseIPInet(address);
   const bytes = p?.bytes ?? [];
   return [0, 1, 2, 3].map((w) => [0, 1, 2, 3].reduce((acc, i) => acc * 256 + (bytes[w * 4 + i] ?? 0), 0));
 }
@@ -382,7 +380,7 @@ export function formatIpvsList(
   out.push(TITLES[format]);
   for (const { service: s, dests } of sortServices(services, { nosort: opts.nosort ?? false })) {
     const v6 = s.key.address.includes(":");
-    let name = `${s.key.protocol.padEnd(4)} ${hostPort(s.key.address, s.key.port)}`;
+    let name = `${s.key.protocol.padEnd(4)} ${joinHostPort(s.key.address, s.key.port)}`;
     if (!v6) name = name.slice(0, 33);
     if (format === "stats" || format === "rate") out.push(`${name.padEnd(33)}${ZERO_COUNTERS}`);
     else {
@@ -396,7 +394,7 @@ export function formatIpvsList(
       out.push(line);
     }
     for (const d of dests) {
-      let dname = hostPort(d.address, d.port);
+      let dname = joinHostPort(d.address, d.port);
       if (!v6) dname = dname.slice(0, 28);
       const head = `  -> ${dname.padEnd(28)}`;
       const active = String(d.activeConnections).padEnd(10);
@@ -442,7 +440,7 @@ export function formatIpvsSave(services: readonly ListedService[]): string {
       // ipvsadm names the tunnel type of every tunnelling real server (ipip is the default).
       const tun = d.forward === "tunnel" ? " --tun-type ipip" : "";
       out.push(
-        `-a ${svc} -r ${hostPort(d.address, d.port)} ${FORWARD_SWITCH[d.forward]} -w ${d.weight}${tun}`,
+        `-a ${svc} -r ${joinHostPort(d.address, d.port)} ${FORWARD_SWITCH[d.forward]} -w ${d.weight}${tun}`,
       );
     }
   }
@@ -455,7 +453,7 @@ export function formatIpvsSave(services: readonly ListedService[]): string {
  */
 export function ipvsListFromSave(save: string): string {
   const services = new Map<string, { service: ServiceSpec; dests: ListedDest[] }>();
-  const id = (k: VirtualServerKey) => `${k.protocol}/${hostPort(k.address, k.port)}`;
+  const id = (k: VirtualServerKey) => `${k.protocol}/${joinHostPort(k.address, k.port)}`;
   save.split("\n").forEach((raw, i) => {
     const words = restoreLineWords(raw);
     if (words.length === 0 || words.includes("-f") || words.includes("--fwmark-service")) return;

@@ -3,8 +3,10 @@
 // through this, and the client uses it to find which line of its own batch ipvsadm refused,
 // since ipvsadm never prints line numbers.
 
-import { parseAddr } from "../netlink/ip.ts";
-import type { IpvsProtocol, VirtualServerKey } from "./types.ts";
+import { parseIPInet } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
+import type { Protocol } from "../../util/net/protocol.ts";
+import type { VirtualServerKey } from "./types.ts";
 
 /** IP_VS_SVC_F_* bits that ipvsadm shows. */
 export const SVC_F_PERSISTENT = 0x1;
@@ -283,7 +285,7 @@ const OPTION_COLUMN: Readonly<Record<string, Opt>> = {
   "tun-remcsum": "tun-remcsum",
 };
 
-const PROTOCOL_OF: Readonly<Record<string, IpvsProtocol>> = { t: "TCP", u: "UDP", sctp: "SCTP" };
+const PROTOCOL_OF: Readonly<Record<string, Protocol>> = { t: "TCP", u: "UDP", sctp: "SCTP" };
 
 class Fail {
   constructor(
@@ -309,7 +311,7 @@ function toNumber(s: string, min: number, max: number): number | undefined {
 
 interface AddrPort {
   readonly address: string;
-  readonly family: 4 | 6;
+  readonly family: IPFamily;
   readonly port: number | undefined;
 }
 
@@ -323,18 +325,18 @@ export function parseServiceAddress(text: string): AddrPort | undefined {
     if (close < 0 || text[close + 1] !== ":") return undefined;
     host = text.slice(1, close);
     port = text.slice(close + 2);
-    const v6 = parseAddr(host);
-    if (v6?.family !== 6) return undefined;
+    const v6 = parseIPInet(host);
+    if (v6?.family !== "IPv6") return undefined;
   } else {
-    const v6 = host.includes(":") ? parseAddr(host) : undefined;
-    if (v6?.family === 6) return { address: v6.ip, family: 6, port: undefined };
+    const v6 = host.includes(":") ? parseIPInet(host) : undefined;
+    if (v6?.family === "IPv6") return { address: v6.ip, family: "IPv6", port: undefined };
     const colon = text.lastIndexOf(":");
     if (colon >= 0) {
       host = text.slice(0, colon);
       port = text.slice(colon + 1);
     }
   }
-  const addr = parseAddr(host);
+  const addr = parseIPInet(host);
   if (!addr) return undefined;
   if (port === undefined) return { address: addr.ip, family: addr.family, port: undefined };
   const n = toNumber(port, 0, 65535);
@@ -483,7 +485,7 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
     options.add(opt);
   };
 
-  let protocol: IpvsProtocol = "TCP";
+  let protocol: Protocol = "TCP";
   let svcAddr: AddrPort | undefined;
   let fwmark = 0;
   let scheduler = "";
@@ -491,7 +493,7 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
   let timeout = 0;
   let netmask: string | undefined;
   let schedFlagsArg: string | undefined;
-  let dest: { address: string; family: 4 | 6; port: number | undefined; portGiven: boolean } | undefined;
+  let dest: { address: string; family: IPFamily; port: number | undefined; portGiven: boolean } | undefined;
   let forward: ForwardMethod = "route";
   let weight = 1;
   let upperThreshold = 0;
@@ -534,7 +536,7 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
         break;
       }
       case "M":
-        netmask = parseNetmask(value, svcAddr?.family ?? 4);
+        netmask = parseNetmask(value, svcAddr?.family ?? "IPv4");
         break;
       case "r": {
         const parsed = parseServiceAddress(value);
@@ -711,8 +713,8 @@ function parse(args: readonly string[], program: string, keepDestPort: boolean):
  * 0.0.0.24), printed back as a dotted quad; IPv6 takes a prefix length 1-128 (read with atoi()
  * once the service address, given first, says IPv6).
  */
-export function parseNetmask(text: string, family: 4 | 6): string {
-  if (family === 6) {
+export function parseNetmask(text: string, family: IPFamily): string {
+  if (family === "IPv6") {
     const n = Number(/^\s*[+-]?\d*/.exec(text)?.[0]?.trim() || "0");
     if (!Number.isInteger(n) || n < 1 || n > 128) fail("illegal ipv6 netmask specified");
     return String(n);

@@ -1,12 +1,13 @@
 // The typed IPVS client (over ipvsadm). The proxier reads the whole kernel table once per sync
 // and writes one batch, so exec calls per sync stay constant however many Services there are.
 
-export type IpvsProtocol = "TCP" | "UDP" | "SCTP";
+import { joinHostPort } from "../../util/net/host-port.ts";
+import type { Protocol } from "../../util/net/protocol.ts";
 
 export interface VirtualServerKey {
   readonly address: string;
   readonly port: number;
-  readonly protocol: IpvsProtocol;
+  readonly protocol: Protocol;
 }
 
 export interface VirtualServer extends VirtualServerKey {
@@ -64,6 +65,5 @@ export interface IpvsClient {
 }
 
 export function virtualServerKeyString(k: VirtualServerKey): string {
-  const host = k.address.includes(":") ? `[${k.address}]` : k.address;
-  return `${k.protocol}/${host}:${k.port}`;
+  return `${k.protocol}/${joinHostPort(k.address, k.port)}`;
 }

@@ -8,8 +8,15 @@
 
 import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
+import { canonicalIPInet, isIPv6LinkLocal, isLoopback } from "../../util/net/address.ts";
+import {
+  type FamilyNumber,
+  familyNumber,
+  familyOf,
+  type IPFamily,
+  maxPrefixLen,
+} from "../../util/net/family.ts";
 import { NetlinkError, parseBatchFailures } from "./errors.ts";
-import { addrFamily, canonicalAddr, isIPv6LinkLocal, isLoopback, maxPrefix } from "./ip.ts";
 import type { InterfaceAddress, NetlinkClient } from "./types.ts";
 
 export interface NetlinkClientOptions {
@@ -25,7 +32,7 @@ const DEFAULT_TIMEOUT_MS = 30_000;
 export interface AddrLine {
   readonly index: number;
   readonly device: string;
-  readonly family: 4 | 6;
+  readonly family: FamilyNumber;
   /** Canonical, without prefix. */
   readonly address: string;
   readonly prefix: number;
@@ -43,15 +50,15 @@ export function parseIpAddrShow(text: string): AddrLine[] {
   for (const line of text.split("\n")) {
     const m = ADDR_LINE.exec(line);
     if (!m) continue;
-    const address = canonicalAddr(m[4]!);
+    const address = canonicalIPInet(m[4]!);
     if (!address) continue;
-    const family = m[3] === "inet6" ? 6 : 4;
+    const family: IPFamily = m[3] === "inet6" ? "IPv6" : "IPv4";
     out.push({
       index: Number(m[1]),
       device: m[2]!.replace(/@.*$/, ""),
-      family,
+      family: familyNumber(family),
       address,
-      prefix: m[5] !== undefined ? Number(m[5]) : maxPrefix(family),
+      prefix: m[5] !== undefined ? Number(m[5]) : maxPrefixLen(family),
       scope: /\bscope (\S+)/.exec(m[6] ?? "")?.[1] ?? "global",
     });
   }
@@ -61,7 +68,7 @@ export function parseIpAddrShow(text: string): AddrLine[] {
 /** The `ip -batch` lines that unbind `remove` and bind `add` (host prefixes) on `device`. */
 export function renderBindBatch(device: string, add: readonly string[], remove: readonly string[]): string {
   const line = (verb: "add" | "del", ip: string) => {
-    const canonical = canonicalAddr(ip);
+    const canonical = canonicalIPInet(ip);
     if (!canonical) {
       throw new NetlinkError(
         "ip",
@@ -72,7 +79,7 @@ export function renderBindBatch(device: string, add: readonly string[], remove: 
         `netlink: ${JSON.stringify(ip)} is not an IP address`,
       );
     }
-    return `address ${verb} ${canonical}/${maxPrefix(addrFamily(canonical))} dev ${device}\n`;
+    return `address ${verb} ${canonical}/${maxPrefixLen(familyOf(canonical))} dev ${device}\n`;
   };
   return [...remove.map((ip) => line("del", ip)), ...add.map((ip) => line("add", ip))].join("");
 }

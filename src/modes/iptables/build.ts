@@ -3,7 +3,7 @@
 
 import { createConntrackClient } from "../../host/conntrack/client.ts";
 import { createIptablesClient } from "../../host/iptables/client.ts";
-import type { IPTablesFamily, IptablesBackend } from "../../host/iptables/types.ts";
+import type { IptablesBackend } from "../../host/iptables/types.ts";
 import { createNfacctClient } from "../../host/nfacct/client.ts";
 import type { SysctlClient } from "../../host/sysctl/types.ts";
 import type { Logger } from "../../log/logger.ts";
@@ -13,13 +13,14 @@ import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
 import { applySysctls, ROUTE_LOCALNET, settingsPlan } from "../../proxy/sysctls.ts";
 import { errText } from "../../util/err-text.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import type { ModeBuildOptions } from "../types.ts";
 import { registerNfacctMetrics } from "./nfacct-metrics.ts";
 import { IptablesProxier } from "./proxier.ts";
 
 export interface IptablesMode {
   readonly backend: IptablesBackend;
-  readonly families: IPTablesFamily[];
+  readonly families: IPFamily[];
   readonly proxiers: IptablesProxier[];
   readonly proxier: MultiFamilyProxier;
 }
@@ -58,7 +59,7 @@ export async function readConntrackTCPLiberal(sysctl: SysctlClient, log: Logger)
  */
 export async function applyLocalhostNodePorts(
   o: Pick<IptablesModeOptions, "config" | "nodeIPs" | "sysctl" | "log">,
-  families: readonly IPTablesFamily[],
+  families: readonly IPFamily[],
 ): Promise<LocalhostNodePorts> {
   const decision = decideLocalhostNodePorts({
     enabledByConfig: o.config.iptables.localhostNodePorts,

@@ -6,9 +6,10 @@ import type { Exec } from "../../exec/types.ts";
 import { createIptablesClient } from "../../host/iptables/client.ts";
 import { iptablesCommands } from "../../host/iptables/commands.ts";
 import { parseIptablesSave, type SavedTable } from "../../host/iptables/save-parser.ts";
-import type { IPTablesFamily, IptablesBackend, IptablesClient } from "../../host/iptables/types.ts";
+import type { IptablesBackend, IptablesClient } from "../../host/iptables/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import { errText } from "../../util/err-text.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 
 /** Fixed-name chains kube-proxy owns, per table (both modes). Kubelet's own chains are absent. */
 const OWNED: Readonly<Record<string, readonly string[]>> = {
@@ -91,7 +92,7 @@ async function installed(exec: Exec, cmd: string): Promise<boolean> {
 /** Every installed backend and family, IPv4 and IPv6 of legacy, then of nft; false on a failure. */
 export async function cleanupIptablesEverywhere(exec: Exec, log: Logger): Promise<boolean> {
   let ok = true;
-  const families: IPTablesFamily[] = ["IPv4", "IPv6"];
+  const families: IPFamily[] = ["IPv4", "IPv6"];
   const backends: IptablesBackend[] = ["legacy", "nft"];
   for (const backend of backends) {
     for (const family of families) {

@@ -4,7 +4,8 @@
 
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
-import type { EndpointInfo, IPFamily, ServicePortInfo } from "../../proxy/types.ts";
+import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { ServicePortNames } from "./port-names.ts";
 
 /** The inputs of a port state, before rendering. */

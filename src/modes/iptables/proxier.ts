@@ -16,16 +16,17 @@ import type { Metrics } from "../../proxy/metrics/metrics.ts";
 import { chainsInSave } from "../../proxy/netfilter/chains.ts";
 import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
 import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
-import { isLoopback, NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
+import { NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
 import { restoreFailureFields } from "../../proxy/restore-log.ts";
 import type { ServiceHealthSink } from "../../proxy/service-health-sink.ts";
 import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
-import type { IPFamily } from "../../proxy/types.ts";
 import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
 import { memoryFigures } from "../../util/memory.ts";
+import { isLoopbackLenient } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { CanaryMonitor, checkCanaryChains } from "./canary.ts";
 import { ProbabilityCache } from "./probability.ts";
 import {
@@ -373,7 +374,7 @@ export class IptablesProxier implements Proxier {
   }
 
   private acceptsNodePortsOn(ip: string): boolean {
-    if (!isLoopback(ip)) return true;
+    if (!isLoopbackLenient(ip)) return true;
     if (this.deps.family === "IPv6") {
       this.log.error(
         "--nodeport-addresses includes localhost but localhost NodePorts are not supported on IPv6",

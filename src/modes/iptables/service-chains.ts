@@ -5,8 +5,8 @@
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import { chainLine, KUBE_MARK_MASQ } from "../../proxy/netfilter/chains.ts";
-import { cidrContains } from "../../proxy/nodeport-addresses.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
+import { cidrContains } from "../../util/net/address.ts";
 import type { LineSink } from "./line-blocks.ts";
 import type { ServicePortNames } from "./port-names.ts";
 import type { ProbabilityCache } from "./probability.ts";

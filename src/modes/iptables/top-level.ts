@@ -16,7 +16,7 @@ import {
   KUBE_SERVICES,
 } from "../../proxy/netfilter/chains.ts";
 import type { JumpChain } from "../../proxy/netfilter/jumps.ts";
-import type { IPFamily } from "../../proxy/types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 
 /** nfacct counter of packets KUBE-FORWARD drops as conntrack-INVALID (upstream's name). */
 export const CT_STATE_INVALID_DROPPED_COUNTER = "ct_state_invalid_dropped_pkts";

@@ -2,7 +2,7 @@
 // kernel accepts packets for it and IPVS can take them), and nothing else of this family is.
 
 import type { InterfaceAddress } from "../../host/netlink/types.ts";
-import type { IPFamily } from "../../proxy/types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import type { RefCount } from "./desired-state.ts";
 
 /** upstream's defaultDummyDevice. */

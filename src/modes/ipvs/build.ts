@@ -4,7 +4,6 @@
 import { createConntrackClient } from "../../host/conntrack/client.ts";
 import { createIpsetClient } from "../../host/ipset/client.ts";
 import { createIptablesClient } from "../../host/iptables/client.ts";
-import type { IPTablesFamily } from "../../host/iptables/types.ts";
 import { createIpvsClient } from "../../host/ipvs/client.ts";
 import { IpvsError } from "../../host/ipvs/errors.ts";
 import type { IpvsClient } from "../../host/ipvs/types.ts";
@@ -12,11 +11,12 @@ import { createNetlinkClient } from "../../host/netlink/client.ts";
 import type { Logger } from "../../log/logger.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import type { ModeBuildOptions } from "../types.ts";
 import { IpvsProxier, type VirtualServerView } from "./proxier.ts";
 
 export interface IpvsMode {
-  readonly families: IPTablesFamily[];
+  readonly families: IPFamily[];
   readonly proxiers: IpvsProxier[];
   readonly proxier: MultiFamilyProxier;
   /** What the last sync programmed (the --dry-run `ipvs.virtualServers`). */

@@ -7,8 +7,8 @@ import { createIpvsClient } from "../../host/ipvs/client.ts";
 import { IpvsError } from "../../host/ipvs/errors.ts";
 import type { IpvsChange, IpvsClient } from "../../host/ipvs/types.ts";
 import type { Logger } from "../../log/logger.ts";
-import { cidrContains } from "../../proxy/nodeport-addresses.ts";
 import { errText } from "../../util/err-text.ts";
+import { cidrContains } from "../../util/net/address.ts";
 
 export async function cleanupIpvs(
   ipvs: IpvsClient,

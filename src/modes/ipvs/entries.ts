@@ -2,21 +2,20 @@
 // wants with what the kernel lists as plain strings, so any spelling difference (a "/32" on a
 // host network, say) would turn into a delete and re-add on every sync.
 
-/** Protocol as ipset spells it in members ("tcp", "udp", "sctp"). */
-export type EntryProtocol = "tcp" | "udp" | "sctp";
+import type { LowerProtocol } from "../../util/net/protocol.ts";
 
 /** hash:ip,port — "198.51.100.1,tcp:80". */
-export function ipPortEntry(ip: string, protocol: EntryProtocol, port: number): string {
+export function ipPortEntry(ip: string, protocol: LowerProtocol, port: number): string {
   return `${ip},${protocol}:${port}`;
 }
 
 /** hash:ip,port,ip — "192.0.2.5,tcp:8080,192.0.2.5". */
-export function ipPortIPEntry(ip: string, protocol: EntryProtocol, port: number, ip2: string): string {
+export function ipPortIPEntry(ip: string, protocol: LowerProtocol, port: number, ip2: string): string {
   return `${ip},${protocol}:${port},${ip2}`;
 }
 
 /** hash:ip,port,net — ipset prints a full-length prefix as a bare address. */
-export function ipPortNetEntry(ip: string, protocol: EntryProtocol, port: number, cidr: string): string {
+export function ipPortNetEntry(ip: string, protocol: LowerProtocol, port: number, cidr: string): string {
   return `${ip},${protocol}:${port},${memberNet(cidr)}`;
 }
 

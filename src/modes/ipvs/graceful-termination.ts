@@ -17,7 +17,7 @@ import {
 import type { Logger } from "../../log/logger.ts";
 import type { Clock, TimerHandle } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
-import { realId } from "./virtual-servers.ts";
+import { joinHostPort } from "../../util/net/host-port.ts";
 
 /** Upstream's rsCheckDeleteInterval. */
 export const GRACEFUL_CHECK_INTERVAL_MS = 60_000;
@@ -80,7 +80,7 @@ export class GracefulTermination {
       reals = new Map();
       this.pending.set(vsKey, reals);
     }
-    reals.set(realId(real.address, real.port), real);
+    reals.set(joinHostPort(real.address, real.port), real);
     this.schedule();
   }
 
@@ -135,7 +135,7 @@ export class GracefulTermination {
         this.pending.delete(vsKey);
         continue;
       }
-      const kernel = new Map(svc.reals.map((r) => [realId(r.address, r.port), r]));
+      const kernel = new Map(svc.reals.map((r) => [joinHostPort(r.address, r.port), r]));
       for (const [id, real] of reals) {
         // Wanted again: the next sync restores its weight and takes it off the list.
         if (wanted(vsKey, id)) continue;

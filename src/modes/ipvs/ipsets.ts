@@ -3,7 +3,7 @@
 // the comments appear verbatim in the iptables rules that match them.
 
 import type { IpsetSetSpec, IpsetType } from "../../host/ipset/types.ts";
-import type { IPFamily } from "../../proxy/types.ts";
+import { type IPFamily, inetFamily } from "../../util/net/family.ts";
 
 /** Identifies one set independently of the family prefix ("KUBE-" vs "KUBE-6-"). */
 export type SetId =
@@ -168,7 +168,7 @@ export function setCatalog(family: IPFamily): SetCatalog {
     const spec: IpsetSetSpec = {
       name: familySetName(d.name, family),
       type: d.type,
-      family: family === "IPv4" ? "inet" : "inet6",
+      family: inetFamily(family),
       comment: d.comment,
       ...(d.type === "bitmap:port" ? { range: PORT_RANGE } : { hashSize: HASH_SIZE, maxElem: MAX_ELEM }),
     };

@@ -15,7 +15,7 @@ import {
 } from "../../proxy/netfilter/chains.ts";
 import type { JumpChain } from "../../proxy/netfilter/jumps.ts";
 import { masqueradeRules } from "../../proxy/netfilter/masquerade.ts";
-import type { IPFamily } from "../../proxy/types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import type { SetCatalog, SetId } from "./ipsets.ts";
 
 export const KUBE_NODE_PORT = "KUBE-NODE-PORT";

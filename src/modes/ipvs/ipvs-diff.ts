@@ -5,9 +5,10 @@
 // virtual servers nobody wants are deleted unless they sit in an excluded CIDR.
 
 import type { IpvsChange, IpvsService, RealServer, VirtualServer } from "../../host/ipvs/types.ts";
+import { joinHostPort } from "../../util/net/host-port.ts";
 import type { VirtualServerClaims } from "./desired-state.ts";
 import { drained, type GracefulTermination } from "./graceful-termination.ts";
-import { type DesiredReal, type DesiredVirtualServer, realId } from "./virtual-servers.ts";
+import type { DesiredReal, DesiredVirtualServer } from "./virtual-servers.ts";
 
 /** Weight of a serving real server (upstream never weighs endpoints differently). */
 export const SERVING_WEIGHT = 1;
@@ -112,7 +113,7 @@ function diffWeightsInStep(
 
 function diffReals(vs: DesiredVirtualServer, kernel: IpvsService, input: IpvsDiffInput, out: Batches): void {
   const have = new Map<string, RealServer>();
-  for (const r of kernel.reals) have.set(realId(r.address, r.port), r);
+  for (const r of kernel.reals) have.set(joinHostPort(r.address, r.port), r);
   for (const want of vs.reals) {
     const current = have.get(want.id);
     if (!current) {

@@ -5,7 +5,8 @@
 import type { Logger } from "../../log/logger.ts";
 import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { SyncInput } from "../../proxy/proxier.ts";
-import type { EndpointInfo, IPFamily, ServicePortInfo } from "../../proxy/types.ts";
+import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { DesiredState } from "./desired-state.ts";
 import type { SetCatalog } from "./ipsets.ts";
 import { type PlanContext, type PortPlan, planServicePort } from "./port-plan.ts";

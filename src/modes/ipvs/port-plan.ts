@@ -5,14 +5,16 @@
 
 import { validateEntry } from "../../host/ipset/entries.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
-import { cidrContains } from "../../proxy/nodeport-addresses.ts";
 import {
   type CategorizedEndpoints,
   categorizeEndpoints,
   type TopologyContext,
 } from "../../proxy/topology.ts";
-import type { EndpointInfo, IPFamily } from "../../proxy/types.ts";
-import { type EntryProtocol, ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
+import type { EndpointInfo } from "../../proxy/types.ts";
+import { cidrContains } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
+import { type LowerProtocol, lowerProtocol } from "../../util/net/protocol.ts";
+import { ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
 import type { SetCatalog, SetId } from "./ipsets.ts";
 import {
   type DesiredReal,
@@ -58,7 +60,7 @@ export interface PortPlan {
 interface Draft {
   readonly svc: FamilyServicePort;
   readonly ctx: PlanContext;
-  readonly protocol: EntryProtocol;
+  readonly protocol: LowerProtocol;
   readonly timeout: number;
   readonly categorized: CategorizedEndpoints;
   readonly virtualServers: DesiredVirtualServer[];
@@ -80,7 +82,7 @@ export function planServicePort(
   const draft: Draft = {
     svc,
     ctx,
-    protocol: svc.protocol.toLowerCase() as EntryProtocol,
+    protocol: lowerProtocol(svc.protocol),
     timeout: svc.sessionAffinity.type === "ClientIP" ? svc.sessionAffinity.timeoutSeconds : 0,
     categorized: categorizeEndpoints(endpoints, svc, ctx),
     virtualServers: [],
@@ -203,7 +205,7 @@ function addSourceRanges(d: Draft, ip: string, entry: string): void {
   }
 }
 
-const NODE_PORT_SETS: Readonly<Record<EntryProtocol, readonly [SetId, SetId]>> = {
+const NODE_PORT_SETS: Readonly<Record<LowerProtocol, readonly [SetId, SetId]>> = {
   tcp: ["nodePortTCP", "nodePortLocalTCP"],
   udp: ["nodePortUDP", "nodePortLocalUDP"],
   sctp: ["nodePortSCTP", "nodePortLocalSCTP"],

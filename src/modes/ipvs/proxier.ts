@@ -25,19 +25,15 @@ import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import type { Metrics } from "../../proxy/metrics/metrics.ts";
 import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
 import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
-import {
-  cidrContains,
-  isLoopback,
-  NodePortAddresses,
-  resolveNodePortAddresses,
-} from "../../proxy/nodeport-addresses.ts";
+import { NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
 import { restoreFailureFields } from "../../proxy/restore-log.ts";
 import type { ServiceHealthSink } from "../../proxy/service-health-sink.ts";
 import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
-import type { IPFamily } from "../../proxy/types.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
+import { cidrContains, isLoopbackLenient } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { planIpsets } from "./ipset-sync.ts";
@@ -416,7 +412,7 @@ export class IpvsProxier implements Proxier {
   private nodePortIPs(nodeAddresses: readonly string[]): string[] {
     const npa = this.nodePortAddresses;
     const ips = npa.matchAll ? nodeAddresses : npa.nodeIPs(nodeAddresses);
-    return ips.filter((ip) => !isLoopback(ip));
+    return ips.filter((ip) => !isLoopbackLenient(ip));
   }
 
   /** The dummy device, our chains and the jumps into them: full syncs only. */

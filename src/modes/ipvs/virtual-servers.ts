@@ -3,7 +3,9 @@
 // arrays in step rather than a lookup per real server.
 
 import { type VirtualServer, virtualServerKeyString } from "../../host/ipvs/types.ts";
-import type { Protocol } from "../../proxy/types.ts";
+import { parseIPInet } from "../../util/net/address.ts";
+import { joinHostPort } from "../../util/net/host-port.ts";
+import type { Protocol } from "../../util/net/protocol.ts";
 
 /** The scheduler upstream falls back to when none is configured. */
 export const DEFAULT_SCHEDULER = "rr";
@@ -66,15 +68,11 @@ export function desiredVirtualServer(
   return { key: virtualServerKeyString(server), server, reals, owner };
 }
 
-export function realId(address: string, port: number): string {
-  return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
-}
-
 /** Real servers for endpoints "ip:port", each once, in ipvsadm's listing order. */
 export function desiredReals(endpoints: readonly { ip: string; port: number }[]): DesiredReal[] {
   const byId = new Map<string, DesiredReal>();
   for (const ep of endpoints) {
-    const id = realId(ep.ip, ep.port);
+    const id = joinHostPort(ep.ip, ep.port);
     if (!byId.has(id)) byId.set(id, { address: ep.ip, port: ep.port, id, sortKey: addressSortKey(ep.ip) });
   }
   return [...byId.values()].sort(compareReals);
@@ -87,28 +85,6 @@ export function compareReals(a: DesiredReal, b: DesiredReal): number {
 
 /** Fixed-width hex of the address bytes (canonical input), so string order is byte order. */
 export function addressSortKey(ip: string): string {
-  if (!ip.includes(":")) {
-    return ip
-      .split(".")
-      .map((o) => Number(o).toString(16).padStart(2, "0"))
-      .join("");
-  }
-  const [head = "", tail] = ip.split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail === undefined || tail === "" ? [] : tail.split(":");
-  // A trailing dotted quad ("::ffff:192.0.2.1") counts as two 16-bit groups.
-  const expand = (groups: string[]) =>
-    groups.flatMap((g) => (g.includes(".") ? splitDotted(g) : [g.padStart(4, "0")]));
-  const l = expand(left);
-  const r = expand(right);
-  const fill = tail === undefined ? [] : new Array<string>(8 - l.length - r.length).fill("0000");
-  return [...l, ...fill, ...r].join("");
-}
-
-function splitDotted(quad: string): string[] {
-  const hex = quad
-    .split(".")
-    .map((o) => Number(o).toString(16).padStart(2, "0"))
-    .join("");
-  return [hex.slice(0, 4), hex.slice(4)];
+  const bytes = parseIPInet(ip)?.bytes ?? [];
+  return bytes.map((b) => b.toString(16).padStart(2, "0")).join("");
 }

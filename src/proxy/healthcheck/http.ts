@@ -6,8 +6,9 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { ipFamily, joinHostPort, splitHostPort } from "../../config/net.ts";
+import { ipFamily } from "../../config/net.ts";
 import { errText } from "../../util/err-text.ts";
+import { joinHostPort, splitHostPort } from "../../util/net/host-port.ts";
 
 /** A server could not listen; main decides (per bindAddressHardFail) whether that is fatal. */
 export class BindError extends Error {

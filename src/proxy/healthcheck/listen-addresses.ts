@@ -2,8 +2,8 @@
 // every address, one wildcard listener; otherwise one listener per local IP inside
 // nodePortAddresses, so a health check port is reachable exactly where NodePorts are.
 
+import type { IPFamily } from "../../util/net/family.ts";
 import { NodePortAddresses, resolveNodePortAddresses } from "../nodeport-addresses.ts";
-import type { IPFamily } from "../types.ts";
 
 /** fe80::/10: binding one needs a zone index, which `ip -o addr` addresses do not carry. */
 function isIPv6LinkLocal(ip: string): boolean {

@@ -4,7 +4,7 @@
 // /livez, and the per-service health checks fold it into their answers.
 
 import { type Clock, realClock } from "../../util/clock.ts";
-import type { IPFamily } from "../types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { formatGoTime } from "./go-time.ts";
 
 /** The taint the cluster autoscaler puts on a node it is about to delete. */

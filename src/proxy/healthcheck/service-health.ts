@@ -4,9 +4,9 @@
 // here" (local endpoints exist and the proxier is healthy), 503 means "skip this node".
 
 import type { Server } from "node:http";
-import { joinHostPort } from "../../config/net.ts";
 import type { EventRecorder } from "../../k8s/events.ts";
 import type { Logger } from "../../log/logger.ts";
+import { joinHostPort } from "../../util/net/host-port.ts";
 import type { ServiceKey } from "../types.ts";
 import {
   boundAddress,

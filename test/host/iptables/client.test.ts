@@ -3,10 +3,11 @@ import { FakeExec, ok } from "../../../src/exec/testing/fake.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
 import { IptablesError, IptablesRestoreError } from "../../../src/host/iptables/errors.ts";
 import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
-import type { IPTablesFamily, IptablesBackend } from "../../../src/host/iptables/types.ts";
+import type { IptablesBackend } from "../../../src/host/iptables/types.ts";
 import { memoryLogger } from "../../../src/log/logger.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
 
-function setup(backend: IptablesBackend = "nft", family: IPTablesFamily = "IPv4", version = "1.8.9") {
+function setup(backend: IptablesBackend = "nft", family: IPFamily = "IPv4", version = "1.8.9") {
   const fake = new FakeIptables({ backend, version });
   const exec = fake.install(new FakeExec(), family);
   const client = createIptablesClient({ exec, family, backend });
@@ -16,7 +17,7 @@ function setup(backend: IptablesBackend = "nft", family: IPTablesFamily = "IPv4"
 const MASQ = ["-m", "comment", "--comment", "kubernetes service traffic requiring SNAT", "-j", "MASQUERADE"];
 
 describe("binaries", () => {
-  const cases: [IptablesBackend, IPTablesFamily, string][] = [
+  const cases: [IptablesBackend, IPFamily, string][] = [
     ["legacy", "IPv4", "iptables-legacy"],
     ["nft", "IPv4", "iptables-nft"],
     ["legacy", "IPv6", "ip6tables-legacy"],

@@ -9,7 +9,8 @@ import { createIptablesClient } from "../../../src/host/iptables/client.ts";
 import { IptablesError, IptablesRestoreError } from "../../../src/host/iptables/errors.ts";
 import { parseIptablesSave } from "../../../src/host/iptables/save-parser.ts";
 import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
-import type { IPTablesFamily, IptablesBackend, IptablesClient } from "../../../src/host/iptables/types.ts";
+import type { IptablesBackend, IptablesClient } from "../../../src/host/iptables/types.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
 import { createTestNetns, type TestNetns } from "./netns.ts";
 
 type Step = { name: string; run: (c: IptablesClient) => Promise<unknown> };
@@ -210,7 +211,7 @@ function normalized(save: string): Record<string, { chains: string[]; rules: str
   return out;
 }
 
-function compare(backend: IptablesBackend, family: IPTablesFamily, steps: Step[]) {
+function compare(backend: IptablesBackend, family: IPFamily, steps: Step[]) {
   describe(`FakeIptables matches ${family === "IPv6" ? "ip6" : "ip"}tables-${backend} in a netns`, () => {
     let ns: TestNetns;
     let real: IptablesClient;

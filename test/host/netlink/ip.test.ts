@@ -1,15 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import {
-  canonicalAddr,
-  compareAddrs,
-  formatIPv6,
+  canonicalIPInet,
+  compareIPs,
+  formatIPv6Inet,
   isIPv4LinkLocal,
   isIPv6LinkLocal,
   isLoopback,
-  parsePrefix,
-} from "../../../src/host/netlink/ip.ts";
+  parseCIDRInet,
+} from "../../../src/util/net/address.ts";
 
-describe("canonicalAddr (inet_pton + inet_ntop)", () => {
+describe("canonicalIPInet (inet_pton + inet_ntop)", () => {
   const table: [string, string | undefined][] = [
     ["10.96.0.1", "10.96.0.1"],
     ["255.255.255.255", "255.255.255.255"],
@@ -33,29 +33,29 @@ describe("canonicalAddr (inet_pton + inet_ntop)", () => {
     ["", undefined],
   ];
   for (const [input, want] of table) {
-    test(`${JSON.stringify(input)} -> ${want}`, () => expect(canonicalAddr(input)).toBe(want));
+    test(`${JSON.stringify(input)} -> ${want}`, () => expect(canonicalIPInet(input)).toBe(want));
   }
 
-  test("formatIPv6 prints a trailing run as ::", () => {
-    expect(formatIPv6([0x20, 0x01, 0x0d, 0xb8, ...new Array(12).fill(0)])).toBe("2001:db8::");
+  test("formatIPv6Inet prints a trailing run as ::", () => {
+    expect(formatIPv6Inet([0x20, 0x01, 0x0d, 0xb8, ...new Array(12).fill(0)])).toBe("2001:db8::");
   });
 });
 
-describe("parsePrefix", () => {
+describe("parseCIDRInet", () => {
   test("bare addresses get the full length", () => {
-    expect(parsePrefix("10.0.0.1")?.prefix).toBe(32);
-    expect(parsePrefix("fd00::1")?.prefix).toBe(128);
+    expect(parseCIDRInet("10.0.0.1")?.prefix).toBe(32);
+    expect(parseCIDRInet("fd00::1")?.prefix).toBe(128);
   });
   test("mask clears host bits", () => {
-    expect(parsePrefix("10.1.2.3/16", { mask: true })?.ip).toBe("10.1.0.0");
-    expect(parsePrefix("10.1.2.3/23", { mask: true })?.ip).toBe("10.1.2.0");
-    expect(parsePrefix("2001:db8:1::5/48", { mask: true })?.ip).toBe("2001:db8:1::");
-    expect(parsePrefix("2001:db8::5/64")?.ip).toBe("2001:db8::5");
+    expect(parseCIDRInet("10.1.2.3/16", { mask: true })?.ip).toBe("10.1.0.0");
+    expect(parseCIDRInet("10.1.2.3/23", { mask: true })?.ip).toBe("10.1.2.0");
+    expect(parseCIDRInet("2001:db8:1::5/48", { mask: true })?.ip).toBe("2001:db8:1::");
+    expect(parseCIDRInet("2001:db8::5/64")?.ip).toBe("2001:db8::5");
   });
   test("bad prefixes", () => {
-    expect(parsePrefix("10.0.0.0/33")).toBeUndefined();
-    expect(parsePrefix("10.0.0.0/x")).toBeUndefined();
-    expect(parsePrefix("fd00::/129")).toBeUndefined();
+    expect(parseCIDRInet("10.0.0.0/33")).toBeUndefined();
+    expect(parseCIDRInet("10.0.0.0/x")).toBeUndefined();
+    expect(parseCIDRInet("fd00::/129")).toBeUndefined();
   });
 });
 
@@ -74,8 +74,8 @@ describe("address classes", () => {
     expect(isIPv4LinkLocal("169.254.20.10")).toBe(true);
     expect(isIPv4LinkLocal("169.255.0.1")).toBe(false);
   });
-  test("compareAddrs orders numerically, IPv4 first", () => {
-    const sorted = ["10.0.0.10", "fd00::1", "10.0.0.9", "9.255.255.255", "::1"].sort(compareAddrs);
+  test("compareIPs orders numerically, IPv4 first", () => {
+    const sorted = ["10.0.0.10", "fd00::1", "10.0.0.9", "9.255.255.255", "::1"].sort(compareIPs);
     expect(sorted).toEqual(["9.255.255.255", "10.0.0.9", "10.0.0.10", "::1", "fd00::1"]);
   });
 });

@@ -19,7 +19,7 @@ import { createMetrics, type Metrics } from "../../../src/proxy/metrics/metrics.
 import type { SyncInput } from "../../../src/proxy/proxier.ts";
 import { ServiceMap } from "../../../src/proxy/service-map.ts";
 import { ServiceChangeTracker } from "../../../src/proxy/service-tracker.ts";
-import type { IPFamily } from "../../../src/proxy/types.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
 import { FakeClock } from "../../../src/util/testing/fake-clock.ts";
 import { RecordingIptables } from "./recording-iptables.ts";
 

@@ -6,12 +6,12 @@ import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
 import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
 import type {
-  IPTablesFamily,
   IptablesClient,
   RestoreOptions,
   RulePosition,
   Table,
 } from "../../../src/host/iptables/types.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
 
 export class RecordingIptables implements IptablesClient {
   readonly fake = new FakeIptables({ backend: "nft" });
@@ -23,7 +23,7 @@ export class RecordingIptables implements IptablesClient {
   /** When set, ensureRule rejects with it (e.g. a held lock). */
   ensureRuleError: Error | undefined;
 
-  constructor(readonly family: IPTablesFamily = "IPv4") {
+  constructor(readonly family: IPFamily = "IPv4") {
     this.exec = this.fake.install(new FakeExec(), family);
     this.client = createIptablesClient({ exec: this.exec, family, backend: "nft" });
   }

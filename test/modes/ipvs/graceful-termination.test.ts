@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import type { IpvsProtocol } from "../../../src/host/ipvs/types.ts";
 import { GRACEFUL_CHECK_INTERVAL_MS } from "../../../src/modes/ipvs/graceful-termination.ts";
+import type { Protocol } from "../../../src/util/net/protocol.ts";
 import { endpointSlice, ep, realsOf, type Setup, service, setup, virtualServerKeys } from "./harness.ts";
 
 const VIP = "198.51.100.41";
 
-function web(protocol: IpvsProtocol = "TCP") {
+function web(protocol: Protocol = "TCP") {
   const ports = [{ name: "p80", port: 80, protocol }];
   return {
     svc: service("ns1", "web", { clusterIP: VIP, ports }),
@@ -20,7 +20,7 @@ function web(protocol: IpvsProtocol = "TCP") {
 }
 
 /** Syncs two endpoints, gives `busy` open connections, then removes it. */
-async function removeBusyEndpoint(s: Setup, protocol: IpvsProtocol, active: number, inactive = 0) {
+async function removeBusyEndpoint(s: Setup, protocol: Protocol, active: number, inactive = 0) {
   const w = web(protocol);
   s.cluster.apply(w.svc, w.slice("192.0.2.11", "192.0.2.12"));
   await s.sync();

@@ -18,7 +18,7 @@ import { FakeNetlink } from "../../../src/host/netlink/testing/fake.ts";
 import { type Logger, nullLogger } from "../../../src/log/logger.ts";
 import { IpvsProxier, type IpvsProxierDeps } from "../../../src/modes/ipvs/proxier.ts";
 import { createMetrics, type Metrics } from "../../../src/proxy/metrics/metrics.ts";
-import type { IPFamily } from "../../../src/proxy/types.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
 import { FakeClock } from "../../../src/util/testing/fake-clock.ts";
 import { Cluster, NODE, NODE_IP, NODE_IPV6 } from "../iptables/harness.ts";
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { validateEntry } from "../../../src/host/ipset/entries.ts";
 import { ipPortNetEntry } from "../../../src/modes/ipvs/entries.ts";
 import { familySetName, SET_DEFINITIONS, setCatalog } from "../../../src/modes/ipvs/ipsets.ts";
-import type { IPFamily } from "../../../src/proxy/types.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
 import { type Cluster, endpointSlice, ep, fakeHost, service, setup } from "./harness.ts";
 
 describe("set catalogue", () => {

@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { DEFAULT_FEATURE_GATES } from "../../../src/config/feature-gates.ts";
-import { compareAddrs } from "../../../src/host/netlink/ip.ts";
 import { setCatalog } from "../../../src/modes/ipvs/ipsets.ts";
 import { type PlanContext, planServicePort } from "../../../src/modes/ipvs/port-plan.ts";
 import {
@@ -11,6 +10,7 @@ import {
 } from "../../../src/modes/ipvs/virtual-servers.ts";
 import { familyView } from "../../../src/proxy/family-view.ts";
 import type { ServicePortInfo } from "../../../src/proxy/types.ts";
+import { compareIPs } from "../../../src/util/net/address.ts";
 
 describe("real server order", () => {
   test("the sort key orders addresses byte-wise, as ipvsadm lists real servers", () => {
@@ -25,7 +25,7 @@ describe("real server order", () => {
     ];
     for (const list of [v4, v6]) {
       const byKey = [...list].sort((a, b) => (addressSortKey(a) < addressSortKey(b) ? -1 : 1));
-      expect(byKey).toEqual([...list].sort(compareAddrs));
+      expect(byKey).toEqual([...list].sort(compareIPs));
     }
   });
 

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { defaultProxyConfig } from "../../../src/config/defaults.ts";
 import { healthTimeoutMs } from "../../../src/modes/registry.ts";
 import { ProxierHealth, TO_BE_DELETED_TAINT } from "../../../src/proxy/healthcheck/proxier-health.ts";
-import type { IPFamily } from "../../../src/proxy/types.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
 import { FakeClock } from "../../../src/util/testing/fake-clock.ts";
 
 const TIMEOUT = 20_000;

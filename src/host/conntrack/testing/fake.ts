@@ -4,6 +4,7 @@
 import { isIPv6 } from "node:net";
 import { FakeExec } from "../../../exec/testing/fake.ts";
 import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
+import type { LowerProtocol } from "../../../util/net/protocol.ts";
 
 export interface FlowTuple {
   readonly src: string;
@@ -13,7 +14,7 @@ export interface FlowTuple {
 }
 
 export interface ConntrackFlow {
-  readonly protocol: "tcp" | "udp" | "sctp";
+  readonly protocol: LowerProtocol;
   readonly orig: FlowTuple;
   /** The reply direction; a DNATed flow's reply comes from the endpoint, not the Service IP. */
   readonly reply: FlowTuple;

@@ -9,9 +9,10 @@
 
 import { FakeExec, ok } from "../../../exec/testing/fake.ts";
 import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
+import type { InetFamily } from "../../../util/net/family.ts";
 import { type ParsedElement, parseEntry } from "../entries.ts";
 import { ipsetWords } from "../save-parser.ts";
-import { IPSET_TYPES, type IpsetFamily, type IpsetSet, type IpsetSetSpec, type IpsetType } from "../types.ts";
+import { IPSET_TYPES, type IpsetSet, type IpsetSetSpec, type IpsetType } from "../types.ts";
 
 export interface FakeIpsetOptions {
   /** Version the fake reports, without the leading "v". */
@@ -23,7 +24,7 @@ export interface FakeIpsetOptions {
 interface FakeSet {
   name: string;
   type: IpsetType;
-  family: IpsetFamily;
+  family: InetFamily;
   hashSize: number;
   maxElem: number;
   /** bitmap:port bounds. */

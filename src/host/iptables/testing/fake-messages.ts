@@ -3,13 +3,14 @@
 // so the real client's error parsing is exercised by the fake exactly as by the binaries.
 
 import type { ExecResult } from "../../../exec/types.ts";
-import type { IPTablesFamily, IptablesBackend } from "../types.ts";
+import type { IPFamily } from "../../../util/net/family.ts";
+import type { IptablesBackend } from "../types.ts";
 import type { Failure } from "./fake-tables.ts";
 
 export interface Flavor {
   readonly backend: IptablesBackend;
   readonly version: string;
-  readonly family: IPTablesFamily;
+  readonly family: IPFamily;
   /** Base name the program was invoked as ("iptables-nft-restore"). */
   readonly invoked: string;
 }

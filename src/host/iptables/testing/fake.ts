@@ -4,9 +4,10 @@
 
 import { FakeExec } from "../../../exec/testing/fake.ts";
 import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
+import type { IPFamily } from "../../../util/net/family.ts";
 import { versionAtLeast } from "../../../util/version.ts";
 import { familyPrefix } from "../commands.ts";
-import type { IPTablesFamily, IptablesBackend, Table } from "../types.ts";
+import type { IptablesBackend, Table } from "../types.ts";
 import { runIptablesCli } from "./fake-cli.ts";
 import {
   type Flavor,
@@ -52,7 +53,7 @@ function baseName(cmd: string): string {
 export class FakeIptables {
   readonly backend: IptablesBackend;
   readonly version: string;
-  private familyValue: IPTablesFamily | undefined;
+  private familyValue: IPFamily | undefined;
   private readonly clock: () => Date;
   private readonly plainNames: boolean;
   private readonly state = new Map<Table, FakeTable>();
@@ -67,7 +68,7 @@ export class FakeIptables {
   }
 
   /** Set by install(); IPv4 until then. */
-  get family(): IPTablesFamily {
+  get family(): IPFamily {
     return this.familyValue ?? "IPv4";
   }
 
@@ -75,7 +76,7 @@ export class FakeIptables {
    * Registers this fake as `iptables-<backend>{,-save,-restore}` (ip6tables-* for IPv6) and,
    * unless plainNames is false, the unsuffixed names.
    */
-  install(exec: FakeExec = new FakeExec(), family: IPTablesFamily = "IPv4"): FakeExec {
+  install(exec: FakeExec = new FakeExec(), family: IPFamily = "IPv4"): FakeExec {
     if (this.familyValue !== undefined && this.familyValue !== family) {
       throw new Error(
         `FakeIptables already holds ${this.familyValue} tables; use a second fake for ${family}`,

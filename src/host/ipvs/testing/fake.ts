@@ -12,11 +12,11 @@
 
 import { FakeExec } from "../../../exec/testing/fake.ts";
 import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
+import { joinHostPort } from "../../../util/net/host-port.ts";
 import { IPVS_UNAVAILABLE_MESSAGE } from "../errors.ts";
 import {
   formatIpvsList,
   formatIpvsSave,
-  hostPort,
   type ListedDest,
   type ListedService,
   sortServices,
@@ -77,8 +77,8 @@ interface Service {
 /** ipvsadm's exit after printing a failed listing (list_service()/list_all() exit(1)). */
 const LIST_FAILURE_EXIT = 1;
 
-const keyId = (k: VirtualServerKey) => `${k.protocol}/${hostPort(k.address, k.port)}`;
-const destId = (d: { address: string; port: number }) => hostPort(d.address, d.port);
+const keyId = (k: VirtualServerKey) => `${k.protocol}/${joinHostPort(k.address, k.port)}`;
+const destId = (d: { address: string; port: number }) => joinHostPort(d.address, d.port);
 
 // Kernel defaults (seconds) for established TCP, TCP FIN_WAIT and UDP.
 const DEFAULT_TIMEOUTS: IpvsTimeouts = { tcp: 900, tcpFin: 120, udp: 300 };

@@ -10,7 +10,8 @@
 
 import { FakeExec } from "../../../exec/testing/fake.ts";
 import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
-import { type AddrFamily, parsePrefix } from "../ip.ts";
+import { parseCIDRInet } from "../../../util/net/address.ts";
+import type { IPFamily } from "../../../util/net/family.ts";
 
 export type FakeLinkKind = "loopback" | "dummy" | "veth" | "ether";
 
@@ -34,7 +35,7 @@ export interface FakeNetlinkOptions {
 interface Addr {
   ip: string;
   prefix: number;
-  family: AddrFamily;
+  family: IPFamily;
   scope: string;
   brd?: string;
 }
@@ -65,13 +66,13 @@ class IpFailure {
 
 interface Globals {
   oneline: boolean;
-  family: AddrFamily | undefined;
+  family: IPFamily | undefined;
 }
 
 const ok = (stdout = ""): ExecResult => ({ code: 0, stdout, stderr: "" });
 
-function scopeOf(ip: string, family: AddrFamily): string {
-  if (family === 4) return ip.startsWith("127.") ? "host" : "global";
+function scopeOf(ip: string, family: IPFamily): string {
+  if (family === "IPv4") return ip.startsWith("127.") ? "host" : "global";
   if (ip === "::1") return "host";
   return /^fe[89ab]/i.test(ip) ? "link" : "global";
 }
@@ -96,8 +97,8 @@ export class FakeNetlink {
     lo.mac = "00:00:00:00:00:00";
     if ((opts.loopback ?? "up") === "up") {
       lo.up = true;
-      lo.addrs.push({ ip: "127.0.0.1", prefix: 8, family: 4, scope: "host" });
-      lo.addrs.push({ ip: "::1", prefix: 128, family: 6, scope: "host" });
+      lo.addrs.push({ ip: "127.0.0.1", prefix: 8, family: "IPv4", scope: "host" });
+      lo.addrs.push({ ip: "::1", prefix: 128, family: "IPv6", scope: "host" });
     }
   }
 
@@ -156,11 +157,11 @@ export class FakeNetlink {
     while (args.length > 0 && args[0]!.startsWith("-")) {
       const a = args.shift()!;
       if (a === "-o" || a === "-oneline") g.oneline = true;
-      else if (a === "-4") g.family = 4;
-      else if (a === "-6") g.family = 6;
+      else if (a === "-4") g.family = "IPv4";
+      else if (a === "-6") g.family = "IPv6";
       else if (a === "-f" || a === "-family") {
         const f = args.shift();
-        g.family = f === "inet6" ? 6 : f === "inet" ? 4 : undefined;
+        g.family = f === "inet6" ? "IPv6" : f === "inet" ? "IPv4" : undefined;
       } else if (a === "-force") force = true;
       else if (a === "-batch" || a === "-b") batch = args.shift() ?? "";
       else if (a === "-d" || a === "-details" || a === "-s" || a === "-stats") {
@@ -237,7 +238,7 @@ export class FakeNetlink {
         else if (local === undefined) local = w === "local" ? rest[++i] : w;
         else return new IpFailure(`Error: either "local" is duplicate, or "${w}" is a garbage.`, 1, true);
       }
-      if (local !== undefined && !parsePrefix(local)) {
+      if (local !== undefined && !parseCIDRInet(local)) {
         return new IpFailure(`Error: any valid prefix is expected rather than "${local}".`, 1, true);
       }
       // A missing "dev" is refused before anything is sent, but only for this line.
@@ -256,8 +257,8 @@ export class FakeNetlink {
       const res = this.delAddress(link, local);
       if (res instanceof IpFailure) return res;
       // An IPv4 delete without a prefix length deletes whatever prefix is there, with a warning.
-      const p = parsePrefix(local)!;
-      if (p.family === 4 && !local.includes("/")) {
+      const p = parseCIDRInet(local)!;
+      if (p.family === "IPv4" && !local.includes("/")) {
         return new IpWarning(
           "Warning: Executing wildcard deletion to stay compatible with old scripts.\n" +
             `         Explicitly specify the prefix length (${local}/32) to avoid this warning.\n` +
@@ -295,15 +296,17 @@ export class FakeNetlink {
     scope: string | undefined,
     brd: string | undefined,
   ): IpFailure | undefined {
-    const p = parsePrefix(local);
+    const p = parseCIDRInet(local);
     if (!p) return new IpFailure(`Error: any valid prefix is expected rather than "${local}".`, 1, true);
     const clash = link.addrs.find(
-      (a) => a.family === p.family && a.ip === p.ip && (p.family === 6 || a.prefix === p.prefix),
+      (a) => a.family === p.family && a.ip === p.ip && (p.family === "IPv6" || a.prefix === p.prefix),
     );
     if (clash) {
       if (this.addressErrors === "errno") return new IpFailure("RTNETLINK answers: File exists", 2);
       return new IpFailure(
-        p.family === 4 ? "Error: ipv4: Address already assigned." : "Error: ipv6: address already assigned.",
+        p.family === "IPv4"
+          ? "Error: ipv4: Address already assigned."
+          : "Error: ipv6: address already assigned.",
         2,
       );
     }
@@ -314,12 +317,12 @@ export class FakeNetlink {
       scope: scope ?? scopeOf(p.ip, p.family),
     };
     if (brd !== undefined && brd !== "+") addr.brd = brd;
-    if (p.family === 4) {
+    if (p.family === "IPv4") {
       link.addrs.push(addr);
     } else {
       // IPv6 keeps its list by scope (widest first), newest first within a scope.
       const rank = SCOPE_RANK[addr.scope] ?? 0;
-      const at = link.addrs.findIndex((a) => a.family === 6 && (SCOPE_RANK[a.scope] ?? 0) <= rank);
+      const at = link.addrs.findIndex((a) => a.family === "IPv6" && (SCOPE_RANK[a.scope] ?? 0) <= rank);
       if (at < 0) link.addrs.push(addr);
       else link.addrs.splice(at, 0, addr);
     }
@@ -327,10 +330,10 @@ export class FakeNetlink {
   }
 
   private delAddress(link: Link, local: string): IpFailure | undefined {
-    const p = parsePrefix(local);
+    const p = parseCIDRInet(local);
     if (!p) return new IpFailure(`Error: any valid prefix is expected rather than "${local}".`, 1, true);
     // Only IPv4 has the wildcard delete; a bare IPv6 address means /128.
-    const bare = !local.includes("/") && p.family === 4;
+    const bare = !local.includes("/") && p.family === "IPv4";
     const prefix = local.includes("/") ? p.prefix : 128;
     const at = link.addrs.findIndex(
       (a) => a.family === p.family && a.ip === p.ip && (bare || a.prefix === prefix),
@@ -339,7 +342,7 @@ export class FakeNetlink {
       if (this.addressErrors === "errno")
         return new IpFailure("RTNETLINK answers: Cannot assign requested address", 2);
       return new IpFailure(
-        p.family === 4 ? "Error: ipv4: Address not found." : "Error: ipv6: address not found.",
+        p.family === "IPv4" ? "Error: ipv4: Address not found." : "Error: ipv6: address not found.",
         2,
       );
     }
@@ -348,7 +351,10 @@ export class FakeNetlink {
   }
 
   private ordered(link: Link): Addr[] {
-    return [...link.addrs.filter((a) => a.family === 4), ...link.addrs.filter((a) => a.family === 6)];
+    return [
+      ...link.addrs.filter((a) => a.family === "IPv4"),
+      ...link.addrs.filter((a) => a.family === "IPv6"),
+    ];
   }
 
   private formatAddrs(link: Link, g: Globals): string {
@@ -366,9 +372,11 @@ export class FakeNetlink {
       // IPv6 on a down link stays tentative (duplicate address detection cannot run), except on
       // NOARP devices such as dummies, which skip detection altogether.
       const flags =
-        a.family === 6 && !link.up && a.scope !== "host" && !NOARP_KINDS.has(link.kind) ? "tentative " : "";
+        a.family === "IPv6" && !link.up && a.scope !== "host" && !NOARP_KINDS.has(link.kind)
+          ? "tentative "
+          : "";
       const head =
-        a.family === 4
+        a.family === "IPv4"
           ? `inet ${a.ip}/${a.prefix}${brd} scope ${a.scope} ${link.name}`
           : `inet6 ${a.ip}/${a.prefix} scope ${a.scope} ${flags}`;
       if (g.oneline)
