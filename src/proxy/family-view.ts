@@ -11,6 +11,8 @@ import type { EndpointInfo, ServicePortInfo } from "./types.ts";
 export interface FamilyServicePort extends ServicePortInfo {
   /** The cluster IP of this family. */
   readonly clusterIP: string;
+  /** Reachable from outside in this family: a NodePort, or an external or LoadBalancer IP of it. */
+  readonly isExternal: boolean;
 }
 
 function sameFamily(list: readonly string[], family: IPFamily): readonly string[] {

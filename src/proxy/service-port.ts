@@ -130,7 +130,6 @@ function portInfo(ns: string, svcName: string, p: PortFields, wide: ServiceWide)
     port: p.port,
     protocol: p.protocol,
     nodePort: p.nodePort,
-    isExternal: p.nodePort !== 0 || wide.loadBalancerVIPs.length > 0 || wide.externalIPs.length > 0,
     ...wide,
   };
 }
@@ -168,12 +167,18 @@ export function servicePorts(
   return out;
 }
 
+/** What upstream's UsesClusterEndpoints / UsesLocalEndpoints read: policies, and whether this
+ * family's view of the port is reachable from outside (FamilyServicePort.isExternal). */
+export type EndpointPolicyInputs = Pick<ServicePortInfo, "internalPolicyLocal" | "externalPolicyLocal"> & {
+  readonly isExternal: boolean;
+};
+
 /** Upstream's UsesClusterEndpoints: cluster-wide endpoints are needed for this port. */
-export function usesClusterEndpoints(info: ServicePortInfo): boolean {
+export function usesClusterEndpoints(info: EndpointPolicyInputs): boolean {
   return !info.internalPolicyLocal || info.isExternal;
 }
 
 /** Upstream's UsesLocalEndpoints: node-local endpoints are needed for this port. */
-export function usesLocalEndpoints(info: ServicePortInfo): boolean {
+export function usesLocalEndpoints(info: EndpointPolicyInputs): boolean {
   return info.internalPolicyLocal || (info.externalPolicyLocal && info.isExternal);
 }

@@ -3,7 +3,7 @@
 // so a divergence here would change where packets go, not just how rules look.
 
 import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
-import { usesClusterEndpoints, usesLocalEndpoints } from "./service-port.ts";
+import { type EndpointPolicyInputs, usesClusterEndpoints, usesLocalEndpoints } from "./service-port.ts";
 import type { EndpointInfo, ServicePortInfo } from "./types.ts";
 
 /** The node label whose value is compared with endpoints' zone hints. */
@@ -104,7 +104,7 @@ function union(a: readonly EndpointInfo[], b: readonly EndpointInfo[]): Endpoint
 
 export function categorizeEndpoints(
   endpoints: readonly EndpointInfo[],
-  svc: ServicePortInfo,
+  svc: ServicePortInfo & EndpointPolicyInputs,
   ctx: TopologyContext,
 ): CategorizedEndpoints {
   const cluster = usesClusterEndpoints(svc) ? clusterEndpointsFor(endpoints, svc, ctx) : undefined;

@@ -49,7 +49,6 @@ export interface ServicePortInfo {
   /** Whether topology-aware routing was requested (hints annotation Auto, or trafficDistribution PreferClose). */
   readonly topologyMode: string;
   readonly trafficDistribution: string;
-  readonly isExternal: boolean;
   /** Upstream's UsesClusterEndpoints / UsesLocalEndpoints helpers, precomputed. */
   readonly serviceType: "ClusterIP" | "NodePort" | "LoadBalancer";
 }

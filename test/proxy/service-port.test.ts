@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { ServiceObject } from "../../src/k8s/objects.ts";
+import { familyView } from "../../src/proxy/family-view.ts";
 import { ProblemList } from "../../src/proxy/problems.ts";
 import { servicePorts, usesClusterEndpoints, usesLocalEndpoints } from "../../src/proxy/service-port.ts";
 import type { ServicePortInfo } from "../../src/proxy/types.ts";
@@ -14,7 +15,8 @@ const lbStatus = (ingress: { ip?: string; hostname?: string; ipMode?: string }[]
 });
 
 describe("service port model", () => {
-  const cases: [string, ServiceObject, Partial<ServicePortInfo>][] = [
+  // isExternal is a fact of one family's view of the port (checked on the IPv4 view).
+  const cases: [string, ServiceObject, Partial<ServicePortInfo & { isExternal: boolean }>][] = [
     [
       "plain ClusterIP",
       service("web", { clusterIP: "198.51.100.10" }),
@@ -165,7 +167,9 @@ describe("service port model", () => {
   test.each(cases)("%s", (_name, svc, expected) => {
     const ports = portsOf(svc);
     expect(ports).toHaveLength(1);
-    expect(ports[0]).toMatchObject(expected);
+    const { isExternal, ...fields } = expected;
+    expect(ports[0]).toMatchObject(fields);
+    if (isExternal !== undefined) expect(familyView(ports[0]!, "IPv4")?.isExternal).toBe(isExternal);
   });
 
   test("one service port per Service port, each with its own protocol", () => {
@@ -197,7 +201,7 @@ describe("Services that get no service ports", () => {
 });
 
 describe("endpoint usage helpers", () => {
-  const base = portsOf(service("web", { clusterIP: "198.51.100.10" }))[0]!;
+  const base = familyView(portsOf(service("web", { clusterIP: "198.51.100.10" }))[0]!, "IPv4")!;
   test.each([
     ["cluster only", {}, true, false],
     ["ITP Local", { internalPolicyLocal: true }, false, true],

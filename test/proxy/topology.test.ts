@@ -48,7 +48,10 @@ type SvcOpts = Partial<
   >
 >;
 
-function svc(o: SvcOpts = {}): ServicePortInfo {
+/** A service port as one family's proxier sees it (isExternal is a per-family fact). */
+type FamilyPort = ServicePortInfo & { isExternal: boolean };
+
+function svc(o: SvcOpts = {}): FamilyPort {
   const nodePort = o.nodePort ?? 0;
   return {
     name: { namespace: "ns", name: "svc", port: "http", protocol: "TCP" },
@@ -92,7 +95,7 @@ const allFour = ["198.51.100.3:80", "198.51.100.4:80", "198.51.100.5:80", "198.5
 
 interface Case {
   name: string;
-  svc: ServicePortInfo;
+  svc: FamilyPort;
   endpoints: EndpointInfo[];
   nodeLabels?: Record<string, string>;
   /** undefined: the port does not use that policy at all; []: it does, but has none. */
@@ -508,7 +511,7 @@ describe("categorizeEndpoints", () => {
 });
 
 describe("traffic policy predicates", () => {
-  const rows: [string, ServicePortInfo, { external: boolean; cluster: boolean; local: boolean }][] = [
+  const rows: [string, FamilyPort, { external: boolean; cluster: boolean; local: boolean }][] = [
     ["ClusterIP, Cluster/Cluster", svc(), { external: false, cluster: true, local: false }],
     [
       "ClusterIP, iTP Local",
@@ -559,7 +562,7 @@ describe("canUseTopology", () => {
 // v1.31: TopologyAwareHints and ServiceTrafficDistribution (both beta, on by default) decide
 // whether hints count at all, and whether the topology-mode annotation is still required.
 describe("topology feature gates", () => {
-  const clusterOf = (s: ServicePortInfo, gates: Record<string, boolean>) =>
+  const clusterOf = (s: FamilyPort, gates: Record<string, boolean>) =>
     sorted(categorizeEndpoints(fourHinted, s, on(zoneA, gates)).clusterEndpoints);
   const sameZone = ["198.51.100.3:80", "198.51.100.6:80"];
   const everyone = sorted(fourHinted);

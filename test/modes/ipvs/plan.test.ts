@@ -65,7 +65,6 @@ function port(extra: Partial<ServicePortInfo>): ServicePortInfo {
     healthCheckNodePort: 0,
     topologyMode: "",
     trafficDistribution: "",
-    isExternal: false,
     serviceType: "ClusterIP",
     ...extra,
   };
