@@ -5,13 +5,13 @@
 // its own family only and makes that family primary.
 
 import { readFileSync } from "node:fs";
-import { isIP } from "node:net";
 import { nodePath } from "../k8s/api-access.ts";
 import type { ApiClient } from "../k8s/api-client.ts";
 import { nodeIPs } from "../k8s/node-info.ts";
 import type { NodeObject } from "../k8s/objects.ts";
 import { parseStateDocuments } from "../k8s/state-file.ts";
 import type { Logger } from "../log/logger.ts";
+import { platformIPFamily } from "../util/net/address.ts";
 import type { IPFamily } from "../util/net/family.ts";
 
 /** What startup settles on: an IP for each family (loopback when unknown) and the primary family. */
@@ -22,13 +22,8 @@ export interface DetectedNodeIPs {
 
 const LOOPBACK: Readonly<Record<IPFamily, string>> = { IPv4: "127.0.0.1", IPv6: "::1" };
 
-function familyOf(ip: string): IPFamily | undefined {
-  const v = isIP(ip);
-  return v === 4 ? "IPv4" : v === 6 ? "IPv6" : undefined;
-}
-
 function isLoopbackIP(ip: string): boolean {
-  return familyOf(ip) === "IPv4" ? ip.startsWith("127.") : ip === "::1";
+  return platformIPFamily(ip) === "IPv4" ? ip.startsWith("127.") : ip === "::1";
 }
 
 /** The Node's IPs, primary first, at most one per family (upstream's raw node IPs). */
@@ -68,12 +63,12 @@ export function resolveNodeIPs(rawNodeIPs: readonly string[], bindAddress: strin
   const ips: Record<IPFamily, string> = { ...LOOPBACK };
   let primaryFamily: IPFamily = "IPv4";
   for (const [i, ip] of rawNodeIPs.slice(0, 2).entries()) {
-    const family = familyOf(ip);
+    const family = platformIPFamily(ip);
     if (!family) continue;
     if (i === 0) primaryFamily = family;
     ips[family] = ip;
   }
-  const bindFamily = familyOf(bindAddress);
+  const bindFamily = platformIPFamily(bindAddress);
   if (bindFamily && bindAddress !== "0.0.0.0" && bindAddress !== "::") {
     primaryFamily = bindFamily;
     ips[bindFamily] = bindAddress;

@@ -1,7 +1,7 @@
 // What kube-proxy reads from its own Node: labels (topology), zone, pod CIDRs (--detect-local-mode
 // NodeCIDR) and node IPs (which address family is primary, LoadBalancerSourceRanges checks).
 
-import { isIP } from "node:net";
+import { platformIPFamily } from "../util/net/address.ts";
 import type { NodeObject } from "./objects.ts";
 
 export const LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone";
@@ -29,11 +29,12 @@ export function nodeIPs(node: NodeObject): NodeIPs {
     ...addresses.filter((a) => a.type === "ExternalIP"),
   ]
     .map((a) => a.address?.trim() ?? "")
-    .filter((a) => isIP(a) !== 0);
-  const ipv4 = candidates.find((a) => isIP(a) === 4);
-  const ipv6 = candidates.find((a) => isIP(a) === 6);
+    .filter((a) => platformIPFamily(a) !== undefined);
+  const ipv4 = candidates.find((a) => platformIPFamily(a) === "IPv4");
+  const ipv6 = candidates.find((a) => platformIPFamily(a) === "IPv6");
   const primary = candidates[0];
-  const ordered = primary === undefined ? [] : isIP(primary) === 4 ? [primary, ipv6] : [primary, ipv4];
+  const ordered =
+    primary === undefined ? [] : platformIPFamily(primary) === "IPv4" ? [primary, ipv6] : [primary, ipv4];
   return {
     ordered: ordered.filter((a): a is string => a !== undefined),
     ...(ipv4 ? { ipv4 } : {}),

@@ -17,6 +17,7 @@ import {
   parseIPLenient,
   parseIPStrict,
   parseNetLenient,
+  platformIPFamily,
 } from "../../src/util/net/address.ts";
 import {
   familyFlag,
@@ -157,5 +158,16 @@ describe("host:port", () => {
     expect(isPortNumber(65535)).toBe(true);
     expect(isPortNumber(0)).toBe(false);
     expect(isPortNumber("80")).toBe(false);
+  });
+});
+
+describe("platform rule (Node status addresses, --bind-address)", () => {
+  test("only the family is asked for; IPv6 zones are accepted, unlike the strict rule", () => {
+    expect(platformIPFamily("192.0.2.10")).toBe("IPv4");
+    expect(platformIPFamily("2001:db8::1")).toBe("IPv6");
+    expect(platformIPFamily("fe80::1%eth0")).toBe("IPv6");
+    expect(parseIPStrict("fe80::1%eth0")).toBeUndefined();
+    expect(platformIPFamily("node-a.example")).toBeUndefined();
+    expect(platformIPFamily("")).toBeUndefined();
   });
 });

@@ -2,9 +2,9 @@
 // UDP/SCTP traffic to a Service IP or endpoint that is gone. Command forms follow upstream
 // pkg/proxy/conntrack.
 
-import { isIPv6 } from "node:net";
 import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
+import { familyOf } from "../../util/net/family.ts";
 import { lowerProtocol, type Protocol } from "../../util/net/protocol.ts";
 import { ConntrackError, NO_CONNECTION_TO_DELETE } from "./errors.ts";
 import type { ConntrackClient } from "./types.ts";
@@ -29,13 +29,29 @@ function checkPort(port: number): void {
 /** The command lines the client runs (exported so callers can log or dry-run them). */
 export const conntrackArgs = {
   forIP: (ip: string, p: Protocol) =>
-    withFamily(isIPv6(ip), ["-D", "--orig-dst", ip, "-p", lowerProtocol(p)]),
+    withFamily(familyOf(ip) === "IPv6", ["-D", "--orig-dst", ip, "-p", lowerProtocol(p)]),
   forPort: (port: number, v6: boolean, p: Protocol) =>
     withFamily(v6, ["-D", "-p", lowerProtocol(p), "--dport", String(port)]),
   forNAT: (origin: string, dest: string, p: Protocol) =>
-    withFamily(isIPv6(origin), ["-D", "--orig-dst", origin, "--dst-nat", dest, "-p", lowerProtocol(p)]),
+    withFamily(familyOf(origin) === "IPv6", [
+      "-D",
+      "--orig-dst",
+      origin,
+      "--dst-nat",
+      dest,
+      "-p",
+      lowerProtocol(p),
+    ]),
   forPortNAT: (dest: string, port: number, p: Protocol) =>
-    withFamily(isIPv6(dest), ["-D", "-p", lowerProtocol(p), "--dport", String(port), "--dst-nat", dest]),
+    withFamily(familyOf(dest) === "IPv6", [
+      "-D",
+      "-p",
+      lowerProtocol(p),
+      "--dport",
+      String(port),
+      "--dst-nat",
+      dest,
+    ]),
 };
 
 export function createConntrackClient(opts: ConntrackClientOptions): ConntrackClient {

@@ -4,9 +4,11 @@
 //   - Lenient (API objects): k8s.io/utils/net ParseIPSloppy; IPv4 octets may carry leading
 //     zeros (read as decimal), IPv4-mapped IPv6 is IPv4, the result is canonical Go text.
 //   - Inet (host tools): inet_pton/inet_ntop, as ip, ipset and ipvsadm read and print addresses.
+//   - Platform (a Node's status addresses, --bind-address at startup): the runtime's own
+//     net.isIP, which also accepts IPv6 zones ("fe80::1%eth0"); only the family is asked for.
 // The rest of the program passes the canonical text these return and never parses it again.
 
-import { isIPv4, isIPv6 } from "node:net";
+import { isIP, isIPv4, isIPv6 } from "node:net";
 import { type IPFamily, maxPrefixLen } from "./family.ts";
 
 // ---- bytes ----
@@ -359,4 +361,10 @@ export function isIPv6LinkLocal(ip: string): boolean {
 export function isIPv4LinkLocal(ip: string): boolean {
   const p = parseIPInet(ip);
   return p?.family === "IPv4" && p.bytes[0] === 169 && p.bytes[1] === 254;
+}
+
+/** The platform rule (see the header): the address's family, or undefined when it is none. */
+export function platformIPFamily(text: string): IPFamily | undefined {
+  const v = isIP(text);
+  return v === 4 ? "IPv4" : v === 6 ? "IPv6" : undefined;
 }
