@@ -200,7 +200,7 @@ class RootBuilder {
   readonly unresolved = new Set<string>();
   private readonly analysed = new Set<string>();
 
-  constructor(private readonly index: Map<string, PoolEntry>) {}
+  constructor(readonly index: ReadonlyMap<string, PoolEntry>) {}
 
   /** Adds a path from the pool, following symlinks (each link and its target are kept). */
   addPath(path: string, depth = 0): string | undefined {
@@ -254,12 +254,10 @@ class RootBuilder {
   }
 }
 
-let poolIndex = new Map<string, PoolEntry>();
-
 function plan(binary: string, packages: Set<string>): RootBuilder {
-  poolIndex = new Map();
-  for (const pkg of [...packages].sort()) indexPackage(pkg, extract(pkg), poolIndex);
-  const builder = new RootBuilder(poolIndex);
+  const index = new Map<string, PoolEntry>();
+  for (const pkg of [...packages].sort()) indexPackage(pkg, extract(pkg), index);
+  const builder = new RootBuilder(index);
   if (!elfNeeds(binary)) fail(`${binary} is not an ELF executable`);
   builder.analyse(BINARY_PATH, binary);
   for (const [pkg, names] of Object.entries(PROGRAMS)) for (const n of names) builder.addProgram(pkg, n);
@@ -307,7 +305,7 @@ function write(dir: string, builder: RootBuilder, binary: string): void {
   for (const pkg of [...builder.packagesUsed].sort()) {
     const name = pkg.replace(/:.*$/, "");
     const copyright = `/usr/share/doc/${name}/copyright`;
-    const entry = poolIndex.get(copyright);
+    const entry = builder.index.get(copyright);
     if (!entry || !lstatSync(entry.hostPath).isFile()) continue;
     ensureDir(copyright);
     copyFileSync(entry.hostPath, target(copyright));
