@@ -3,7 +3,7 @@
 // Layouts follow ipvsadm 1.31's print_title()/print_service_entry().
 
 import { compareIPs, parseIPInet } from "../../util/net/address.ts";
-import type { IPFamily } from "../../util/net/family.ts";
+import { familyNumber, familyOf, type IPFamily } from "../../util/net/family.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
 import { IpvsError } from "./errors.ts";
@@ -263,8 +263,8 @@ const FORWARD_SWITCH = { masq: "-m", route: "-g", tunnel: "-i" } as const;
 
 /** ipvs_cmp_services(): family, protocol number, address, port. */
 export function compareKeys(a: VirtualServerKey, b: VirtualServerKey): number {
-  const fa = a.address.includes(":") ? 1 : 0;
-  const fb = b.address.includes(":") ? 1 : 0;
+  const fa = familyNumber(familyOf(a.address));
+  const fb = familyNumber(familyOf(b.address));
   return (
     fa - fb ||
     PROTOCOL_NUMBER[a.protocol] - PROTOCOL_NUMBER[b.protocol] ||
@@ -299,8 +299,8 @@ function cmpAddrWords(aFamily6: boolean, a: readonly number[], b: readonly numbe
 
 /** ipvs_cmp_services(): address family, protocol number, address (see wrapDiff), port. */
 export function ipvsadmServiceOrder(a: VirtualServerKey, b: VirtualServerKey): number {
-  const a6 = a.address.includes(":");
-  const b6 = b.address.includes(":");
+  const a6 = familyOf(a.address) === "IPv6";
+  const b6 = familyOf(b.address) === "IPv6";
   if (a6 !== b6) return a6 ? 1 : -1;
   return (
     PROTOCOL_NUMBER[a.protocol] - PROTOCOL_NUMBER[b.protocol] ||
@@ -311,7 +311,10 @@ export function ipvsadmServiceOrder(a: VirtualServerKey, b: VirtualServerKey): n
 
 /** ipvs_cmp_dests(): address (by the first one's family, see wrapDiff), then port. */
 export function ipvsadmDestOrder(a: { address: string; port: number }, b: { address: string; port: number }) {
-  return cmpAddrWords(a.address.includes(":"), addrWords(a.address), addrWords(b.address)) || a.port - b.port;
+  return (
+    cmpAddrWords(familyOf(a.address) === "IPv6", addrWords(a.address), addrWords(b.address)) ||
+    a.port - b.port
+  );
 }
 
 /**
@@ -379,7 +382,7 @@ export function formatIpvsList(
   if (opts.header ?? true) out.push("IP Virtual Server version 1.2.1 (size=4096)");
   out.push(TITLES[format]);
   for (const { service: s, dests } of sortServices(services, { nosort: opts.nosort ?? false })) {
-    const v6 = s.key.address.includes(":");
+    const v6 = familyOf(s.key.address) === "IPv6";
     let name = `${s.key.protocol.padEnd(4)} ${joinHostPort(s.key.address, s.key.port)}`;
     if (!v6) name = name.slice(0, 33);
     if (format === "stats" || format === "rate") out.push(`${name.padEnd(33)}${ZERO_COUNTERS}`);

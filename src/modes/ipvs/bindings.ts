@@ -2,7 +2,7 @@
 // kernel accepts packets for it and IPVS can take them), and nothing else of this family is.
 
 import type { InterfaceAddress } from "../../host/netlink/types.ts";
-import type { IPFamily } from "../../util/net/family.ts";
+import { familyOf, type IPFamily } from "../../util/net/family.ts";
 import type { RefCount } from "./desired-state.ts";
 
 /** upstream's defaultDummyDevice. */
@@ -10,10 +10,9 @@ export const DUMMY_DEVICE = "kube-ipvs0";
 
 /** This family's addresses on every device but kube-ipvs0 (the node's own), sorted. */
 export function nodeAddresses(all: readonly InterfaceAddress[], family: IPFamily): string[] {
-  const v6 = family === "IPv6";
   const out = new Set<string>();
   for (const a of all) {
-    if (a.device !== DUMMY_DEVICE && a.address.includes(":") === v6) out.add(a.address);
+    if (a.device !== DUMMY_DEVICE && familyOf(a.address) === family) out.add(a.address);
   }
   return [...out].sort();
 }
@@ -24,11 +23,10 @@ export function boundAddresses(
   family: IPFamily,
   only?: ReadonlySet<string>,
 ): string[] {
-  const v6 = family === "IPv6";
   const out: string[] = [];
   for (const a of all) {
     if (a.device !== DUMMY_DEVICE || (only && !only.has(a.address))) continue;
-    if (a.address.includes(":") === v6) out.push(a.address);
+    if (familyOf(a.address) === family) out.push(a.address);
   }
   return out;
 }

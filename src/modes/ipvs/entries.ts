@@ -2,6 +2,7 @@
 // wants with what the kernel lists as plain strings, so any spelling difference (a "/32" on a
 // host network, say) would turn into a delete and re-add on every sync.
 
+import { familyOf, maxPrefixLen } from "../../util/net/family.ts";
 import type { LowerProtocol } from "../../util/net/protocol.ts";
 
 /** hash:ip,port — "198.51.100.1,tcp:80". */
@@ -27,6 +28,6 @@ export function portEntry(port: number): string {
 function memberNet(cidr: string): string {
   const slash = cidr.indexOf("/");
   if (slash < 0) return cidr;
-  const full = cidr.includes(":") ? "128" : "32";
+  const full = String(maxPrefixLen(familyOf(cidr)));
   return cidr.slice(slash + 1) === full ? cidr.slice(0, slash) : cidr;
 }

@@ -33,7 +33,7 @@ import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
 import { cidrContains, isLoopbackLenient } from "../../util/net/address.ts";
-import type { IPFamily } from "../../util/net/family.ts";
+import { familyOf, type IPFamily } from "../../util/net/family.ts";
 import { boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { planIpsets } from "./ipset-sync.ts";
@@ -150,9 +150,7 @@ export class IpvsProxier implements Proxier {
       deps.family,
       resolveNodePortAddresses(deps.config.nodePortAddresses, deps.nodeIPs),
     );
-    this.excludeCIDRs = deps.config.ipvs.excludeCIDRs.filter(
-      (c) => c.includes(":") === (deps.family === "IPv6"),
-    );
+    this.excludeCIDRs = deps.config.ipvs.excludeCIDRs.filter((c) => familyOf(c) === deps.family);
     this.book = new SyncBookkeeping({ ...deps, log: this.log });
     this.plans = new PortPlans(deps.family, this.sets, this.log);
     this.graceful = new GracefulTermination({
@@ -379,7 +377,7 @@ export class IpvsProxier implements Proxier {
   }
 
   private ownsAddress(address: string): boolean {
-    return address.includes(":") === (this.family === "IPv6");
+    return familyOf(address) === this.family;
   }
 
   /** The node-level inputs of every plan; when they change, every plan is recomputed. */

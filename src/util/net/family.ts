@@ -9,7 +9,7 @@ export type FamilyNumber = 4 | 6;
 /** Family as ip, ipset and nft's "inet" family name spell it. */
 export type InetFamily = "inet" | "inet6";
 
-/** The family of a canonical address, without validating it (an edge already did). */
+/** The family of a canonical address or CIDR, without validating it (an edge already did). */
 export function familyOf(ip: string): IPFamily {
   return ip.includes(":") ? "IPv6" : "IPv4";
 }
