@@ -18,7 +18,10 @@ export function parseNftTables(text: string): NftTable[] {
   return out;
 }
 
-export function createNftClient(opts: { exec: Exec; timeoutMs?: number }): NftClient {
+export function createNftClient(opts: {
+  exec: Exec;
+  timeoutMs?: number;
+}): Pick<NftClient, "listTables" | "deleteTable"> {
   const run = (args: string[]): Promise<ExecResult> =>
     opts.exec.run({ cmd: "nft", args, timeoutMs: opts.timeoutMs ?? 30_000 });
   return {

@@ -1,4 +1,6 @@
-// What the nft client offers: the tables there are, and deleting one.
+// What the nft client offers: typed nftables objects (table, chain, rule, set, map, element),
+// transactions of them that nft applies atomically, reads of what one table holds, and the
+// table-level calls --cleanup needs. Rendering to nft's syntax lives in transaction.ts.
 
 export type NftFamily = "ip" | "ip6" | "inet" | "arp" | "bridge" | "netdev";
 
@@ -7,9 +9,96 @@ export interface NftTable {
   readonly name: string;
 }
 
+export type NftChainType = "filter" | "nat" | "route";
+export type NftHook = "prerouting" | "input" | "forward" | "output" | "postrouting";
+
+/** The table a transaction works in (every object names its container within it). */
+export interface NftTableObject {
+  readonly kind: "table";
+  readonly comment?: string;
+}
+
+export interface NftChain {
+  readonly kind: "chain";
+  readonly name: string;
+  /** Base chains only: type, hook and a numeric priority (names mean different numbers per hook). */
+  readonly base?: { readonly type: NftChainType; readonly hook: NftHook; readonly priority: number };
+  readonly comment?: string;
+}
+
+export interface NftRule {
+  readonly kind: "rule";
+  readonly chain: string;
+  /** The rule's statements in nft syntax, e.g. "ip daddr @cluster-ips reject". */
+  readonly rule: string;
+  readonly comment?: string;
+}
+
+export interface NftSet {
+  readonly kind: "set";
+  readonly name: string;
+  /** Element type, e.g. "ipv4_addr". */
+  readonly type: string;
+  readonly flags?: readonly ("dynamic" | "timeout" | "interval" | "constant")[];
+  readonly timeoutSeconds?: number;
+  readonly comment?: string;
+}
+
+export interface NftMap {
+  readonly kind: "map";
+  readonly name: string;
+  /** Key and value types, e.g. "ipv4_addr . inet_proto . inet_service : verdict". */
+  readonly type: string;
+  readonly comment?: string;
+}
+
+export interface NftElement {
+  readonly kind: "element";
+  /** The set or map the element belongs to. */
+  readonly container: string;
+  /** Key parts, joined with " . " (a concatenation). */
+  readonly key: readonly string[];
+  /** Map elements: the value parts (for a verdict map, one verdict such as "goto x"). */
+  readonly value?: readonly string[];
+  readonly comment?: string;
+}
+
+export type NftObject = NftTableObject | NftChain | NftRule | NftSet | NftMap | NftElement;
+
+/**
+ * add: create if missing (never an error when it exists with the same properties);
+ * flush: empty a table, chain, set or map; delete: remove (an error when it does not exist).
+ */
+export type NftVerb = "add" | "flush" | "delete";
+
+export interface NftOperation {
+  readonly verb: NftVerb;
+  readonly object: NftObject;
+}
+
+/** Names of one kind of object in the client's table. */
+export type NftListKind = "chains" | "sets" | "maps";
+
+/** A client bound to one table (family and name), as upstream's knftables is. */
 export interface NftClient {
-  /** Every table; undefined when nft is not installed on this host. */
+  readonly family: NftFamily;
+  readonly table: string;
+  /** Applies every operation of the transaction atomically (`nft -f -`); NftError on failure. */
+  run(tx: NftTransactionLike): Promise<void>;
+  /** Asks nft whether the transaction would apply, changing nothing (`nft --check -f -`). */
+  check(tx: NftTransactionLike): Promise<void>;
+  /** Names of the chains, sets or maps in the table; NftError isNotFound() when it does not exist. */
+  list(kind: NftListKind): Promise<string[]>;
+  /** `nft --version`'s version number ("1.0.6"); undefined when nft is not installed. */
+  version(): Promise<string | undefined>;
+  /** Every table on the host; undefined when nft is not installed. */
   listTables(): Promise<NftTable[] | undefined>;
   /** Deletes a table with everything in it; false when it did not exist. */
   deleteTable(table: NftTable): Promise<boolean>;
+}
+
+/** What the client needs of a transaction: its nft input text and whether it does anything. */
+export interface NftTransactionLike {
+  readonly size: number;
+  render(): string;
 }

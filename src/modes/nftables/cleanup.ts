@@ -26,7 +26,10 @@ export function nftablesProxyModeEnabled(featureGates: Readonly<Record<string, b
 }
 
 /** Deletes upstream's nftables tables where they exist; false when something could not be done. */
-export async function cleanupNftables(nft: NftClient, log: Logger): Promise<boolean> {
+export async function cleanupNftables(
+  nft: Pick<NftClient, "listTables" | "deleteTable">,
+  log: Logger,
+): Promise<boolean> {
   let tables: NftTable[] | undefined;
   try {
     tables = await nft.listTables();

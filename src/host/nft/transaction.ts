@@ -1,0 +1,94 @@
+// One nftables transaction: typed operations rendered, as they are added, to the lines `nft -f`
+// reads. nft applies the whole input atomically, so a sync is one transaction and a failing line
+// leaves the table as it was. Lines are kept rather than objects: a 10,000-Service sync adds
+// half a million operations, and the text is what nft needs in the end.
+
+import type { NftFamily, NftObject, NftOperation, NftTransactionLike, NftVerb } from "./types.ts";
+
+/** nft keeps at most 128 bytes of a comment; quotes would end it early. */
+function quoteComment(comment: string): string {
+  return `"${comment.replaceAll('"', "'").slice(0, 128)}"`;
+}
+
+function block(parts: readonly (string | undefined)[]): string {
+  const present = parts.filter((p): p is string => p !== undefined);
+  return present.length === 0 ? "" : ` { ${present.join(" ; ")} ; }`;
+}
+
+export class NftTransaction implements NftTransactionLike {
+  private readonly lines: string[] = [];
+  private readonly where: string;
+
+  constructor(
+    readonly family: NftFamily,
+    readonly table: string,
+  ) {
+    this.where = `${family} ${table}`;
+  }
+
+  /** Operations so far. */
+  get size(): number {
+    return this.lines.length;
+  }
+
+  add(object: NftObject): this {
+    return this.push("add", object);
+  }
+
+  flush(object: NftObject): this {
+    return this.push("flush", object);
+  }
+
+  delete(object: NftObject): this {
+    return this.push("delete", object);
+  }
+
+  /** Every operation of another transaction on the same table, after this one's. */
+  append(other: NftTransaction): this {
+    for (const line of other.lines) this.lines.push(line);
+    return this;
+  }
+
+  push(verb: NftVerb, object: NftObject): this {
+    this.lines.push(renderOperation(this.where, { verb, object }));
+    return this;
+  }
+
+  /** The input for `nft -f`: one operation per line. */
+  render(): string {
+    return this.lines.length === 0 ? "" : `${this.lines.join("\n")}\n`;
+  }
+}
+
+/** One operation as nft reads it; `where` is "family table". */
+export function renderOperation(where: string, op: NftOperation): string {
+  const { verb, object: o } = op;
+  const comment = o.comment === undefined ? undefined : `comment ${quoteComment(o.comment)}`;
+  const full = verb === "add";
+  switch (o.kind) {
+    case "table":
+      return `${verb} table ${where}${full ? block([comment]) : ""}`;
+    case "chain": {
+      const base = o.base && `type ${o.base.type} hook ${o.base.hook} priority ${o.base.priority}`;
+      return `${verb} chain ${where} ${o.name}${full ? block([base, comment]) : ""}`;
+    }
+    case "rule":
+      if (verb !== "add") throw new Error(`nft: cannot ${verb} a rule by its text (chain ${o.chain})`);
+      return `add rule ${where} ${o.chain} ${o.rule}${comment ? ` ${comment}` : ""}`;
+    case "set": {
+      const flags = o.flags?.length ? `flags ${o.flags.join(",")}` : undefined;
+      const timeout = o.timeoutSeconds === undefined ? undefined : `timeout ${o.timeoutSeconds}s`;
+      const spec = full ? block([`type ${o.type}`, flags, timeout, comment]) : "";
+      return `${verb} set ${where} ${o.name}${spec}`;
+    }
+    case "map":
+      return `${verb} map ${where} ${o.name}${full ? block([`type ${o.type}`, comment]) : ""}`;
+    case "element": {
+      if (verb === "flush") throw new Error(`nft: cannot flush an element (of ${o.container})`);
+      let text = o.key.join(" . ");
+      if (full && comment) text += ` ${comment}`;
+      if (full && o.value) text += ` : ${o.value.join(" . ")}`;
+      return `${verb} element ${where} ${o.container} { ${text} }`;
+    }
+  }
+}
