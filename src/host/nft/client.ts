@@ -1,11 +1,15 @@
-// A small typed client for the nft tool: just what cleaning up after upstream's nftables mode
-// needs (list the tables, delete one). A host without nft is an answer, not an error.
+// Typed client for the nft tool, bound to one table as upstream's knftables is: a transaction is
+// one `nft -f -` (or `nft --check -f -`), reads list the names of one kind of object from nft's
+// JSON, and the table-level calls serve --cleanup. A host without nft is an answer, not an error.
 
 import type { Exec, ExecResult } from "../../exec/types.ts";
+import { type Logger, nullLogger } from "../../log/logger.ts";
 import { NftError } from "./errors.ts";
-import type { NftClient, NftFamily, NftTable } from "./types.ts";
+import type { NftClient, NftFamily, NftListKind, NftTable, NftTransactionLike } from "./types.ts";
 
 const NOT_INSTALLED = 127;
+const DEFAULT_TIMEOUT_MS = 30_000;
+const VERSION_TIMEOUT_MS = 10_000;
 const TABLE_LINE = /^table\s+(ip|ip6|inet|arp|bridge|netdev)\s+(\S+)\s*$/;
 
 /** `nft list tables` output: "table ip kube-proxy" per line. */
@@ -18,13 +22,94 @@ export function parseNftTables(text: string): NftTable[] {
   return out;
 }
 
-export function createNftClient(opts: {
+/** "nftables v1.0.6 (Lester Gooch #5)" -> "1.0.6"; undefined when no version is present. */
+export function parseNftVersion(output: string): string | undefined {
+  return /\bv(\d+(?:\.\d+)+)\b/.exec(output)?.[1];
+}
+
+/** The JSON object key nft uses for each kind `list` reads. */
+const OBJECT_KEY: Readonly<Record<NftListKind, "chain" | "set" | "map">> = {
+  chains: "chain",
+  sets: "set",
+  maps: "map",
+};
+
+/**
+ * Names of one kind of object in one table from `nft --json list chains|sets|maps FAMILY`
+ * (which covers every table of the family). Throws on output that is not nft's JSON.
+ */
+export function parseNftListNames(json: string, kind: NftListKind, table: string): string[] {
+  const doc = JSON.parse(json) as { nftables?: unknown };
+  if (!doc || !Array.isArray(doc.nftables)) throw new Error(`nft --json list ${kind}: no "nftables" array`);
+  const key = OBJECT_KEY[kind];
+  const names: string[] = [];
+  for (const entry of doc.nftables as Record<string, { table?: unknown; name?: unknown } | undefined>[]) {
+    const obj = entry[key];
+    if (obj && obj.table === table && typeof obj.name === "string") names.push(obj.name);
+  }
+  return names;
+}
+
+export interface NftClientOptions {
   exec: Exec;
+  /** The table the client works in; "ip kube-proxy" by default. */
+  family?: NftFamily;
+  table?: string;
+  /** Bound on every run except the version probe. */
   timeoutMs?: number;
-}): Pick<NftClient, "listTables" | "deleteTable"> {
-  const run = (args: string[]): Promise<ExecResult> =>
-    opts.exec.run({ cmd: "nft", args, timeoutMs: opts.timeoutMs ?? 30_000 });
+  logger?: Logger;
+}
+
+export function createNftClient(opts: NftClientOptions): NftClient {
+  const family = opts.family ?? "ip";
+  const table = opts.table ?? "kube-proxy";
+  const bound = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const log = (opts.logger ?? nullLogger).named("nft");
+  const run = (args: string[], stdin?: string): Promise<ExecResult> =>
+    opts.exec.run({ cmd: "nft", args, timeoutMs: bound, ...(stdin !== undefined ? { stdin } : {}) });
+
+  async function apply(args: string[], tx: NftTransactionLike): Promise<void> {
+    if (tx.size === 0) return;
+    const input = tx.render();
+    log.v(4).info("Running nft", { args: args.join(" "), operations: tx.size });
+    const res = await run(args, input);
+    if (res.code === 0) return;
+    const err = new NftError(args, res.code, res.stderr || res.stdout, input);
+    log.error("nft failed", { err: err.message, line: err.line });
+    throw err;
+  }
+
   return {
+    family,
+    table,
+    run: (tx) => apply(["-f", "-"], tx),
+    check: (tx) => apply(["--check", "-f", "-"], tx),
+
+    async list(kind) {
+      // --terse leaves out set and map elements: only the names are wanted.
+      const args =
+        kind === "chains" ? ["--json", "list", kind, family] : ["--terse", "--json", "list", kind, family];
+      const res = await run(args);
+      if (res.code !== 0) throw new NftError(args, res.code, res.stderr || res.stdout);
+      return parseNftListNames(res.stdout, kind, table);
+    },
+
+    async version() {
+      const args = ["--version"];
+      const res = await opts.exec.run({ cmd: "nft", args, timeoutMs: VERSION_TIMEOUT_MS });
+      if (res.code === NOT_INSTALLED) return undefined;
+      if (res.code !== 0) throw new NftError(args, res.code, res.stderr || res.stdout);
+      const version = parseNftVersion(res.stdout);
+      if (version === undefined) {
+        throw new NftError(
+          args,
+          res.code,
+          `cannot parse nft version from ${JSON.stringify(res.stdout.trim())}`,
+        );
+      }
+      return version;
+    },
+
     async listTables() {
       const args = ["list", "tables"];
       const res = await run(args);
@@ -32,8 +117,9 @@ export function createNftClient(opts: {
       if (res.code !== 0) throw new NftError(args, res.code, res.stderr || res.stdout);
       return parseNftTables(res.stdout);
     },
-    async deleteTable(table) {
-      const args = ["delete", "table", table.family, table.name];
+
+    async deleteTable(t) {
+      const args = ["delete", "table", t.family, t.name];
       const res = await run(args);
       if (res.code === 0) return true;
       const err = new NftError(args, res.code, res.stderr || res.stdout);

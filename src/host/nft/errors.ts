@@ -1,16 +1,75 @@
-// Typed failure of the nft tool.
+// Typed failure of the nft tool. When nft read a script (`nft -f -`) it blames input lines as
+// "/dev/stdin:LINE:COL-COL: Error: MESSAGE", then the line and a caret row; the error keeps every
+// blamed line so a log names the operation that failed, not just the exit code.
 
 import { HostToolError } from "../errors.ts";
 import { firstLine } from "../tool-output.ts";
 
+/** One error nft reported, with the input line it blamed when it named one. */
+export interface NftErrorEntry {
+  /** 1-based input line. */
+  readonly line?: number;
+  /** That line's text (from the input, or as nft echoed it). */
+  readonly lineText?: string;
+  /** nft's message without the location and "Error: " prefix. */
+  readonly message: string;
+}
+
+const LOCATED = /^(?:\S+?):(\d+):(\d+)(?:-(\d+))?: Error: (.*)$/;
+const UNLOCATED = /^(?:[\w ]+: )?Error: (.*)$/;
+
+/** Reads nft's stderr into its errors; `input` supplies the exact text of blamed lines. */
+export function parseNftErrors(stderr: string, input?: string): NftErrorEntry[] {
+  const inputLines = input?.split("\n");
+  const lines = stderr.split("\n");
+  const out: NftErrorEntry[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const text = lines[i]!.trimEnd();
+    const located = LOCATED.exec(text);
+    if (located) {
+      const line = Number(located[1]);
+      const echoed = lines[i + 1];
+      const lineText = inputLines?.[line - 1] ?? echoed;
+      out.push({ line, message: located[4]!, ...(lineText !== undefined ? { lineText } : {}) });
+      continue;
+    }
+    const plain = UNLOCATED.exec(text);
+    if (plain) out.push({ message: plain[1]! });
+  }
+  return out;
+}
+
 export class NftError extends HostToolError {
   override readonly name = "NftError";
+  /** Every error nft reported, in its order (empty when it printed none we could read). */
+  readonly errors: readonly NftErrorEntry[];
+  /** The first blamed input line, when nft named one. */
+  readonly line: number | undefined;
+  /** That line's text. */
+  readonly lineText: string | undefined;
+  /** The first error's message ("Could not process rule: No such file or directory"). */
+  readonly reason: string;
+
   constructor(
     readonly args: readonly string[],
     readonly exitCode: number,
     readonly stderr: string,
+    input?: string,
   ) {
-    super(`nft ${args.join(" ")}: exit code ${exitCode}: ${firstLine(stderr)}`);
+    const errors = parseNftErrors(stderr, input);
+    const first = errors.find((e) => e.line !== undefined) ?? errors[0];
+    const reason = first?.message ?? firstLine(stderr);
+    const where =
+      first?.line === undefined
+        ? ""
+        : ` at line ${first.line}${first.lineText ? ` (${first.lineText.trim()})` : ""}`;
+    const more =
+      errors.length > 1 ? ` (and ${errors.length - 1} more error${errors.length > 2 ? "s" : ""})` : "";
+    super(`nft ${args.join(" ")}${where}: exit code ${exitCode}: ${reason}${more}`);
+    this.errors = errors;
+    this.line = first?.line;
+    this.lineText = first?.lineText;
+    this.reason = reason;
   }
 
   /** The table (or other object) named does not exist. */

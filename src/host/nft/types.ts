@@ -87,7 +87,11 @@ export interface NftClient {
   run(tx: NftTransactionLike): Promise<void>;
   /** Asks nft whether the transaction would apply, changing nothing (`nft --check -f -`). */
   check(tx: NftTransactionLike): Promise<void>;
-  /** Names of the chains, sets or maps in the table; NftError isNotFound() when it does not exist. */
+  /**
+   * Names of the chains, sets or maps in the table (`nft --json list KIND FAMILY`, kept to this
+   * table). A table that does not exist holds nothing: the answer is [], not an error, so no
+   * second nft run is spent asking whether the table is there.
+   */
   list(kind: NftListKind): Promise<string[]>;
   /** `nft --version`'s version number ("1.0.6"); undefined when nft is not installed. */
   version(): Promise<string | undefined>;
