@@ -69,6 +69,8 @@ interface Token {
 }
 
 const PUNCT = new Set(["{", "}", ";", ","]);
+const OBJECT_KINDS = new Set(["table", "chain", "rule", "set", "map", "element"]);
+const KEYWORDS = new Set([...OBJECT_KINDS, ...FAMILIES, "add", "flush", "delete", "comment", "type", "hook"]);
 
 function tokenize(line: string): Token[] | SyntaxFailure {
   const out: Token[] = [];
@@ -201,7 +203,14 @@ class Cursor {
         this.lineLength + 1,
         `syntax error, unexpected newline${suffix}`,
       );
-    const what = t.quoted ? "quoted string" : PUNCT.has(t.text) ? `'${t.text}'` : "string";
+    // nft's scanner names keywords by themselves and everything else "string".
+    const what = t.quoted
+      ? "quoted string"
+      : PUNCT.has(t.text)
+        ? `'${t.text}'`
+        : KEYWORDS.has(t.text)
+          ? t.text
+          : "string";
     return new SyntaxFailure(t.col, t.end, `syntax error, unexpected ${what}${suffix}`);
   }
 }
@@ -356,8 +365,6 @@ function verdictTarget(value: string | undefined): string | undefined {
   return m?.[1];
 }
 
-const OBJECT_KINDS = new Set(["table", "chain", "rule", "set", "map", "element"]);
-
 function parseLine(text: string, line: number): Parsed | SyntaxFailure {
   const tokens = tokenize(text);
   if (tokens instanceof SyntaxFailure) return tokens;
@@ -372,8 +379,9 @@ function parseLine(text: string, line: number): Parsed | SyntaxFailure {
     const kindTok = c.word("string");
     const kind = kindTok.text;
     if (!OBJECT_KINDS.has(kind)) {
-      c.i = 1;
-      throw c.unexpected();
+      // nft reads "add WORD ..." as a rule for table WORD: the next word must be a chain name.
+      if (c.peek() && KEYWORDS.has(c.peek()!.text)) throw c.unexpected("string");
+      throw new SyntaxFailure(kindTok.col, kindTok.end, "syntax error, unexpected string");
     }
     const famTok = c.word("string");
     if (!FAMILIES.has(famTok.text)) {
