@@ -1,0 +1,247 @@
+// The nft client against scripted FakeExec answers: the exact arguments and stdin it sends,
+// how it reads nft's errors (blamed lines included), versions and JSON listings.
+
+import { describe, expect, test } from "bun:test";
+import { FakeExec, fail, ok } from "../../../src/exec/testing/fake.ts";
+import { createNftClient, parseNftListNames, parseNftVersion } from "../../../src/host/nft/client.ts";
+import { NftError, parseNftErrors } from "../../../src/host/nft/errors.ts";
+import { NftTransaction } from "../../../src/host/nft/transaction.ts";
+
+const META = { metainfo: { version: "1.0.6", release_name: "Lester Gooch #5", json_schema_version: 1 } };
+
+function txOf(...lines: string[]): { size: number; render(): string } {
+  return { size: lines.length, render: () => `${lines.join("\n")}\n` };
+}
+
+describe("parseNftVersion", () => {
+  const table: [string, string | undefined][] = [
+    ["nftables v1.0.6 (Lester Gooch #5)\n", "1.0.6"],
+    ["nftables v1.1.1 (Commodore Bullmoose #2)", "1.1.1"],
+    ["nftables v0.9.8 (E.D.S.)", "0.9.8"],
+    ["nft: command not found", undefined],
+    ["", undefined],
+  ];
+  for (const [output, want] of table) {
+    test(`${JSON.stringify(output)} -> ${want}`, () => expect(parseNftVersion(output)).toBe(want));
+  }
+});
+
+describe("parseNftErrors", () => {
+  const input =
+    "add chain ip kube-proxy a\nadd rule ip kube-proxy nochain accept\nadd rule ip kube-proxy b drop\n";
+  const stderr =
+    "/dev/stdin:2:24-30: Error: Could not process rule: No such file or directory\n" +
+    "add rule ip kube-proxy nochain accept\n" +
+    "                       ^^^^^^^\n" +
+    "/dev/stdin:3:24-24: Error: Could not process rule: No such file or directory\n" +
+    "add rule ip kube-proxy b drop\n" +
+    "                       ^\n";
+
+  test("every located error, with the line's text from the input", () => {
+    expect(parseNftErrors(stderr, input)).toEqual([
+      {
+        line: 2,
+        lineText: "add rule ip kube-proxy nochain accept",
+        message: "Could not process rule: No such file or directory",
+      },
+      {
+        line: 3,
+        lineText: "add rule ip kube-proxy b drop",
+        message: "Could not process rule: No such file or directory",
+      },
+    ]);
+  });
+
+  test("without the input the echoed line is used; unlocated errors keep only the message", () => {
+    expect(parseNftErrors(stderr)[0]?.lineText).toBe("add rule ip kube-proxy nochain accept");
+    expect(parseNftErrors("netlink: Error: set is not a map\n")).toEqual([{ message: "set is not a map" }]);
+    expect(parseNftErrors("Error: Could not process rule: Operation not supported\n")).toEqual([
+      { message: "Could not process rule: Operation not supported" },
+    ]);
+  });
+
+  test("NftError's message names the first blamed line and counts the rest", () => {
+    const err = new NftError(["-f", "-"], 1, stderr, input);
+    expect(err.line).toBe(2);
+    expect(err.lineText).toBe("add rule ip kube-proxy nochain accept");
+    expect(err.reason).toBe("Could not process rule: No such file or directory");
+    expect(err.errors).toHaveLength(2);
+    expect(err.message).toBe(
+      "nft -f - at line 2 (add rule ip kube-proxy nochain accept): exit code 1: " +
+        "Could not process rule: No such file or directory (and 1 more error)",
+    );
+    expect(err.isNotFound()).toBe(true);
+    expect(err.isExists()).toBe(false);
+  });
+});
+
+describe("createNftClient", () => {
+  test("is bound to ip kube-proxy unless told otherwise", () => {
+    const a = createNftClient({ exec: new FakeExec() });
+    expect([a.family, a.table]).toEqual(["ip", "kube-proxy"]);
+    const b = createNftClient({ exec: new FakeExec(), family: "ip6", table: "other" });
+    expect([b.family, b.table]).toEqual(["ip6", "other"]);
+  });
+
+  test("run sends the rendered transaction to nft -f - on stdin", async () => {
+    const exec = new FakeExec({ nft: () => ok() });
+    const tx = new NftTransaction("ip", "kube-proxy")
+      .add({ kind: "table" })
+      .add({ kind: "chain", name: "a" });
+    await createNftClient({ exec, timeoutMs: 1234 }).run(tx);
+    expect(exec.calls).toEqual([
+      {
+        cmd: "nft",
+        args: ["-f", "-"],
+        stdin: "add table ip kube-proxy\nadd chain ip kube-proxy a\n",
+        timeoutMs: 1234,
+      },
+    ]);
+  });
+
+  test("check sends nft --check -f -", async () => {
+    const exec = new FakeExec({ nft: () => ok() });
+    await createNftClient({ exec }).check(txOf("add table ip kube-proxy"));
+    expect(exec.calls.map((c) => c.args)).toEqual([["--check", "-f", "-"]]);
+    expect(exec.calls[0]?.stdin).toBe("add table ip kube-proxy\n");
+  });
+
+  test("an empty transaction spawns nothing", async () => {
+    const exec = new FakeExec({ nft: () => ok() });
+    const nft = createNftClient({ exec });
+    await nft.run(new NftTransaction("ip", "kube-proxy"));
+    await nft.check(new NftTransaction("ip", "kube-proxy"));
+    expect(exec.calls).toEqual([]);
+  });
+
+  test("a failed run is an NftError carrying exit code, stderr and the failing line", async () => {
+    const stderr =
+      "/dev/stdin:2:37-37: Error: syntax error, unexpected newline\nadd rule ip kube-proxy x foo bar baz\n" +
+      `${" ".repeat(36)}^\n`;
+    const exec = new FakeExec({ nft: () => fail(1, stderr) });
+    const err = await createNftClient({ exec })
+      .run(txOf("add chain ip kube-proxy x", "add rule ip kube-proxy x foo bar baz"))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NftError);
+    const e = err as NftError;
+    expect([e.exitCode, e.stderr, e.line, e.lineText, e.reason]).toEqual([
+      1,
+      stderr,
+      2,
+      "add rule ip kube-proxy x foo bar baz",
+      "syntax error, unexpected newline",
+    ]);
+    expect(e.args).toEqual(["-f", "-"]);
+  });
+
+  test("a failed check is an NftError too", async () => {
+    const exec = new FakeExec({
+      nft: () => fail(1, "/dev/stdin:1:1-5: Error: Could not process rule: File exists\nadd x\n^^^^^\n"),
+    });
+    const err = (await createNftClient({ exec })
+      .check(txOf("add x"))
+      .catch((e: unknown) => e)) as NftError;
+    expect(err.isExists()).toBe(true);
+    expect(err.args).toEqual(["--check", "-f", "-"]);
+  });
+
+  test("version parses nft --version; no binary is undefined; a failure throws", async () => {
+    const exec = new FakeExec({ nft: () => ok("nftables v1.0.6 (Lester Gooch #5)\n") });
+    expect(await createNftClient({ exec }).version()).toBe("1.0.6");
+    expect(exec.calls.map((c) => c.args)).toEqual([["--version"]]);
+    expect(await createNftClient({ exec: new FakeExec() }).version()).toBeUndefined();
+    const broken = new FakeExec({ nft: () => fail(1, "Error: something\n") });
+    await expect(createNftClient({ exec: broken }).version()).rejects.toBeInstanceOf(NftError);
+    const odd = new FakeExec({ nft: () => ok("nftables, custom build\n") });
+    await expect(createNftClient({ exec: odd }).version()).rejects.toThrow(/cannot parse nft version/);
+  });
+
+  test("list reads names of the bound table only, from nft --json list KIND FAMILY", async () => {
+    const out = {
+      chains: [
+        META,
+        { chain: { family: "ip", table: "kube-proxy", name: "services", handle: 1 } },
+        { chain: { family: "ip", table: "filter", name: "INPUT", handle: 2, type: "filter", hook: "input" } },
+        {
+          chain: {
+            family: "ip",
+            table: "kube-proxy",
+            name: "filter-input",
+            handle: 3,
+            type: "filter",
+            hook: "input",
+          },
+        },
+      ],
+      sets: [
+        META,
+        { set: { family: "ip", name: "cluster-ips", table: "kube-proxy", type: "ipv4_addr", handle: 4 } },
+        { set: { family: "ip", name: "other", table: "filter", type: "ipv4_addr", handle: 5 } },
+      ],
+      maps: [
+        META,
+        {
+          map: { family: "ip", name: "service-ips", table: "kube-proxy", type: "ipv4_addr", map: "verdict" },
+        },
+      ],
+    };
+    const exec = new FakeExec({
+      nft: (req) => ok(JSON.stringify({ nftables: out[req.args.at(-2) as keyof typeof out] })),
+    });
+    const nft = createNftClient({ exec });
+    expect(await nft.list("chains")).toEqual(["services", "filter-input"]);
+    expect(await nft.list("sets")).toEqual(["cluster-ips"]);
+    expect(await nft.list("maps")).toEqual(["service-ips"]);
+    expect(exec.calls.map((c) => c.args)).toEqual([
+      ["--json", "list", "chains", "ip"],
+      ["--terse", "--json", "list", "sets", "ip"],
+      ["--terse", "--json", "list", "maps", "ip"],
+    ]);
+  });
+
+  test("list of a table that does not exist is empty; a failing nft throws", async () => {
+    const empty = new FakeExec({ nft: () => ok(JSON.stringify({ nftables: [META] })) });
+    expect(await createNftClient({ exec: empty, family: "ip6" }).list("chains")).toEqual([]);
+    expect(empty.calls[0]?.args).toEqual(["--json", "list", "chains", "ip6"]);
+    const broken = new FakeExec({
+      nft: () => fail(1, "Error: Could not process rule: Operation not supported\n"),
+    });
+    await expect(createNftClient({ exec: broken }).list("chains")).rejects.toBeInstanceOf(NftError);
+  });
+
+  test("parseNftListNames rejects output that is not nft's JSON", () => {
+    expect(() => parseNftListNames("{}", "chains", "kube-proxy")).toThrow(/no "nftables" array/);
+    expect(() => parseNftListNames("not json", "chains", "kube-proxy")).toThrow();
+  });
+
+  test("list reads 100,000 chains quickly", async () => {
+    const chains = [META as object];
+    for (let i = 0; i < 100_000; i++) {
+      chains.push({
+        chain: { family: "ip", table: i % 10 === 0 ? "other" : "kube-proxy", name: `c-${i}`, handle: i },
+      });
+    }
+    const text = JSON.stringify({ nftables: chains });
+    const exec = new FakeExec({ nft: () => ok(text) });
+    const start = performance.now();
+    const names = await createNftClient({ exec }).list("chains");
+    expect(names).toHaveLength(90_000);
+    expect(performance.now() - start).toBeLessThan(2000);
+  });
+
+  test("listTables and deleteTable keep their --cleanup behaviour", async () => {
+    const exec = new FakeExec({
+      nft: (req) =>
+        req.args[0] === "list"
+          ? ok("table ip kube-proxy\ntable inet filter\n")
+          : fail(1, "Error: Could not process rule: No such file or directory\ndelete table ip gone\n"),
+    });
+    const nft = createNftClient({ exec });
+    expect(await nft.listTables()).toEqual([
+      { family: "ip", name: "kube-proxy" },
+      { family: "inet", name: "filter" },
+    ]);
+    expect(await nft.deleteTable({ family: "ip", name: "gone" })).toBe(false);
+    expect(await createNftClient({ exec: new FakeExec() }).listTables()).toBeUndefined();
+  });
+});
