@@ -15,14 +15,13 @@ import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { NodeObject } from "../k8s/objects.ts";
 import type { Logger } from "../log/logger.ts";
-import { type ModeName, modeNamed } from "../modes/registry.ts";
+import { cleanupOtherModes, type ModeName, modeForConfig, modeNamed } from "../modes/registry.ts";
 import type { PlannedMode } from "../modes/types.ts";
 import type { Check } from "../proxy/check.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import { errText } from "../util/err-text.ts";
-import { cleanupOtherModes } from "./cleanup.ts";
 import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { detectNodeIPs } from "./node-ips.ts";
@@ -68,7 +67,10 @@ export async function dryRun(
     ...hostOverrides,
   });
   // What a real run would do first: drop upstream's nftables-mode tables, where they exist.
-  await cleanupOtherModes(host.exec, log, config.featureGates);
+  await cleanupOtherModes(modeForConfig(config).name, host.exec, log, {
+    excludeCIDRs: config.ipvs.excludeCIDRs,
+    featureGates: config.featureGates,
+  });
   const prep = await prepareNode(config, host, log, true);
   const planner = new PlanProxier();
   const nodeName = view.nodeName ?? resolveNodeName(config.hostnameOverride);

@@ -40,7 +40,7 @@ export async function prepareNode(
 
   if (definition.prerequisites) {
     const verdict = await definition.prerequisites(
-      { kernel: host.kernel, ipset: host.ipset },
+      { exec: host.exec, kernel: host.kernel, ipset: host.ipset },
       config,
       dryRun,
     );

@@ -10,7 +10,7 @@ import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
-import { healthTimeoutMs, modeNamed } from "../modes/registry.ts";
+import { cleanupOtherModes, healthTimeoutMs, modeForConfig, modeNamed } from "../modes/registry.ts";
 import type { RunningMode } from "../modes/types.ts";
 import { trackerMetrics } from "../proxy/change-metrics.ts";
 import { serviceHealthListenAddresses } from "../proxy/healthcheck/listen-addresses.ts";
@@ -21,7 +21,6 @@ import { SyncController } from "../proxy/sync-controller.ts";
 import { collectGarbage, enableGarbageCollections } from "../runtime.ts";
 import { errText } from "../util/err-text.ts";
 import { memoryFigures } from "../util/memory.ts";
-import { cleanupOtherModes } from "./cleanup.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { type Preparation, prepareNode } from "./prepare.ts";
@@ -82,7 +81,10 @@ export async function realRun(
 ): Promise<number> {
   enableGarbageCollections();
   const host = createHost({ dryRun: false, ...hostOverrides });
-  await cleanupOtherModes(host.exec, log, config.featureGates);
+  await cleanupOtherModes(modeForConfig(config).name, host.exec, log, {
+    excludeCIDRs: config.ipvs.excludeCIDRs,
+    featureGates: config.featureGates,
+  });
   const prep = await prepareNode(config, host, log, false);
   if (prep.fatal) {
     log.error(prep.fatal);

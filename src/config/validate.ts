@@ -35,8 +35,6 @@ export const LOCAL_MODES: readonly string[] = [
 /** kube-proxy v1.31 only lets hidden metrics of the previous minor release be shown. */
 const PREVIOUS_MINOR = "1.30";
 
-const NFTABLES_UNSUPPORTED = "proxy mode nftables is not supported by this build (use iptables or ipvs)";
-
 class IssueList {
   readonly items: ConfigIssue[] = [];
   constructor(private readonly originOf: OriginLookup) {}
@@ -71,16 +69,24 @@ function checkNonNegative(out: IssueList, entries: readonly [string, Millis][]):
 function checkMode(out: IssueList, mode: string, gates: EffectiveFeatureGates): void {
   if (mode === "iptables" || mode === "ipvs") return;
   // Upstream only lets the mode be named while the NFTablesProxyMode gate is on.
-  if (mode === "nftables" && !gates.enabled("NFTablesProxyMode")) {
+  const nftables = gates.enabled("NFTablesProxyMode");
+  if (mode === "nftables" && nftables) return;
+  if (mode === "nftables") {
     out.add(
       "mode",
       mode,
       'must be "iptables", "ipvs" or empty (empty means iptables); "nftables" needs the NFTablesProxyMode feature gate',
     );
-  } else if (mode === "nftables") out.add("mode", mode, NFTABLES_UNSUPPORTED);
-  else if (mode === "kernelspace")
+  } else if (mode === "kernelspace")
     out.add("mode", mode, "proxy mode kernelspace is only available on Windows");
-  else out.add("mode", mode, 'must be "iptables", "ipvs" or empty (empty means iptables)');
+  else
+    out.add(
+      "mode",
+      mode,
+      nftables
+        ? 'must be "iptables", "ipvs", "nftables" or empty (empty means iptables)'
+        : 'must be "iptables", "ipvs" or empty (empty means iptables)',
+    );
 }
 
 function checkServerAddress(out: IssueList, path: string, address: string): void {

@@ -111,8 +111,10 @@ function nfacctIsReadOnly(args: Args): boolean {
   return (args[0] === "list" || args[0] === "get") && !args.includes("reset");
 }
 
-// Only listings (and the version) are safe; "nft -f", "add", "delete", "flush" change rules.
+// Only listings, the version and --check (which parses and validates, committing nothing) are
+// safe; "nft -f", "add", "delete", "flush" change rules.
 function nftIsReadOnly(args: Args): boolean {
+  if (args.includes("-c") || args.includes("--check")) return true;
   const plain = new Set([
     "-n",
     "--numeric",

@@ -7,11 +7,11 @@ import type { Exec } from "../exec/types.ts";
 import type { Logger } from "../log/logger.ts";
 import { iptablesMode } from "./iptables/mode.ts";
 import { ipvsMode } from "./ipvs/mode.ts";
-import { cleanupNftablesLeftovers } from "./nftables/cleanup.ts";
+import { nftablesMode } from "./nftables/mode.ts";
 import type { CleanupOptions, ModeDefinition } from "./types.ts";
 
 /** In --cleanup order: iptables rules go before the ipsets they match on. */
-export const MODES = [iptablesMode, ipvsMode] as const;
+export const MODES = [iptablesMode, ipvsMode, nftablesMode] as const;
 
 /** The modes this build runs: the one place their names become a type. */
 export type ModeName = (typeof MODES)[number]["name"];
@@ -42,9 +42,24 @@ export function healthTimeoutMs(config: ProxyConfig, name: ModeName): number {
   return 2 * modeNamed(name).periods(config).syncPeriod;
 }
 
-/** --cleanup: every mode's leftovers, then those of upstream's nftables mode; false on a failure. */
+/** --cleanup: every mode's leftovers; false on a failure. */
 export async function cleanupAllModes(exec: Exec, log: Logger, o: CleanupOptions): Promise<boolean> {
   let ok = true;
   for (const mode of MODES) ok = (await mode.cleanup(exec, log, o)) && ok;
-  return (await cleanupNftablesLeftovers(exec, log, o.featureGates)) && ok;
+  return ok;
+}
+
+/**
+ * At the start of a run, as upstream's platformCleanup: nftables mode removes what iptables and
+ * ipvs mode left; those two (which share the iptables rules) remove nftables mode's tables.
+ * Best effort: failures are logged and the run goes on.
+ */
+export async function cleanupOtherModes(
+  current: ModeName,
+  exec: Exec,
+  log: Logger,
+  o: CleanupOptions,
+): Promise<void> {
+  const others = current === "nftables" ? [iptablesMode, ipvsMode] : [nftablesMode];
+  for (const mode of others) await mode.cleanup(exec, log, o);
 }

@@ -48,8 +48,10 @@ export interface PlannedMode {
   report?(): Record<string, unknown>;
 }
 
-/** What a mode's prerequisite checks read: the kernel and the ipset tool. */
+/** What a mode's prerequisite checks read: the kernel, the ipset tool, and read-only commands. */
 export interface PrerequisiteHost {
+  /** Under --dry-run the recorder: reads and `--check`s run, changes are only recorded. */
+  readonly exec: Exec;
   readonly kernel: KernelClient;
   readonly ipset: IpsetClient;
 }

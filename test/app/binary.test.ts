@@ -183,12 +183,6 @@ ipsetVersion: v7.17
     }
   });
 
-  test("--proxy-mode=nftables is refused clearly", () => {
-    const r = runBinary(["--proxy-mode=nftables", "--dry-run"]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain("not supported by this build");
-  });
-
   test("--write-config-to writes the effective config, which loads back", () => {
     const dir = tempDir();
     const out = join(dir, "effective.yaml");

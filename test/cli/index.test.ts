@@ -143,11 +143,9 @@ describe("resolveCommandLine", () => {
     expect(errs[2]).toMatchObject({ value: ["extra"] });
   });
 
-  test("--proxy-mode=nftables is valid syntax but a clear error", () => {
-    const errs = errors(["--proxy-mode=nftables"]);
-    expect(formatIssues(errs)).toBe(
-      'mode: "nftables": proxy mode nftables is not supported by this build (use iptables or ipvs) (flag --proxy-mode)',
-    );
+  test("--proxy-mode=nftables is accepted", () => {
+    const r = resolveCommandLine(["--proxy-mode=nftables"], files());
+    expect(r.kind === "run" && r.config.mode).toBe("nftables");
   });
 
   test("an unreadable --config file is an error naming the flag and path", () => {

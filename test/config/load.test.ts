@@ -97,20 +97,13 @@ describe("precedence: defaults < file < explicit flags", () => {
     expect(result.config?.oomScoreAdj).toBe(-900);
   });
 
-  test("mode nftables in the file is a clear error", () => {
+  test("mode nftables in the file is accepted (NFTablesProxyMode is on by default)", () => {
     const result = loadConfig({
       file: { name: "nftables.yaml", text: fixture("nftables.yaml") },
       settings: [],
     });
-    expect(result.issues).toEqual([
-      {
-        path: "mode",
-        value: "nftables",
-        message: "proxy mode nftables is not supported by this build (use iptables or ipvs)",
-        file: "nftables.yaml",
-        line: 3,
-      },
-    ]);
+    expect(result.issues).toEqual([]);
+    expect(result.config?.mode).toBe("nftables");
   });
 });
 

@@ -138,17 +138,6 @@ describe("validateConfig", () => {
       { path: "conntrack.udpStreamTimeout", value: "-1m0s", message: "must be greater than or equal to 0" },
     ],
     [
-      "nftables mode",
-      (c) => {
-        c.mode = "nftables";
-      },
-      {
-        path: "mode",
-        value: "nftables",
-        message: "proxy mode nftables is not supported by this build (use iptables or ipvs)",
-      },
-    ],
-    [
       "kernelspace mode",
       (c) => {
         c.mode = "kernelspace";
@@ -163,7 +152,7 @@ describe("validateConfig", () => {
       {
         path: "mode",
         value: "userspace",
-        message: 'must be "iptables", "ipvs" or empty (empty means iptables)',
+        message: 'must be "iptables", "ipvs", "nftables" or empty (empty means iptables)',
       },
     ],
     [
@@ -473,7 +462,7 @@ describe("validateConfig", () => {
       c.iptables.masqueradeBit = 40;
       c.ipvs.scheduler = "bogus";
       c.clusterCIDRs = ["192.0.2.0/33"];
-      c.mode = "nftables";
+      c.mode = "kernelspace";
       c.oomScoreAdj = 2000;
     });
     expect(issues.map((i) => i.path).sort()).toEqual(

@@ -9,8 +9,8 @@ import { MODE_NAMES, MODES, modeForConfig, modeNamed } from "../../src/modes/reg
 const CONFIG_MODES: ProxyMode[] = ["iptables", "ipvs", "nftables", "kernelspace"];
 
 describe("mode registry", () => {
-  test("lists iptables and ipvs, in --cleanup order", () => {
-    expect(MODE_NAMES).toEqual(["iptables", "ipvs"]);
+  test("lists iptables, ipvs and nftables, in --cleanup order", () => {
+    expect(MODE_NAMES).toEqual(["iptables", "ipvs", "nftables"]);
     expect(MODES.map((m) => m.name)).toEqual([...MODE_NAMES]);
   });
 
@@ -35,10 +35,11 @@ describe("mode registry", () => {
     expect(modeNamed("ipvs").periods(config).syncPeriod).toBe(90_000);
   });
 
-  test("only ipvs has prerequisites, kernel settings and a part of the dry-run report", () => {
-    expect(MODES.filter((m) => m.prerequisites).map((m) => m.name)).toEqual(["ipvs"]);
+  test("ipvs and nftables have prerequisites and a part of the dry-run report; only ipvs kernel settings", () => {
+    expect(MODES.filter((m) => m.prerequisites).map((m) => m.name)).toEqual(["ipvs", "nftables"]);
     expect(MODES.filter((m) => m.sysctls).map((m) => m.name)).toEqual(["ipvs"]);
     expect(modeNamed("ipvs").dryRunReport?.(undefined)).toEqual({ ipvs: { virtualServers: [] } });
+    expect(modeNamed("nftables").dryRunReport?.(undefined)).toEqual({ nftables: { transactions: [] } });
     expect(modeNamed("iptables").dryRunReport).toBeUndefined();
   });
 });

@@ -60,6 +60,11 @@ export class NftTransaction implements NftTransactionLike {
   }
 }
 
+function typeToAdd(o: { readonly name: string; readonly type?: string }): string {
+  if (!o.type) throw new Error(`nft: set or map ${o.name} needs a type to be added`);
+  return o.type;
+}
+
 /** One operation as nft reads it; `where` is "family table". */
 export function renderOperation(where: string, op: NftOperation): string {
   const { verb, object: o } = op;
@@ -78,11 +83,11 @@ export function renderOperation(where: string, op: NftOperation): string {
     case "set": {
       const flags = o.flags?.length ? `flags ${o.flags.join(",")}` : undefined;
       const timeout = o.timeoutSeconds === undefined ? undefined : `timeout ${o.timeoutSeconds}s`;
-      const spec = full ? block([`type ${o.type}`, flags, timeout, comment]) : "";
+      const spec = full ? block([`type ${typeToAdd(o)}`, flags, timeout, comment]) : "";
       return `${verb} set ${where} ${o.name}${spec}`;
     }
     case "map":
-      return `${verb} map ${where} ${o.name}${full ? block([`type ${o.type}`, comment]) : ""}`;
+      return `${verb} map ${where} ${o.name}${full ? block([`type ${typeToAdd(o)}`, comment]) : ""}`;
     case "element": {
       if (verb === "flush") throw new Error(`nft: cannot flush an element (of ${o.container})`);
       let text = o.key.join(" . ");

@@ -37,8 +37,8 @@ export interface NftRule {
 export interface NftSet {
   readonly kind: "set";
   readonly name: string;
-  /** Element type, e.g. "ipv4_addr". */
-  readonly type: string;
+  /** Element type, e.g. "ipv4_addr" (needed to add the set, not to flush or delete it). */
+  readonly type?: string;
   readonly flags?: readonly ("dynamic" | "timeout" | "interval" | "constant")[];
   readonly timeoutSeconds?: number;
   readonly comment?: string;
@@ -47,8 +47,8 @@ export interface NftSet {
 export interface NftMap {
   readonly kind: "map";
   readonly name: string;
-  /** Key and value types, e.g. "ipv4_addr . inet_proto . inet_service : verdict". */
-  readonly type: string;
+  /** Key and value types, e.g. "ipv4_addr . inet_proto . inet_service : verdict" (needed to add). */
+  readonly type?: string;
   readonly comment?: string;
 }
 

@@ -2,7 +2,7 @@
 // byte: an operator switching between upstream and us relies on the same chain being found, and
 // stale-chain cleanup recognises them by prefix.
 
-import * as nodeCrypto from "node:crypto";
+import { sha256 } from "../../util/sha256-base32.ts";
 
 export const SVC_PREFIX = "KUBE-SVC-";
 export const SVL_PREFIX = "KUBE-SVL-";
@@ -18,12 +18,6 @@ const BASE32_CODES = Array.from("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", (c) => c.cha
 // and the character codes of the name being built.
 const hashChars: number[] = new Array<number>(16).fill(0);
 const nameCodes: number[] = [];
-
-// crypto.hash (one call, no Hash object) is several times faster where the runtime has it.
-const oneShot = (nodeCrypto as { hash?: (alg: string, data: string, enc: "buffer") => Uint8Array }).hash;
-const sha256: (input: string) => Uint8Array = oneShot
-  ? (input) => oneShot("sha256", input, "buffer")
-  : (input) => nodeCrypto.createHash("sha256").update(input).digest();
 
 // The first 16 characters of the standard (RFC 4648) base32 encoding of sha256(input), as
 // character codes in hashChars. 16 characters are exactly 80 bits, i.e. the first 10 digest

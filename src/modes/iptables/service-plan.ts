@@ -3,8 +3,8 @@
 // policy leaves no endpoint (REJECT when there is none anywhere, DROP when only none here).
 
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
-import { usesClusterEndpoints, usesLocalEndpoints } from "../../proxy/service-port.ts";
-import { categorizeEndpoints, type TopologyContext } from "../../proxy/topology.ts";
+import type { TopologyContext } from "../../proxy/topology.ts";
+import { planTrafficPolicy, type TrafficPolicyPlan } from "../../proxy/traffic-policy.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
 import type { ServicePortNames } from "./port-names.ts";
 
@@ -14,18 +14,9 @@ export interface FilterVerdict {
   readonly comment: string;
 }
 
-export interface ServicePlan {
-  readonly clusterEndpoints: readonly EndpointInfo[];
-  readonly localEndpoints: readonly EndpointInfo[];
-  readonly allReachableEndpoints: readonly EndpointInfo[];
-  readonly hasEndpoints: boolean;
-  readonly usesClusterPolicyChain: boolean;
-  readonly usesLocalPolicyChain: boolean;
+export interface ServicePlan extends TrafficPolicyPlan {
   readonly internalTrafficChain: string;
-  readonly hasInternalEndpoints: boolean;
   readonly externalPolicyChain: string;
-  readonly hasExternalEndpoints: boolean;
-  readonly usesExternalTrafficChain: boolean;
   readonly usesFirewallChain: boolean;
   /** KUBE-FW- when source ranges apply, else KUBE-EXT-. */
   readonly loadBalancerTrafficChain: string;
@@ -55,33 +46,21 @@ export function planServicePort(
   names: ServicePortNames,
   topology: TopologyContext,
 ): ServicePlan {
-  const cat = categorizeEndpoints(endpoints, svc, topology);
-  const clusterEndpoints = cat.clusterEndpoints ?? [];
-  const localEndpoints = cat.localEndpoints ?? [];
-  const hasEndpoints = cat.hasAnyEndpoints;
+  const policy = planTrafficPolicy(svc, endpoints, topology);
   const { svc: clusterChain, svl: localChain, ext, fw } = names.chains;
-
-  const internalLocal = svc.internalPolicyLocal;
-  const hasInternalEndpoints = hasEndpoints && !(internalLocal && localEndpoints.length === 0);
-  const externalLocal = svc.externalPolicyLocal;
-  const hasExternalEndpoints = hasEndpoints && !(externalLocal && localEndpoints.length === 0);
   // Source ranges only matter for load balancer IPs, and only when traffic can be served.
   const usesFirewallChain =
-    hasEndpoints && svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
-  const filters = verdicts(names.nameString, hasEndpoints, hasInternalEndpoints, hasExternalEndpoints);
+    policy.hasEndpoints && svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
+  const filters = verdicts(
+    names.nameString,
+    policy.hasEndpoints,
+    policy.hasInternalEndpoints,
+    policy.hasExternalEndpoints,
+  );
   return {
-    clusterEndpoints,
-    localEndpoints,
-    allReachableEndpoints: cat.allReachableEndpoints,
-    hasEndpoints,
-    usesClusterPolicyChain: clusterEndpoints.length > 0 && usesClusterEndpoints(svc),
-    usesLocalPolicyChain: localEndpoints.length > 0 && usesLocalEndpoints(svc),
-    internalTrafficChain: internalLocal ? localChain : clusterChain,
-    hasInternalEndpoints,
-    externalPolicyChain: externalLocal ? localChain : clusterChain,
-    hasExternalEndpoints,
-    // Needed even without externally usable endpoints: it holds the short-circuit rules.
-    usesExternalTrafficChain: hasEndpoints && svc.isExternal,
+    ...policy,
+    internalTrafficChain: svc.internalPolicyLocal ? localChain : clusterChain,
+    externalPolicyChain: svc.externalPolicyLocal ? localChain : clusterChain,
     usesFirewallChain,
     loadBalancerTrafficChain: usesFirewallChain ? fw : ext,
     internalFilter: filters.internal,

@@ -30,6 +30,7 @@ export function createMetrics(registry: Registry = new KubeRegistry(), mode: Pro
   const r = [registry];
   const iptablesOnly = mode === "iptables" ? r : [];
   const withIptables = mode === "iptables" || mode === "ipvs" ? r : [];
+  const nftablesOnly = mode === "nftables" ? r : [];
   return {
     registry,
     syncProxyRulesLatency: new Histogram({
@@ -75,6 +76,16 @@ export function createMetrics(registry: Registry = new KubeRegistry(), mode: Pro
       name: "kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total",
       help: alpha("Cumulative proxy iptables partial restore failures"),
       registers: iptablesOnly,
+    }),
+    nftablesSyncFailures: new Counter({
+      name: "kubeproxy_sync_proxy_rules_nftables_sync_failures_total",
+      help: alpha("Cumulative proxy nftables sync failures"),
+      registers: nftablesOnly,
+    }),
+    nftablesCleanupFailures: new Counter({
+      name: "kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total",
+      help: alpha("Cumulative proxy nftables cleanup failures"),
+      registers: nftablesOnly,
     }),
     iptablesRulesTotal: new Gauge({
       name: "kubeproxy_sync_proxy_rules_iptables_total",

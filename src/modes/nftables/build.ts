@@ -1,0 +1,72 @@
+// Assembles nftables mode for a real run or a dry run: one NftablesProxier per IP family whose
+// table the kernel accepts, each with its own client bound to `ip kube-proxy` or
+// `ip6 kube-proxy`, behind one Proxier.
+
+import { createConntrackClient } from "../../host/conntrack/client.ts";
+import { createNftClient } from "../../host/nft/client.ts";
+import { NftTransaction } from "../../host/nft/transaction.ts";
+import type { NftClient } from "../../host/nft/types.ts";
+import { localAddresses } from "../../proxy/local-addresses.ts";
+import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
+import { NODEPORT_ADDRESSES_PRIMARY } from "../../proxy/nodeport-addresses.ts";
+import type { IPFamily } from "../../util/net/family.ts";
+import type { ModeBuildOptions } from "../types.ts";
+import { KUBE_PROXY_TABLE } from "./names.ts";
+import { NftablesProxier } from "./proxier.ts";
+
+export interface NftablesMode {
+  readonly families: IPFamily[];
+  readonly proxiers: NftablesProxier[];
+  readonly proxier: MultiFamilyProxier;
+}
+
+const NFT_FAMILY = { IPv4: "ip", IPv6: "ip6" } as const;
+
+/** Upstream's nftables mode: an empty nodePortAddresses means the node's primary IPs only. */
+export function nftablesNodePortAddresses(configured: readonly string[]): readonly string[] {
+  return configured.length === 0 ? [NODEPORT_ADDRESSES_PRIMARY] : configured;
+}
+
+async function familyUsable(nft: NftClient, family: IPFamily): Promise<boolean> {
+  try {
+    await nft.check(new NftTransaction(NFT_FAMILY[family], KUBE_PROXY_TABLE).add({ kind: "table" }));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMode> {
+  const clients = {
+    IPv4: createNftClient({ exec: o.exec, family: "ip", table: KUBE_PROXY_TABLE }),
+    IPv6: createNftClient({ exec: o.exec, family: "ip6", table: KUBE_PROXY_TABLE }),
+  };
+  const families: IPFamily[] = [];
+  for (const family of ["IPv4", "IPv6"] as const) {
+    if (await familyUsable(clients[family], family)) families.push(family);
+    else o.log.info("nftables cannot hold this family's table; not proxying it", { ipFamily: family });
+  }
+  if (families.length === 0)
+    throw new Error("nftables: the kernel accepts neither the ip nor the ip6 kube-proxy table");
+  const conntrack = createConntrackClient({ exec: o.exec, logger: o.log });
+  const nodePortAddresses = nftablesNodePortAddresses(o.config.nodePortAddresses);
+  const proxiers = families.map(
+    (family) =>
+      new NftablesProxier({
+        nft: clients[family],
+        family,
+        config: o.config,
+        featureGates: o.featureGates,
+        metrics: o.metrics,
+        logger: o.log.named(family === "IPv4" ? "nft" : "nft6"),
+        nodeIPs: o.nodeIPs,
+        nodePortAddresses,
+        localAddresses: () => localAddresses(o.exec, o.log),
+        conntrack,
+        // Health check ports are per Service, not per family: the first proxier reports them.
+        ...(o.healthCheck && family === families[0] ? { healthCheck: o.healthCheck } : {}),
+      }),
+  );
+  o.log.info("Proxying IP families", { families: families.join(",") });
+  return { families, proxiers, proxier: new MultiFamilyProxier(proxiers) };
+}

@@ -1,0 +1,110 @@
+// Names in the `kube-proxy` tables, spelled as upstream's nftables mode spells them, so an
+// operator's `nft list table ip kube-proxy` reads the same under either proxy. Per-service
+// chains are "<prefix><HASH8>-<namespace>/<service>/<protocol>/<port>"; the "/" that no fixed
+// name contains is how stale-chain cleanup tells them apart.
+
+import type { ServicePortName } from "../../proxy/types.ts";
+import { sha256Base32Prefix } from "../../util/sha256-base32.ts";
+
+export const KUBE_PROXY_TABLE = "kube-proxy";
+
+// Base chains, named "<type>-<hook>".
+export const FILTER_PREROUTING = "filter-prerouting";
+export const FILTER_INPUT = "filter-input";
+export const FILTER_FORWARD = "filter-forward";
+export const FILTER_OUTPUT = "filter-output";
+export const FILTER_OUTPUT_POST_DNAT = "filter-output-post-dnat";
+export const NAT_PREROUTING = "nat-prerouting";
+export const NAT_OUTPUT = "nat-output";
+export const NAT_POSTROUTING = "nat-postrouting";
+
+// Dispatch to services.
+export const SERVICES_CHAIN = "services";
+export const SERVICE_IPS_MAP = "service-ips";
+export const SERVICE_NODEPORTS_MAP = "service-nodeports";
+export const NODEPORT_IPS_SET = "nodeport-ips";
+export const CLUSTER_IPS_SET = "cluster-ips";
+
+// Services without (usable) endpoints.
+export const SERVICE_ENDPOINTS_CHECK = "service-endpoints-check";
+export const NODEPORT_ENDPOINTS_CHECK = "nodeport-endpoints-check";
+export const NO_ENDPOINT_SERVICES_MAP = "no-endpoint-services";
+export const NO_ENDPOINT_NODEPORTS_MAP = "no-endpoint-nodeports";
+export const REJECT_CHAIN = "reject-chain";
+export const CLUSTER_IPS_CHECK = "cluster-ips-check";
+
+// loadBalancerSourceRanges.
+export const FIREWALL_IPS_MAP = "firewall-ips";
+export const FIREWALL_CHECK = "firewall-check";
+
+// Masquerading.
+export const MARK_MASQ_CHAIN = "mark-for-masquerade";
+export const MASQUERADING_CHAIN = "masquerading";
+
+const CLUSTER_PREFIX = "service-";
+const LOCAL_PREFIX = "local-";
+const EXTERNAL_PREFIX = "external-";
+const FIREWALL_PREFIX = "firewall-";
+const ENDPOINT_PREFIX = "endpoint-";
+const AFFINITY_PREFIX = "affinity-";
+
+/** nft names are at most 256 bytes; prefixes take up to 16, so a base may take 240. */
+const NAME_BASE_MAX = 240;
+
+/** The hash of the name, then the name, cut with "..." should it ever be too long. */
+function hashedBase(name: string): string {
+  const base = `${sha256Base32Prefix(name, 8)}-${name}`;
+  return base.length > NAME_BASE_MAX ? `${base.slice(0, NAME_BASE_MAX - 3)}...` : base;
+}
+
+/** The chains of one service port, all sharing one hashed base. */
+export interface PortChainNames {
+  /** Endpoints for Cluster traffic policy. */
+  readonly cluster: string;
+  /** Endpoints for Local traffic policy. */
+  readonly local: string;
+  /** Where NodePort, external IP and load balancer traffic goes first. */
+  readonly external: string;
+  /** loadBalancerSourceRanges filtering. */
+  readonly firewall: string;
+}
+
+function portPath(n: ServicePortName, protocolLower: string): string {
+  return `${n.namespace}/${n.name}/${protocolLower}/${n.port}`;
+}
+
+export function portChainNames(n: ServicePortName, protocolLower: string): PortChainNames {
+  const base = hashedBase(portPath(n, protocolLower));
+  return {
+    cluster: CLUSTER_PREFIX + base,
+    local: LOCAL_PREFIX + base,
+    external: EXTERNAL_PREFIX + base,
+    firewall: FIREWALL_PREFIX + base,
+  };
+}
+
+/** An endpoint's chain and ClientIP affinity set. */
+export interface EndpointNames {
+  readonly chain: string;
+  readonly affinitySet: string;
+}
+
+/** `ip` and `port` of the endpoint; an IPv6 address's colons become dots (not allowed in names). */
+export function endpointNames(
+  n: ServicePortName,
+  protocolLower: string,
+  ip: string,
+  port: number,
+): EndpointNames {
+  const base = hashedBase(`${portPath(n, protocolLower)}__${ip.replaceAll(":", ".")}/${port}`);
+  return { chain: ENDPOINT_PREFIX + base, affinitySet: AFFINITY_PREFIX + base };
+}
+
+/** A chain made for one service port or endpoint (and so garbage-collected with it). */
+export function isServiceChainName(chain: string): boolean {
+  return chain.includes("/");
+}
+
+export function isAffinitySetName(set: string): boolean {
+  return set.startsWith(AFFINITY_PREFIX);
+}

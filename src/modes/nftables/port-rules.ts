@@ -1,0 +1,261 @@
+// Everything one service port puts into a `kube-proxy` table, computed from its family view and
+// endpoints alone: the map and set elements that dispatch its addresses (or drop and reject
+// them when no endpoint can serve), and its chains with their rules: policy chains that pick an
+// endpoint with numgen (after ClientIP affinity), the external chain with its masquerade and
+// short-circuit rules, the source-range firewall, and one DNAT chain per endpoint. Pure.
+
+import type { NftSet } from "../../host/nft/types.ts";
+import type { FamilyServicePort } from "../../proxy/family-view.ts";
+import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
+import type { TopologyContext } from "../../proxy/topology.ts";
+import { planTrafficPolicy } from "../../proxy/traffic-policy.ts";
+import type { EndpointInfo } from "../../proxy/types.ts";
+import { servicePortNameString } from "../../proxy/types.ts";
+import { cidrContains } from "../../util/net/address.ts";
+import * as N from "./names.ts";
+import type { FamilyWords } from "./setup.ts";
+
+export interface PortElement {
+  readonly container: string;
+  readonly key: readonly string[];
+  readonly value?: readonly string[];
+  readonly comment?: string;
+}
+
+export interface RuleText {
+  readonly rule: string;
+  readonly comment?: string;
+}
+
+export interface ChainContent {
+  readonly name: string;
+  readonly rules: readonly RuleText[];
+}
+
+export interface PortRules {
+  readonly elements: readonly PortElement[];
+  /** Chains in the order they are written; each is emptied and refilled. */
+  readonly chains: readonly ChainContent[];
+  readonly affinitySets: readonly NftSet[];
+  /** Cluster IP traffic found no local endpoint under a Local internal policy. */
+  readonly noLocalInternal: boolean;
+  /** External traffic found no local endpoint under a Local external policy. */
+  readonly noLocalExternal: boolean;
+}
+
+export interface PortRuleSettings {
+  readonly words: FamilyWords;
+  readonly masqueradeAll: boolean;
+  readonly localDetector: LocalTrafficDetector;
+  /** This node's IP of the family: a source range containing it also admits the LB IPs. */
+  readonly nodeIP: string | undefined;
+  readonly topology: TopologyContext;
+}
+
+/** Per-port names, hashed once while the port exists (hashing dominates a full sync). */
+export class PortNames {
+  readonly protocol: string;
+  readonly nameString: string;
+  readonly chains: N.PortChainNames;
+  private readonly endpoints = new Map<string, N.EndpointNames>();
+
+  constructor(svc: FamilyServicePort) {
+    this.protocol = svc.protocol.toLowerCase();
+    this.nameString = servicePortNameString(svc.name);
+    this.chains = N.portChainNames(svc.name, this.protocol);
+  }
+
+  endpoint(ep: EndpointInfo, svc: FamilyServicePort): N.EndpointNames {
+    let names = this.endpoints.get(ep.endpoint);
+    if (!names) {
+      names = N.endpointNames(svc.name, this.protocol, ep.ip, ep.port);
+      this.endpoints.set(ep.endpoint, names);
+    }
+    return names;
+  }
+
+  /** Forgets endpoints no longer present, so the memo does not grow with churn. */
+  retain(endpoints: readonly EndpointInfo[]): void {
+    if (this.endpoints.size <= endpoints.length) return;
+    const keep = new Set(endpoints.map((e) => e.endpoint));
+    for (const key of this.endpoints.keys()) if (!keep.has(key)) this.endpoints.delete(key);
+  }
+}
+
+export function portRules(
+  svc: FamilyServicePort,
+  endpoints: readonly EndpointInfo[],
+  names: PortNames,
+  s: PortRuleSettings,
+): PortRules {
+  const p = planTrafficPolicy(svc, endpoints, s.topology);
+  const { ipX } = s.words;
+  const proto = names.protocol;
+  const port = String(svc.port);
+  const c = names.chains;
+  const internalChain = svc.internalPolicyLocal ? c.local : c.cluster;
+  const externalPolicyChain = svc.externalPolicyLocal ? c.local : c.cluster;
+  const affinity = svc.sessionAffinity.type === "ClientIP";
+  const comment = names.nameString;
+
+  // What traffic that cannot be served meets: reject when there is no endpoint anywhere, drop
+  // when a Local policy finds none on this node.
+  const internalVerdict = !p.hasEndpoints ? `goto ${N.REJECT_CHAIN}` : "drop";
+  const externalVerdict = internalVerdict;
+
+  const elements: PortElement[] = [{ container: N.CLUSTER_IPS_SET, key: [svc.clusterIP] }];
+  const serviceKey = (ip: string) => [ip, proto, port];
+  if (p.hasInternalEndpoints) {
+    elements.push({
+      container: N.SERVICE_IPS_MAP,
+      key: serviceKey(svc.clusterIP),
+      value: [`goto ${internalChain}`],
+    });
+  } else {
+    elements.push({
+      container: N.NO_ENDPOINT_SERVICES_MAP,
+      key: serviceKey(svc.clusterIP),
+      value: [internalVerdict],
+      comment,
+    });
+  }
+  for (const ip of svc.externalIPs) {
+    if (p.hasEndpoints)
+      elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: [`goto ${c.external}`] });
+    if (!p.hasExternalEndpoints)
+      elements.push({
+        container: N.NO_ENDPOINT_SERVICES_MAP,
+        key: serviceKey(ip),
+        value: [externalVerdict],
+        comment,
+      });
+  }
+  const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
+  for (const ip of svc.loadBalancerVIPs) {
+    if (p.hasEndpoints)
+      elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: [`goto ${c.external}`] });
+    if (usesFirewall)
+      elements.push({ container: N.FIREWALL_IPS_MAP, key: serviceKey(ip), value: [`goto ${c.firewall}`] });
+  }
+  if (!p.hasExternalEndpoints) {
+    for (const ip of svc.loadBalancerVIPs)
+      elements.push({
+        container: N.NO_ENDPOINT_SERVICES_MAP,
+        key: serviceKey(ip),
+        value: [externalVerdict],
+        comment,
+      });
+  }
+  if (svc.nodePort !== 0) {
+    const key = [proto, String(svc.nodePort)];
+    // NodePorts are not subject to loadBalancerSourceRanges (as upstream).
+    if (p.hasEndpoints)
+      elements.push({ container: N.SERVICE_NODEPORTS_MAP, key, value: [`goto ${c.external}`] });
+    if (!p.hasExternalEndpoints)
+      elements.push({ container: N.NO_ENDPOINT_NODEPORTS_MAP, key, value: [externalVerdict], comment });
+  }
+
+  const chains: ChainContent[] = [];
+  const rulesOf = new Map<string, RuleText[]>();
+  const chain = (name: string): RuleText[] => {
+    let rules = rulesOf.get(name);
+    if (!rules) {
+      rules = [];
+      rulesOf.set(name, rules);
+      chains.push({ name, rules });
+    }
+    return rules;
+  };
+  if (p.usesClusterPolicyChain) chain(c.cluster);
+  if (p.usesLocalPolicyChain) chain(c.local);
+  if (p.usesExternalTrafficChain) chain(c.external);
+  if (usesFirewall) chain(c.firewall);
+
+  if (p.hasInternalEndpoints) {
+    const dest = `${ipX} daddr ${svc.clusterIP} ${proto} dport ${port}`;
+    if (s.masqueradeAll) chain(internalChain).push({ rule: `${dest} jump ${N.MARK_MASQ_CHAIN}` });
+    else if (s.localDetector.implemented) {
+      // Off-cluster traffic to a ClusterIP (a route to the service range via this node) may
+      // leave the node again: masqueraded so replies come back here.
+      const notLocal = s.localDetector.ifNotLocalNFT.join(" ");
+      chain(internalChain).push({ rule: `${dest} ${notLocal} jump ${N.MARK_MASQ_CHAIN}` });
+    }
+  }
+
+  if (p.usesExternalTrafficChain) {
+    const ext = chain(c.external);
+    if (!svc.externalPolicyLocal) {
+      // Endpoints may be on other nodes: masquerade so replies come back through this one.
+      ext.push({ rule: `jump ${N.MARK_MASQ_CHAIN}` });
+    } else {
+      if (s.localDetector.implemented) {
+        // Pods on this node reach external addresses as if from outside, under neither policy.
+        ext.push({
+          rule: `${s.localDetector.ifLocalNFT.join(" ")} goto ${c.cluster}`,
+          comment: "short-circuit pod traffic",
+        });
+      }
+      // The node itself uses the external IP as source: masquerade, then any endpoint.
+      ext.push({
+        rule: `fib saddr type local jump ${N.MARK_MASQ_CHAIN}`,
+        comment: "masquerade local traffic",
+      });
+      ext.push({ rule: `fib saddr type local goto ${c.cluster}`, comment: "short-circuit local traffic" });
+    }
+    if (p.hasExternalEndpoints) ext.push({ rule: `goto ${externalPolicyChain}` });
+  }
+
+  if (usesFirewall) {
+    const sources = [...svc.loadBalancerSourceRanges];
+    // A VIP bound on the node loops requests from the node back with the VIP as source.
+    if (s.nodeIP && svc.loadBalancerSourceRanges.some((cidr) => cidrContains(cidr, s.nodeIP!)))
+      sources.push(...svc.loadBalancerVIPs);
+    chain(c.firewall).push({ rule: `${ipX} saddr != { ${sources.join(", ")} } drop` });
+  }
+
+  const affinitySets: NftSet[] = [];
+  if (affinity) {
+    for (const ep of p.allReachableEndpoints) {
+      affinitySets.push({
+        kind: "set",
+        name: names.endpoint(ep, svc).affinitySet,
+        type: s.words.addrType,
+        // "dynamic" too: some kernels add it to a timeout set, and re-adding without it fails.
+        flags: ["dynamic", "timeout"],
+        timeoutSeconds: svc.sessionAffinity.timeoutSeconds,
+      });
+    }
+  }
+
+  const toEndpoints = (policyChain: string, eps: readonly EndpointInfo[]) => {
+    const rules = chain(policyChain);
+    if (affinity) {
+      for (const ep of eps) {
+        const n = names.endpoint(ep, svc);
+        rules.push({ rule: `${ipX} saddr @${n.affinitySet} goto ${n.chain}` });
+      }
+    }
+    const targets = eps.map((ep, i) => `${i} : goto ${names.endpoint(ep, svc).chain}`);
+    rules.push({ rule: `numgen random mod ${eps.length} vmap { ${targets.join(" , ")} }` });
+  };
+  if (p.usesClusterPolicyChain) toEndpoints(c.cluster, p.clusterEndpoints);
+  if (p.usesLocalPolicyChain) toEndpoints(c.local, p.localEndpoints);
+
+  for (const ep of p.allReachableEndpoints) {
+    const n = names.endpoint(ep, svc);
+    const rules = chain(n.chain);
+    // Hairpin: an endpoint reaching its own service is masqueraded so replies return via us.
+    rules.push({ rule: `${ipX} saddr ${ep.ip} jump ${N.MARK_MASQ_CHAIN}` });
+    if (affinity) rules.push({ rule: `update @${n.affinitySet} { ${ipX} saddr }` });
+    rules.push({ rule: `meta l4proto ${proto} dnat to ${ep.endpoint}` });
+  }
+  names.retain(p.allReachableEndpoints);
+
+  return {
+    elements,
+    chains,
+    affinitySets,
+    noLocalInternal: p.hasEndpoints && !p.hasInternalEndpoints,
+    noLocalExternal: p.hasEndpoints && !p.hasExternalEndpoints,
+  };
+}

@@ -1,0 +1,213 @@
+// The nftables proxier for one IP family (a dual-stack node runs two, one per table). Each sync
+// is one nft transaction: a full one (at start, after any failure, when the Node's labels or
+// pod CIDRs change, and hourly) writes the whole table; a partial one only the ports of
+// changed Services. Chains left stale by an earlier sync are deleted first, on their own.
+
+import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
+import type { ProxyConfig } from "../../config/types.ts";
+import { NftError } from "../../host/nft/errors.ts";
+import { NftTransaction } from "../../host/nft/transaction.ts";
+import type { NftClient } from "../../host/nft/types.ts";
+import type { Logger } from "../../log/logger.ts";
+import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
+import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
+import type { Metrics } from "../../proxy/metrics/metrics.ts";
+import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
+import { NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
+import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
+import type { ServiceHealthSink } from "../../proxy/service-health-sink.ts";
+import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
+import type { ServiceKey } from "../../proxy/types.ts";
+import { type Clock, realClock } from "../../util/clock.ts";
+import { errText } from "../../util/err-text.ts";
+import { isLoopbackLenient } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
+import { KUBE_PROXY_TABLE } from "./names.ts";
+import { familyWords } from "./setup.ts";
+import { TableSync } from "./table-sync.ts";
+
+export interface NftablesProxierDeps {
+  /** A client bound to this family's `kube-proxy` table. */
+  readonly nft: NftClient;
+  readonly family: IPFamily;
+  readonly config: ProxyConfig;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly nodeIPs: Readonly<Partial<Record<IPFamily, string>>>;
+  /** nodePortAddresses in effect (upstream's nftables mode defaults an empty list to "primary"). */
+  readonly nodePortAddresses: readonly string[];
+  /** All local addresses ("ip" or "ip/prefix"); read on full syncs when not every address takes NodePorts. */
+  readonly localAddresses: () => Promise<readonly string[]>;
+  readonly localDetector?: LocalTrafficDetector;
+  readonly conntrack?: ConntrackCleaner;
+  readonly healthCheck?: ServiceHealthSink;
+  readonly clock?: Clock;
+  readonly wallClock?: () => number;
+  readonly featureGates?: EffectiveFeatureGates;
+}
+
+export class NftablesProxier implements Proxier {
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly book: SyncBookkeeping;
+  private readonly table: TableSync;
+  private readonly mark: string;
+  private readonly nodePorts: NodePortAddresses;
+  /** The last transaction sent (planned under --dry-run), for the dry-run report. */
+  lastTransaction = "";
+
+  constructor(private readonly deps: NftablesProxierDeps) {
+    this.log = deps.logger.named("nftables");
+    this.clock = deps.clock ?? realClock;
+    this.book = new SyncBookkeeping({ ...deps, log: this.log });
+    this.table = new TableSync(deps.family);
+    this.mark = masqueradeMark(deps.config.nftables.masqueradeBit);
+    this.nodePorts = new NodePortAddresses(
+      deps.family,
+      resolveNodePortAddresses(deps.nodePortAddresses, deps.nodeIPs),
+    );
+    this.log.v(2).info("Using nftables mark for masquerade", { ipFamily: deps.family, mark: this.mark });
+  }
+
+  async sync(input: SyncInput): Promise<void> {
+    const start = this.clock.now();
+    if (this.book.observeNode(input.node)) this.book.requestFullSync();
+    const fullSync = this.book.fullSyncNeeded || this.book.periodicFullSyncDue(start);
+    this.log.v(2).info("Syncing nftables rules", { ipFamily: this.deps.family, fullSync });
+    try {
+      await this.deleteStaleChains(start);
+      const tx = new NftTransaction(this.deps.family === "IPv4" ? "ip" : "ip6", KUBE_PROXY_TABLE);
+      const result = this.table.write(tx, {
+        input,
+        fullSync,
+        changedServices: changedServices(input),
+        setup: fullSync
+          ? {
+              family: this.deps.family,
+              mark: this.mark,
+              nodePortIPs: await this.nodePortIPs(),
+              serviceCIDRs: [],
+            }
+          : undefined,
+        ...(fullSync ? { existing: await this.existingObjects() } : {}),
+        rules: {
+          words: familyWords(this.deps.family),
+          masqueradeAll: this.deps.config.nftables.masqueradeAll,
+          localDetector: this.book.detector,
+          nodeIP: this.deps.nodeIPs[this.deps.family],
+          topology: {
+            nodeLabels: this.book.nodeLabels,
+            featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
+          },
+        },
+        now: start,
+      });
+      this.log.v(2).info("Reloading service nftables data", {
+        numServices: input.services.size,
+        numRewrittenServicePorts: result.rewrittenPorts,
+        numStaleChains: result.staleChains,
+        numOperations: tx.size,
+      });
+      const payload = tx.render();
+      this.lastTransaction = payload;
+      this.log.v(9).info("Running nftables transaction", { transaction: payload });
+      await this.run(tx);
+      this.book.synced(fullSync, start);
+      await this.book.afterSuccess(input, {
+        internal: result.noLocalInternal,
+        external: result.noLocalExternal,
+      });
+    } catch (err) {
+      // The change sets of this sync are consumed: only a full sync can catch up.
+      this.book.requestFullSync();
+      this.table.forgetStaleChains();
+      this.log.info("Sync failed; the next sync is a full one", { ipFamily: this.deps.family });
+      throw err;
+    } finally {
+      this.observeDuration(start, fullSync);
+    }
+  }
+
+  private async run(tx: NftTransaction): Promise<void> {
+    try {
+      await this.deps.nft.run(tx);
+    } catch (err) {
+      this.log.error("nftables sync failed", { ipFamily: this.deps.family, err: errText(err) });
+      this.deps.metrics.nftablesSyncFailures.inc();
+      throw err;
+    }
+  }
+
+  /** Chains flushed a second or more ago; a failure is logged and they are found again later. */
+  private async deleteStaleChains(now: number): Promise<void> {
+    const due = this.table.takeDueStaleChains(now);
+    if (due.length === 0) return;
+    const tx = new NftTransaction(this.deps.family === "IPv4" ? "ip" : "ip6", KUBE_PROXY_TABLE);
+    for (const chain of due) tx.delete({ kind: "chain", name: chain });
+    this.log.info("Deleting stale nftables chains", { ipFamily: this.deps.family, numChains: due.length });
+    try {
+      await this.deps.nft.run(tx);
+    } catch (err) {
+      // Still there: the next full sync lists them and flushes them again.
+      this.log.error("Unable to delete stale chains; will retry later", { err: errText(err) });
+      this.deps.metrics.nftablesCleanupFailures.inc();
+    }
+  }
+
+  /** What the table holds before a full sync; undefined (unknown) when it cannot be listed. */
+  private async existingObjects(): Promise<{ chains: string[]; sets: string[] } | undefined> {
+    try {
+      return { chains: await this.deps.nft.list("chains"), sets: await this.deps.nft.list("sets") };
+    } catch (err) {
+      if (err instanceof NftError && err.isNotFound()) return { chains: [], sets: [] };
+      this.log.error("Failed to list nftables chains: stale chains will not be deleted", {
+        err: errText(err),
+      });
+      return undefined;
+    }
+  }
+
+  /**
+   * undefined when every local address takes NodePorts; else the matching node addresses,
+   * loopback refused (upstream's nftables mode has no localhost NodePorts). When the addresses
+   * cannot be listed the sync fails here, before anything is written.
+   */
+  private async nodePortIPs(): Promise<string[] | undefined> {
+    const npa = this.nodePorts;
+    if (npa.matchAll) return undefined;
+    let addresses: readonly string[];
+    try {
+      addresses = await this.deps.localAddresses();
+    } catch (err) {
+      this.log.error(
+        "Failed to get node ip address matching nodeport cidrs, services with nodeport may not work as intended",
+        {
+          CIDRs: npa.toString(),
+          err: errText(err),
+        },
+      );
+      throw err;
+    }
+    return npa.nodeIPs(addresses).filter((ip) => {
+      if (!isLoopbackLenient(ip)) return true;
+      this.log.error("--nodeport-addresses includes localhost but localhost NodePorts are not supported", {
+        address: ip,
+      });
+      return false;
+    });
+  }
+
+  private observeDuration(start: number, fullSync: boolean): void {
+    const seconds = Math.max(0, this.clock.now() - start) / 1000;
+    const m = this.deps.metrics;
+    m.syncProxyRulesLatency.observe(seconds);
+    (fullSync ? m.syncFullProxyRulesLatency : m.syncPartialProxyRulesLatency).observe(seconds);
+    this.log.v(2).info("SyncProxyRules complete", { elapsed: `${seconds}s` });
+  }
+}
+
+function changedServices(input: SyncInput): Set<ServiceKey> {
+  const out = new Set<ServiceKey>(input.serviceUpdate.updatedServices);
+  for (const key of input.endpointsUpdate.updatedServices) out.add(key);
+  return out;
+}

@@ -1,0 +1,231 @@
+// The fixed part of a `kube-proxy` table, written at the start of every full sync: the table,
+// its base chains (flushed and refilled), the jumps from them, the dispatch and no-endpoint
+// maps, the masquerading chains and the node's NodePort addresses. Pure: it only adds to a
+// transaction.
+
+import type { NftTransaction } from "../../host/nft/transaction.ts";
+import type { NftChainType, NftHook } from "../../host/nft/types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
+import * as N from "./names.ts";
+
+// Numeric priorities: names such as "dstnat" are valid only for some hooks (nft rejects
+// "dstnat" on output in the ip family), numbers everywhere.
+const DSTNAT = -100;
+const SRCNAT = 100;
+
+interface BaseChain {
+  readonly name: string;
+  readonly type: NftChainType;
+  readonly hook: NftHook;
+  readonly priority: number;
+}
+
+/** Filtering sees pre-DNAT destinations, so it runs just before DNAT; one check runs after it. */
+export const BASE_CHAINS: readonly BaseChain[] = [
+  { name: N.FILTER_PREROUTING, type: "filter", hook: "prerouting", priority: DSTNAT - 10 },
+  { name: N.FILTER_INPUT, type: "filter", hook: "input", priority: DSTNAT - 10 },
+  { name: N.FILTER_FORWARD, type: "filter", hook: "forward", priority: DSTNAT - 10 },
+  { name: N.FILTER_OUTPUT, type: "filter", hook: "output", priority: DSTNAT - 10 },
+  { name: N.FILTER_OUTPUT_POST_DNAT, type: "filter", hook: "output", priority: DSTNAT + 10 },
+  { name: N.NAT_PREROUTING, type: "nat", hook: "prerouting", priority: DSTNAT },
+  { name: N.NAT_OUTPUT, type: "nat", hook: "output", priority: DSTNAT },
+  { name: N.NAT_POSTROUTING, type: "nat", hook: "postrouting", priority: SRCNAT },
+];
+
+interface Jump {
+  readonly to: string;
+  readonly from: string;
+  readonly newOnly: boolean;
+}
+
+// reject is only allowed from input, forward and output on kernels before 5.9: the endpoint
+// checks hang there rather than off prerouting, where the firewall check is.
+const JUMPS: readonly Jump[] = [
+  { to: N.NODEPORT_ENDPOINTS_CHECK, from: N.FILTER_INPUT, newOnly: true },
+  { to: N.SERVICE_ENDPOINTS_CHECK, from: N.FILTER_INPUT, newOnly: true },
+  { to: N.SERVICE_ENDPOINTS_CHECK, from: N.FILTER_FORWARD, newOnly: true },
+  { to: N.SERVICE_ENDPOINTS_CHECK, from: N.FILTER_OUTPUT, newOnly: true },
+  { to: N.FIREWALL_CHECK, from: N.FILTER_PREROUTING, newOnly: true },
+  { to: N.FIREWALL_CHECK, from: N.FILTER_OUTPUT, newOnly: true },
+  { to: N.SERVICES_CHAIN, from: N.NAT_OUTPUT, newOnly: false },
+  { to: N.SERVICES_CHAIN, from: N.NAT_PREROUTING, newOnly: false },
+  { to: N.MASQUERADING_CHAIN, from: N.NAT_POSTROUTING, newOnly: false },
+  { to: N.CLUSTER_IPS_CHECK, from: N.FILTER_FORWARD, newOnly: true },
+  { to: N.CLUSTER_IPS_CHECK, from: N.FILTER_OUTPUT_POST_DNAT, newOnly: true },
+];
+
+/** The element containers every full sync empties (and the element store then forgets). */
+export const ELEMENT_CONTAINERS = [
+  { kind: "set", name: N.CLUSTER_IPS_SET },
+  { kind: "map", name: N.SERVICE_IPS_MAP },
+  { kind: "map", name: N.FIREWALL_IPS_MAP },
+  { kind: "map", name: N.NO_ENDPOINT_SERVICES_MAP },
+  { kind: "map", name: N.NO_ENDPOINT_NODEPORTS_MAP },
+  { kind: "map", name: N.SERVICE_NODEPORTS_MAP },
+] as const;
+
+export interface FamilyWords {
+  /** "ip" or "ip6": the payload expression of addresses. */
+  readonly ipX: "ip" | "ip6";
+  /** The address type of sets and map keys. */
+  readonly addrType: "ipv4_addr" | "ipv6_addr";
+  /** Destination is not loopback (NodePorts never answer there). */
+  readonly noLocalhost: string;
+}
+
+export function familyWords(family: IPFamily): FamilyWords {
+  return family === "IPv4"
+    ? { ipX: "ip", addrType: "ipv4_addr", noLocalhost: "ip daddr != 127.0.0.0/8" }
+    : { ipX: "ip6", addrType: "ipv6_addr", noLocalhost: "ip6 daddr != ::1" };
+}
+
+export interface SetupSettings {
+  readonly family: IPFamily;
+  /** The masquerade mark, e.g. "0x004000". */
+  readonly mark: string;
+  /** The addresses that take NodePorts; undefined when every local address does. */
+  readonly nodePortIPs: readonly string[] | undefined;
+  /** Service CIDRs of this family: traffic to an unallocated address in them is dropped. */
+  readonly serviceCIDRs: readonly string[];
+  /**
+   * First sync of this process: the base chains are deleted and re-created once, so that a
+   * table left by another version with other chain properties (priority) cannot fail the sync.
+   */
+  readonly recreateBaseChains: boolean;
+}
+
+/** Ensures a regular chain exists and is empty. */
+export function ensureChain(tx: NftTransaction, name: string, comment?: string): void {
+  tx.add({ kind: "chain", name, ...(comment ? { comment } : {}) });
+  tx.flush({ kind: "chain", name });
+}
+
+export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
+  const w = familyWords(s.family);
+  tx.add({ kind: "table", comment: "rules for kube-proxy" });
+  if (s.recreateBaseChains) {
+    for (const bc of BASE_CHAINS) {
+      tx.add({ kind: "chain", name: bc.name });
+      tx.delete({ kind: "chain", name: bc.name });
+    }
+  }
+  for (const bc of BASE_CHAINS) {
+    const chain = {
+      kind: "chain",
+      name: bc.name,
+      base: { type: bc.type, hook: bc.hook, priority: bc.priority },
+    } as const;
+    tx.add(chain);
+    tx.flush(chain);
+  }
+  const made = new Set<string>();
+  const ensureOnce = (name: string) => {
+    if (made.has(name)) return;
+    made.add(name);
+    ensureChain(tx, name);
+  };
+  for (const j of JUMPS) {
+    ensureOnce(j.to);
+    tx.add({ kind: "rule", chain: j.from, rule: `${j.newOnly ? "ct state new " : ""}jump ${j.to}` });
+  }
+  for (const name of [N.SERVICES_CHAIN, N.CLUSTER_IPS_CHECK, N.MASQUERADING_CHAIN, N.MARK_MASQ_CHAIN])
+    ensureOnce(name);
+
+  tx.add({ kind: "rule", chain: N.MARK_MASQ_CHAIN, rule: `mark set mark or ${s.mark}` });
+  tx.add({ kind: "rule", chain: N.MASQUERADING_CHAIN, rule: `mark and ${s.mark} == 0 return` });
+  tx.add({ kind: "rule", chain: N.MASQUERADING_CHAIN, rule: `mark set mark xor ${s.mark}` });
+  tx.add({ kind: "rule", chain: N.MASQUERADING_CHAIN, rule: "masquerade fully-random" });
+
+  tx.add({ kind: "set", name: N.CLUSTER_IPS_SET, type: w.addrType, comment: "Active ClusterIPs" });
+  tx.add({
+    kind: "rule",
+    chain: N.CLUSTER_IPS_CHECK,
+    rule: `${w.ipX} daddr @${N.CLUSTER_IPS_SET} reject`,
+    comment: "Reject traffic to invalid ports of ClusterIPs",
+  });
+  if (s.serviceCIDRs.length > 0) {
+    tx.add({
+      kind: "rule",
+      chain: N.CLUSTER_IPS_CHECK,
+      rule: `${w.ipX} daddr { ${s.serviceCIDRs.join(", ")} } drop`,
+      comment: "Drop traffic to unallocated ClusterIPs",
+    });
+  }
+
+  // add then delete: deleting alone fails when the set is not there.
+  const nodePortIPs = { kind: "set", name: N.NODEPORT_IPS_SET, type: w.addrType } as const;
+  tx.add({ ...nodePortIPs, comment: "IPs that accept NodePort traffic" });
+  if (s.nodePortIPs === undefined) tx.delete(nodePortIPs);
+  else {
+    tx.flush(nodePortIPs);
+    for (const ip of s.nodePortIPs) tx.add({ kind: "element", container: N.NODEPORT_IPS_SET, key: [ip] });
+  }
+
+  const serviceKey = `${w.addrType} . inet_proto . inet_service : verdict`;
+  tx.add({
+    kind: "map",
+    name: N.NO_ENDPOINT_SERVICES_MAP,
+    type: serviceKey,
+    comment: "vmap to drop or reject packets to services with no endpoints",
+  });
+  tx.add({
+    kind: "map",
+    name: N.NO_ENDPOINT_NODEPORTS_MAP,
+    type: "inet_proto . inet_service : verdict",
+    comment: "vmap to drop or reject packets to service nodeports with no endpoints",
+  });
+  tx.add({
+    kind: "chain",
+    name: N.REJECT_CHAIN,
+    comment: "helper for @no-endpoint-services / @no-endpoint-nodeports",
+  });
+  tx.flush({ kind: "chain", name: N.REJECT_CHAIN });
+  tx.add({ kind: "rule", chain: N.REJECT_CHAIN, rule: "reject" });
+
+  const tuple = `${w.ipX} daddr . meta l4proto . th dport`;
+  tx.add({
+    kind: "rule",
+    chain: N.SERVICE_ENDPOINTS_CHECK,
+    rule: `${tuple} vmap @${N.NO_ENDPOINT_SERVICES_MAP}`,
+  });
+  const nodePortDest = s.nodePortIPs === undefined ? w.noLocalhost : `${w.ipX} daddr @${N.NODEPORT_IPS_SET}`;
+  tx.add({
+    kind: "rule",
+    chain: N.NODEPORT_ENDPOINTS_CHECK,
+    rule: `${nodePortDest} meta l4proto . th dport vmap @${N.NO_ENDPOINT_NODEPORTS_MAP}`,
+  });
+
+  tx.add({
+    kind: "map",
+    name: N.FIREWALL_IPS_MAP,
+    type: serviceKey,
+    comment: "destinations that are subject to LoadBalancerSourceRanges",
+  });
+  ensureOnce(N.FIREWALL_CHECK);
+  tx.add({ kind: "rule", chain: N.FIREWALL_CHECK, rule: `${tuple} vmap @${N.FIREWALL_IPS_MAP}` });
+
+  tx.add({
+    kind: "map",
+    name: N.SERVICE_IPS_MAP,
+    type: serviceKey,
+    comment: "ClusterIP, ExternalIP and LoadBalancer IP traffic",
+  });
+  tx.add({
+    kind: "map",
+    name: N.SERVICE_NODEPORTS_MAP,
+    type: "inet_proto . inet_service : verdict",
+    comment: "NodePort traffic",
+  });
+  tx.add({ kind: "rule", chain: N.SERVICES_CHAIN, rule: `${tuple} vmap @${N.SERVICE_IPS_MAP}` });
+  const nodePortMatch =
+    s.nodePortIPs === undefined
+      ? `fib daddr type local ${w.noLocalhost}`
+      : `${w.ipX} daddr @${N.NODEPORT_IPS_SET}`;
+  tx.add({
+    kind: "rule",
+    chain: N.SERVICES_CHAIN,
+    rule: `${nodePortMatch} meta l4proto . th dport vmap @${N.SERVICE_NODEPORTS_MAP}`,
+  });
+
+  for (const c of ELEMENT_CONTAINERS) tx.flush({ kind: c.kind, name: c.name });
+}

@@ -1,0 +1,234 @@
+// What one sync writes into one family's `kube-proxy` table, and what the proxier remembers of
+// it. A full sync writes the fixed part and every service port; a partial sync rewrites only
+// the ports of changed Services: their chains, affinity sets and the elements that differ.
+// Chains nobody uses any more are flushed at once and deleted a second later (a kernel before
+// 6.2 may still see a just-deleted map element pointing at them); affinity sets go at once.
+
+import type { NftTransaction } from "../../host/nft/transaction.ts";
+import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
+import type { SyncInput } from "../../proxy/proxier.ts";
+import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/types.ts";
+import type { IPFamily } from "../../util/net/family.ts";
+import { ElementStore } from "./element-store.ts";
+import { isAffinitySetName, isServiceChainName } from "./names.ts";
+import { type PortElement, PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
+import { ensureChain, type SetupSettings, writeSetup } from "./setup.ts";
+
+/** Chains deleted no earlier than this after they were flushed. */
+export const STALE_CHAIN_DELAY_MS = 1000;
+
+interface PortRecord {
+  readonly serviceKey: ServiceKey;
+  readonly elements: readonly PortElement[];
+  readonly chains: readonly string[];
+  readonly affinitySets: readonly string[];
+  readonly noLocalInternal: boolean;
+  readonly noLocalExternal: boolean;
+}
+
+export interface TableSyncRequest {
+  readonly input: SyncInput;
+  readonly fullSync: boolean;
+  /** Services whose ports or endpoints changed since the last successful sync. */
+  readonly changedServices: ReadonlySet<ServiceKey>;
+  /** Full syncs: the fixed part of the table. */
+  readonly setup: Omit<SetupSettings, "recreateBaseChains"> | undefined;
+  /** Full syncs: the table's chains and sets as listed before the sync (undefined: unknown). */
+  readonly existing?: { readonly chains: readonly string[]; readonly sets: readonly string[] };
+  readonly rules: PortRuleSettings;
+  readonly now: number;
+}
+
+export interface TableSyncResult {
+  readonly rewrittenPorts: number;
+  readonly staleChains: number;
+  readonly noLocalInternal: number;
+  readonly noLocalExternal: number;
+}
+
+export class TableSync {
+  private readonly records = new Map<string, PortRecord>();
+  private readonly idsByService = new Map<ServiceKey, Set<string>>();
+  private readonly names = new Map<string, PortNames>();
+  private readonly elements = new ElementStore();
+  private readonly staleChains = new Map<string, number>();
+  private baseChainsRecreated = false;
+  private noLocalInternal = 0;
+  private noLocalExternal = 0;
+
+  constructor(private readonly family: IPFamily) {}
+
+  /** Chains flushed at least STALE_CHAIN_DELAY_MS ago: deleted (in a transaction of their own). */
+  takeDueStaleChains(now: number): string[] {
+    const due: string[] = [];
+    for (const [chain, since] of this.staleChains) {
+      if (now - since < STALE_CHAIN_DELAY_MS) continue;
+      due.push(chain);
+      this.staleChains.delete(chain);
+    }
+    return due.sort();
+  }
+
+  get pendingStaleChains(): number {
+    return this.staleChains.size;
+  }
+
+  /** After a failed transaction nothing recorded can be trusted: the next sync is a full one. */
+  forgetStaleChains(): void {
+    this.staleChains.clear();
+  }
+
+  write(tx: NftTransaction, req: TableSyncRequest): TableSyncResult {
+    let rewritten = 0;
+    const flushedStale: string[] = [];
+    const deletedSets: string[] = [];
+    if (req.fullSync) {
+      if (!req.setup) throw new Error("a full sync needs the table's fixed settings");
+      writeSetup(tx, { ...req.setup, recreateBaseChains: !this.baseChainsRecreated });
+      this.baseChainsRecreated = true;
+      const previous = this.records;
+      const previousChains = new Set<string>();
+      const previousSets = new Set<string>();
+      for (const r of previous.values()) {
+        for (const c of r.chains) previousChains.add(c);
+        for (const s of r.affinitySets) previousSets.add(s);
+      }
+      this.records.clear();
+      this.idsByService.clear();
+      this.elements.reset();
+      this.noLocalInternal = 0;
+      this.noLocalExternal = 0;
+      const ids = [...req.input.services.keys()].sort();
+      for (const id of ids) {
+        if (this.renderPort(tx, req, id, undefined)) rewritten++;
+      }
+      const active = this.activeChains();
+      const activeSets = this.activeSets();
+      const chains = req.existing?.chains ?? [...previousChains];
+      for (const chain of chains) {
+        if (!isServiceChainName(chain) || active.has(chain)) continue;
+        if (!this.staleChains.has(chain)) flushedStale.push(chain);
+      }
+      for (const chain of this.staleChains.keys()) if (active.has(chain)) this.staleChains.delete(chain);
+      const sets = req.existing?.sets ?? [...previousSets];
+      for (const set of sets) if (isAffinitySetName(set) && !activeSets.has(set)) deletedSets.push(set);
+      for (const name of this.names.keys()) if (!req.input.services.has(name)) this.names.delete(name);
+    } else {
+      const ids = new Set<string>();
+      for (const key of req.changedServices) {
+        for (const id of this.idsByService.get(key) ?? []) ids.add(id);
+        for (const port of req.input.services.portsOf(key)) ids.add(port.id);
+      }
+      for (const id of [...ids].sort()) {
+        const before = this.records.get(id);
+        const after = this.renderPort(tx, req, id, before);
+        if (after) rewritten++;
+        if (!before) continue;
+        const keptChains = new Set(after?.chains ?? []);
+        for (const c of before.chains) {
+          if (!keptChains.has(c) && !this.staleChains.has(c)) flushedStale.push(c);
+        }
+        const keptSets = new Set(after?.affinitySets ?? []);
+        for (const s of before.affinitySets) if (!keptSets.has(s)) deletedSets.push(s);
+        if (!after) this.names.delete(id);
+      }
+    }
+    // Flushed before sets are deleted: a stale endpoint chain may still update its set.
+    for (const chain of flushedStale.sort()) {
+      tx.flush({ kind: "chain", name: chain });
+      this.staleChains.set(chain, req.now);
+    }
+    for (const set of deletedSets.sort()) tx.delete({ kind: "set", name: set });
+    return {
+      rewrittenPorts: rewritten,
+      staleChains: flushedStale.length,
+      noLocalInternal: this.noLocalInternal,
+      noLocalExternal: this.noLocalExternal,
+    };
+  }
+
+  /**
+   * (Re)writes one port: its chains and sets, elements added before the previous ones are
+   * released (an element both need stays untouched). Undefined when the port is gone or has
+   * nothing in this family.
+   */
+  private renderPort(
+    tx: NftTransaction,
+    req: TableSyncRequest,
+    id: string,
+    before: PortRecord | undefined,
+  ): PortRecord | undefined {
+    const svc = req.input.services.get(id);
+    const view = svc && familyView(svc, this.family);
+    let record: PortRecord | undefined;
+    if (svc && view) {
+      const names = this.namesFor(id, svc, view);
+      const endpoints = usableEndpoints(
+        svc,
+        req.input.endpoints.get(id),
+        req.input.endpoints.portName(id)?.protocol,
+        this.family,
+      );
+      const out = portRules(view, endpoints, names, req.rules);
+      // Every chain exists before any rule or element jumps to it.
+      for (const c of out.chains) {
+        ensureChain(tx, c.name);
+        this.staleChains.delete(c.name);
+      }
+      for (const c of out.chains) for (const r of c.rules) tx.add({ kind: "rule", chain: c.name, ...r });
+      for (const set of out.affinitySets) tx.add(set);
+      for (const e of out.elements) this.elements.ensure(tx, e);
+      record = {
+        serviceKey: serviceKey(svc.name.namespace, svc.name.name),
+        elements: out.elements,
+        chains: out.chains.map((c) => c.name),
+        affinitySets: out.affinitySets.map((s) => s.name),
+        noLocalInternal: out.noLocalInternal,
+        noLocalExternal: out.noLocalExternal,
+      };
+    }
+    if (before) {
+      for (const e of before.elements) this.elements.release(tx, e);
+      this.count(before, -1);
+      this.idsByService.get(before.serviceKey)?.delete(id);
+      this.records.delete(id);
+    }
+    if (record) {
+      this.records.set(id, record);
+      let ids = this.idsByService.get(record.serviceKey);
+      if (!ids) {
+        ids = new Set();
+        this.idsByService.set(record.serviceKey, ids);
+      }
+      ids.add(id);
+      this.count(record, 1);
+    }
+    return record;
+  }
+
+  private namesFor(id: string, svc: ServicePortInfo, view: Parameters<typeof portRules>[0]): PortNames {
+    let names = this.names.get(id);
+    if (!names || names.protocol !== svc.protocol.toLowerCase()) {
+      names = new PortNames(view);
+      this.names.set(id, names);
+    }
+    return names;
+  }
+
+  private count(r: PortRecord, sign: 1 | -1): void {
+    if (r.noLocalInternal) this.noLocalInternal += sign;
+    if (r.noLocalExternal) this.noLocalExternal += sign;
+  }
+
+  private activeChains(): Set<string> {
+    const out = new Set<string>();
+    for (const r of this.records.values()) for (const c of r.chains) out.add(c);
+    return out;
+  }
+
+  private activeSets(): Set<string> {
+    const out = new Set<string>();
+    for (const r of this.records.values()) for (const s of r.affinitySets) out.add(s);
+    return out;
+  }
+}

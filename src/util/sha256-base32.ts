@@ -1,0 +1,27 @@
+// The hash upstream puts into generated names (iptables KUBE-SVC-, nftables "service-XXXXXXXX-"):
+// the standard (RFC 4648) base32 encoding of sha256(input), cut to a prefix.
+
+import * as nodeCrypto from "node:crypto";
+
+const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+
+// crypto.hash (one call, no Hash object) is several times faster where the runtime has it.
+const oneShot = (nodeCrypto as { hash?: (alg: string, data: string, enc: "buffer") => Uint8Array }).hash;
+
+export const sha256: (input: string) => Uint8Array = oneShot
+  ? (input) => oneShot("sha256", input, "buffer")
+  : (input) => nodeCrypto.createHash("sha256").update(input).digest();
+
+/** The first `chars` characters (a multiple of 8, at most 48) of base32(sha256(input)). */
+export function sha256Base32Prefix(input: string, chars: number): string {
+  const d = sha256(input);
+  let out = "";
+  // Every 5 digest bytes are 8 base32 characters; no padding is reached below 30 bytes.
+  for (let g = 0; out.length < chars; g += 5) {
+    const hi = d[g]!;
+    const lo = ((d[g + 1]! << 24) | (d[g + 2]! << 16) | (d[g + 3]! << 8) | d[g + 4]!) >>> 0;
+    out += ALPHABET[hi >>> 3]! + ALPHABET[((hi & 7) << 2) | (lo >>> 30)]!;
+    for (let shift = 25; shift >= 0; shift -= 5) out += ALPHABET[(lo >>> shift) & 31]!;
+  }
+  return out.slice(0, chars);
+}
