@@ -69,13 +69,15 @@ export function setupNft(
     deps?: Partial<NftablesProxierDeps>;
     localAddresses?: string[];
     logger?: Logger;
+    /** The kernel state of an earlier run (a restart); a fresh one by default. */
+    host?: FakeNftHost;
   } = {},
 ): NftSetup {
   const family = opts.family ?? "IPv4";
   const config = defaultProxyConfig();
   config.clusterCIDRs = ["192.0.2.0/24", "2001:db8:1::/48"];
   opts.config?.(config);
-  const nft = new FakeNftHost();
+  const nft = opts.host ?? new FakeNftHost();
   const metrics = createMetrics(undefined, "nftables");
   const clock = new FakeClock(1_000_000);
   const cluster = new Cluster();

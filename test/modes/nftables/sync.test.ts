@@ -1,0 +1,211 @@
+// The nftables proxier across syncs, from upstream's documented behaviour: after the first full
+// sync a transaction touches only the chains and elements of changed Services; chains no longer
+// used are flushed at once and deleted a second later in a transaction of their own; affinity
+// sets go at once; a failed transaction changes nothing, and the next sync is a full one;
+// leftovers of an earlier run are found by listing the table at a full sync.
+
+import { describe, expect, test } from "bun:test";
+import { endpointNames, portChainNames } from "../../../src/modes/nftables/names.ts";
+import { endpointSlice, ep, service } from "../../support/proxy-cluster.ts";
+import { chainIn, elementsIn, serviceChainsIn, setupNft } from "./harness.ts";
+
+const port = (ns: string, name: string) => ({ namespace: ns, name, port: "p80", protocol: "TCP" }) as const;
+const chains = (ns: string, name: string) => portChainNames(port(ns, name), "tcp");
+const epChain = (ns: string, name: string, ip: string) =>
+  endpointNames(port(ns, name), "tcp", ip, 8080).chain;
+const clusterIP = (ip: string) => ({ clusterIP: ip, clusterIPs: [ip] });
+
+/** Two Services with endpoints, synced once (full). */
+async function twoServices() {
+  const s = setupNft();
+  s.cluster.apply(
+    service("ns1", "a", clusterIP("198.51.100.1")),
+    endpointSlice("ns1", "a", [ep("192.0.2.10"), ep("192.0.2.11")]),
+    service("ns1", "b", clusterIP("198.51.100.2")),
+    endpointSlice("ns1", "b", [ep("192.0.2.20")]),
+  );
+  await s.sync();
+  return s;
+}
+
+/** Names of the chains and containers a transaction writes to (set, map, chain names). */
+function touched(tx: string): string[] {
+  const names = new Set<string>();
+  for (const line of tx.split("\n")) {
+    const m = /^(?:add|flush|delete) (?:chain|rule|set|map|element) ip6? kube-proxy (\S+)/.exec(line);
+    if (m) names.add(m[1]!);
+  }
+  return [...names].sort();
+}
+
+describe("nftables: partial syncs", () => {
+  test("an endpoint change rewrites only that Service's chains, and no fixed part", async () => {
+    const s = await twoServices();
+    s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.10"), ep("192.0.2.11"), ep("192.0.2.12")]));
+    const tx = await s.sync();
+    expect(touched(tx)).toEqual(
+      [
+        chains("ns1", "a").cluster,
+        epChain("ns1", "a", "192.0.2.10"),
+        epChain("ns1", "a", "192.0.2.11"),
+        epChain("ns1", "a", "192.0.2.12"),
+      ].sort(),
+    );
+    expect(tx).not.toContain("add table");
+    expect(tx).not.toContain(" element ");
+    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)?.at(-1)).toContain("numgen random mod 3");
+    expect(s.metrics.syncPartialProxyRulesLatency).toBeDefined();
+  });
+
+  test("a sync with nothing changed runs no transaction", async () => {
+    const s = await twoServices();
+    const before = s.nft.transactions.length;
+    await s.sync();
+    expect(s.nft.transactions.length).toBe(before);
+  });
+
+  test("a removed endpoint's chain is flushed at once and deleted a second later, on its own", async () => {
+    const s = await twoServices();
+    const gone = epChain("ns1", "a", "192.0.2.11");
+    s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.10")]));
+    const tx = await s.sync();
+    expect(tx).toContain(`flush chain ip kube-proxy ${gone}`);
+    expect(chainIn(s.nft.dump(), gone)).toEqual([]);
+
+    // Less than a second later: still there.
+    s.clock.advance(500);
+    s.cluster.apply(endpointSlice("ns1", "b", [ep("192.0.2.21")]));
+    await s.sync();
+    expect(chainIn(s.nft.dump(), gone)).toEqual([]);
+
+    s.clock.advance(600);
+    s.cluster.apply(endpointSlice("ns1", "b", [ep("192.0.2.22")]));
+    const before = s.nft.transactions.length;
+    await s.sync();
+    const [deletion] = s.nft.transactions.slice(before);
+    expect(deletion).toBe(`delete chain ip kube-proxy ${gone}\n`);
+    expect(chainIn(s.nft.dump(), gone)).toBeUndefined();
+  });
+
+  test("a Service that gets its first endpoint moves from no-endpoint-services to service-ips", async () => {
+    const s = setupNft();
+    s.cluster.apply(service("ns1", "a", clusterIP("198.51.100.1")));
+    await s.sync();
+    expect(elementsIn(s.nft.dump(), "map", "no-endpoint-services")).toEqual([
+      "198.51.100.1 . tcp . 80 : goto reject-chain",
+    ]);
+    s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.10")]));
+    const tx = await s.sync();
+    expect(tx).toContain("delete element ip kube-proxy no-endpoint-services { 198.51.100.1 . tcp . 80 }");
+    const dump = s.nft.dump();
+    expect(elementsIn(dump, "map", "no-endpoint-services")).toEqual([]);
+    expect(elementsIn(dump, "map", "service-ips")).toEqual([
+      `198.51.100.1 . tcp . 80 : goto ${chains("ns1", "a").cluster}`,
+    ]);
+    // The cluster IP stays in @cluster-ips: it was not deleted and re-added.
+    expect(tx).not.toContain("cluster-ips");
+  });
+
+  test("a deleted Service: its elements deleted, its chains flushed then deleted, its affinity sets deleted", async () => {
+    const s = setupNft();
+    s.cluster.apply(
+      service("ns1", "a", { ...clusterIP("198.51.100.1"), sessionAffinity: "ClientIP" }),
+      endpointSlice("ns1", "a", [ep("192.0.2.10")]),
+      service("ns1", "b", clusterIP("198.51.100.2")),
+      endpointSlice("ns1", "b", [ep("192.0.2.20")]),
+    );
+    await s.sync();
+    const set = endpointNames(port("ns1", "a"), "tcp", "192.0.2.10", 8080).affinitySet;
+    expect(s.nft.dump()).toContain(`set ${set} `);
+    s.cluster.remove(service("ns1", "a", clusterIP("198.51.100.1")), endpointSlice("ns1", "a", []));
+    await s.sync();
+    let dump = s.nft.dump();
+    expect(elementsIn(dump, "set", "cluster-ips")).toEqual(["198.51.100.2"]);
+    expect(elementsIn(dump, "map", "service-ips")).toEqual([
+      `198.51.100.2 . tcp . 80 : goto ${chains("ns1", "b").cluster}`,
+    ]);
+    expect(dump).not.toContain(`set ${set} `);
+    expect(chainIn(dump, chains("ns1", "a").cluster)).toEqual([]);
+    s.clock.advance(1000);
+    s.cluster.apply(endpointSlice("ns1", "b", [ep("192.0.2.21")]));
+    await s.sync();
+    dump = s.nft.dump();
+    expect(serviceChainsIn(dump).filter((c) => c.includes("ns1/a/"))).toEqual([]);
+  });
+
+  test("one port of a two-port Service removed: the shared cluster IP stays in @cluster-ips", async () => {
+    const s = setupNft();
+    const twoPorts = service("ns1", "a", {
+      ...clusterIP("198.51.100.1"),
+      ports: [
+        { name: "p80", port: 80, protocol: "TCP" },
+        { name: "p81", port: 81, protocol: "TCP" },
+      ],
+    });
+    s.cluster.apply(twoPorts, endpointSlice("ns1", "a", [ep("192.0.2.10")]));
+    await s.sync();
+    s.cluster.apply(service("ns1", "a", clusterIP("198.51.100.1")));
+    const tx = await s.sync();
+    expect(tx).not.toContain("delete element ip kube-proxy cluster-ips");
+    expect(elementsIn(s.nft.dump(), "set", "cluster-ips")).toEqual(["198.51.100.1"]);
+  });
+});
+
+describe("nftables: failures and full syncs", () => {
+  test("a failed transaction changes nothing; the next sync is a full one and catches up", async () => {
+    const s = await twoServices();
+    const good = s.nft.dump();
+    s.nft.failNext = "/dev/stdin:3:1-10: Error: Could not process rule: Device or resource busy\nx\n^\n";
+    s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.10")]));
+    await expect(s.sync()).rejects.toThrow(/line 3/);
+    expect(s.nft.dump()).toBe(good);
+    expect(await s.metrics.nftablesSyncFailures.get()).toMatchObject({ values: [{ value: 1 }] });
+    const tx = await s.sync();
+    expect(tx).toContain("add table ip kube-proxy");
+    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)?.at(-1)).toContain("numgen random mod 1");
+  });
+
+  test("a restart finds an earlier run's leftovers: chains flushed then deleted, affinity sets dropped", async () => {
+    const earlier = setupNft();
+    earlier.cluster.apply(
+      service("old", "x", { ...clusterIP("198.51.100.9"), sessionAffinity: "ClientIP" }),
+      endpointSlice("old", "x", [ep("192.0.2.90")]),
+    );
+    await earlier.sync();
+    const leftover = [chains("old", "x").cluster, epChain("old", "x", "192.0.2.90")];
+    const set = endpointNames(port("old", "x"), "tcp", "192.0.2.90", 8080).affinitySet;
+
+    // A new process on the same kernel; the Service is gone.
+    const s = setupNft({ host: earlier.nft });
+    s.cluster.apply(
+      service("ns1", "a", clusterIP("198.51.100.1")),
+      endpointSlice("ns1", "a", [ep("192.0.2.10")]),
+    );
+    await s.sync();
+    let dump = s.nft.dump();
+    for (const c of leftover) expect(chainIn(dump, c)).toEqual([]);
+    expect(dump).not.toContain(`set ${set} `);
+    expect(elementsIn(dump, "set", "cluster-ips")).toEqual(["198.51.100.1"]);
+
+    s.clock.advance(1000);
+    s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.11")]));
+    await s.sync();
+    dump = s.nft.dump();
+    expect(serviceChainsIn(dump).filter((c) => c.includes("old/x/"))).toEqual([]);
+  });
+
+  test("a Node label change makes the next sync a full one", async () => {
+    const s = await twoServices();
+    s.cluster.node = { ...s.cluster.node!, labels: { "topology.kubernetes.io/zone": "zone-b" } };
+    const tx = await s.sync();
+    expect(tx).toContain("add table ip kube-proxy");
+  });
+
+  test("an hour after the last full sync, a full sync again", async () => {
+    const s = await twoServices();
+    s.clock.advance(60 * 60 * 1000);
+    s.cluster.apply(endpointSlice("ns1", "b", [ep("192.0.2.21")]));
+    const tx = await s.sync();
+    expect(tx).toContain("add table ip kube-proxy");
+  });
+});
