@@ -1,7 +1,6 @@
 // nftables mode as the registry sees it: its sync periods, the checks upstream makes before
-// choosing it (kernel, nft version, the table), how it is built for a real or a dry run, its
-// part of the --dry-run report (the transaction it would run, per family) and its --cleanup
-// part (the two `kube-proxy` tables).
+// choosing it (kernel, nft version, the table), how it is built for a real or a dry run, and
+// its --cleanup part (the two `kube-proxy` tables).
 
 import type { ModeDefinition, PlannedMode } from "../types.ts";
 import { buildNftablesMode } from "./build.ts";
@@ -24,22 +23,10 @@ export const nftablesMode: ModeDefinition<"nftables"> = {
     return { families: nft.families, proxier: nft.proxier, afterFirstSync: () => {}, stop: () => {} };
   },
 
+  // The planned transactions are the report's `nft -f -` commands (the recorder keeps them).
   async plan(o): Promise<PlannedMode> {
-    const nft = await buildNftablesMode(o);
-    return {
-      proxier: nft.proxier,
-      report: () => ({
-        nftables: {
-          transactions: nft.proxiers.map((p, i) => ({
-            family: nft.families[i],
-            transaction: p.lastTransaction,
-          })),
-        },
-      }),
-    };
+    return { proxier: (await buildNftablesMode(o)).proxier };
   },
-
-  dryRunReport: (planned) => planned?.report?.() ?? { nftables: { transactions: [] } },
 
   cleanup: (exec, log, o) => cleanupNftablesLeftovers(exec, log, o.featureGates),
 };

@@ -53,8 +53,6 @@ export class NftablesProxier implements Proxier {
   private readonly table: TableSync;
   private readonly mark: string;
   private readonly nodePorts: NodePortAddresses;
-  /** The last transaction sent (planned under --dry-run), for the dry-run report. */
-  lastTransaction = "";
 
   constructor(private readonly deps: NftablesProxierDeps) {
     this.log = deps.logger.named("nftables");
@@ -108,9 +106,8 @@ export class NftablesProxier implements Proxier {
         numStaleChains: result.staleChains,
         numOperations: tx.size,
       });
-      const payload = tx.render();
-      this.lastTransaction = payload;
-      this.log.v(9).info("Running nftables transaction", { transaction: payload });
+      const trace = this.log.v(9);
+      if (trace.enabled) trace.info("Running nftables transaction", { transaction: tx.render() });
       await this.run(tx);
       this.book.synced(fullSync, start);
       await this.book.afterSuccess(input, {
