@@ -239,7 +239,7 @@ export const FLAGS: readonly FlagSpec[] = [
     default: "",
     config: "mode",
     group: "Proxy mode",
-    help: 'Proxy backend: "iptables" (the default) or "ipvs". "nftables" is recognised but not supported by this build.',
+    help: 'Proxy backend: "iptables" (the default), "ipvs" or "nftables" (needs the NFTablesProxyMode feature gate, on by default).',
   }),
   f({
     name: "masquerade-all",

@@ -88,6 +88,13 @@ export function hostStateExec(state: HostState, inner: Exec): Exec {
     }
     if (req.cmd === "ip" && state.interfaces && req.args.join(" ") === "-o addr show")
       return ok(interfacesOutput(state));
+    if (
+      req.cmd === "nft" &&
+      state.nftVersion !== undefined &&
+      req.args.length === 1 &&
+      req.args[0] === "--version"
+    )
+      return ok(`nftables v${state.nftVersion.replace(/^v/, "")} (stated)\n`);
     if (req.cmd === "nfacct" && state.nfacct !== undefined && req.args[0] === "list") {
       return state.nfacct ? ok("") : fail(1, "nfacct: netlink error: Operation not supported\n");
     }

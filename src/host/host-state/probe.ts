@@ -38,6 +38,7 @@ export async function probeHostState(
   const iptablesVersion = iptablesInfo
     ? `iptables v${iptablesInfo.version}${iptablesInfo.mode ? ` (${iptablesInfo.mode})` : ""}`
     : undefined;
+  const nftVersion = /^nftables v(\d+(?:\.\d+)+)/.exec((await output(exec, "nft", ["--version"])) ?? "")?.[1];
   const addrs = await output(exec, "ip", ["-o", "addr", "show"]);
   const [iptablesSave, ip6tablesSave, ipsetSave, ipvsSave] = await Promise.all([
     output(exec, "iptables-save", []),
@@ -53,6 +54,7 @@ export async function probeHostState(
     modules: [...new Set([...modules.loaded, ...modules.builtin])].sort(),
     ...(ipsetVersion.ok ? { ipsetVersion: ipsetVersion.version } : {}),
     ...(iptablesVersion ? { iptablesVersion } : {}),
+    ...(nftVersion ? { nftVersion } : {}),
     nfacct,
     ...(addrs !== undefined ? { interfaces: parseIpAddrOneline(addrs) } : {}),
     ...(iptablesSave !== undefined ? { iptablesSave } : {}),

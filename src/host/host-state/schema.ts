@@ -39,6 +39,11 @@ export const hostStateSchema = z
     kernelVersion: z.string().min(1).optional(),
     modules: z.array(z.string().min(1)).optional(),
     ipsetVersion: z.string().min(1).optional(),
+    /** `nft --version`'s number ("1.0.6" or "v1.0.6"), for nftables mode's check. */
+    nftVersion: z
+      .string()
+      .regex(/^v?\d+(\.\d+)+$/, 'not an nft version (expected "1.0.6" or "v1.0.6")')
+      .optional(),
     iptablesVersion: z
       .string()
       .refine((v) => statedIptablesVersion(v) !== undefined, {
