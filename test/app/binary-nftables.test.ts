@@ -25,7 +25,7 @@ function stateFile(hostState: string): string {
 function dryRun(args: string[], env: NodeJS.ProcessEnv = process.env): { code: number; report: Report } {
   const r = spawnSync(ensureBinary(), ["--proxy-mode=nftables", "--dry-run", "--output=json", ...args], {
     encoding: "utf8",
-    timeout: 30_000,
+    timeout: 90_000,
     env,
   });
   if (!r.stdout?.trim()) throw new Error(`no report (exit ${r.status}): ${r.stderr}`);
