@@ -126,6 +126,14 @@ export class SyncBookkeeping {
       await host(() => cleanStaleEntries(conntrack, { ...input, family: this.deps.family }, log));
   }
 
+  /** A sync's latency in the histograms (all syncs, and full or partial) and upstream's log line. */
+  observeDuration(seconds: number, fullSync: boolean): void {
+    const m = this.deps.metrics;
+    m.syncProxyRulesLatency.observe(seconds);
+    (fullSync ? m.syncFullProxyRulesLatency : m.syncPartialProxyRulesLatency).observe(seconds);
+    this.deps.log.v(2).info("SyncProxyRules complete", { elapsed: `${seconds}s` });
+  }
+
   private configDetector(node: NodeInfo | undefined): LocalTrafficDetector {
     return localDetectorFromConfig(this.deps.config, node?.podCIDRs ?? [], this.deps.family, this.deps.log);
   }

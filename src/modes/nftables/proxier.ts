@@ -195,11 +195,7 @@ export class NftablesProxier implements Proxier {
   }
 
   private observeDuration(start: number, fullSync: boolean): void {
-    const seconds = Math.max(0, this.clock.now() - start) / 1000;
-    const m = this.deps.metrics;
-    m.syncProxyRulesLatency.observe(seconds);
-    (fullSync ? m.syncFullProxyRulesLatency : m.syncPartialProxyRulesLatency).observe(seconds);
-    this.log.v(2).info("SyncProxyRules complete", { elapsed: `${seconds}s` });
+    this.book.observeDuration(Math.max(0, this.clock.now() - start) / 1000, fullSync);
   }
 }
 
