@@ -170,13 +170,14 @@ export class TableSync {
         this.family,
       );
       const out = portRules(view, endpoints, names, req.rules);
-      // Every chain exists before any rule or element jumps to it.
+      // Every chain and affinity set exists before any rule or element names it (nft
+      // evaluates the input line by line: a rule naming a later set fails the transaction).
       for (const c of out.chains) {
         ensureChain(tx, c.name);
         this.staleChains.delete(c.name);
       }
-      for (const c of out.chains) for (const r of c.rules) tx.add({ kind: "rule", chain: c.name, ...r });
       for (const set of out.affinitySets) tx.add(set);
+      for (const c of out.chains) for (const r of c.rules) tx.add({ kind: "rule", chain: c.name, ...r });
       for (const e of out.elements) this.elements.ensure(tx, e);
       record = {
         serviceKey: serviceKey(svc.name.namespace, svc.name.name),
