@@ -29,7 +29,10 @@ const sticky = service("ns1", "sticky", {
 describe("nftables proxier on FakeNft", () => {
   test("ClientIP affinity: the affinity sets exist before the rules that name them", async () => {
     const s = onFakeNft();
-    s.cluster.apply(sticky, endpointSlice("ns1", "sticky", [ep("192.0.2.10"), ep("192.0.2.11", { node: NODE })]));
+    s.cluster.apply(
+      sticky,
+      endpointSlice("ns1", "sticky", [ep("192.0.2.10"), ep("192.0.2.11", { node: NODE })]),
+    );
     await s.sync();
     expect(s.sets().filter((n) => n.startsWith("affinity-"))).toHaveLength(2);
     // A partial sync of the same Service (a new endpoint) too.

@@ -6,9 +6,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { NftError } from "../../../src/host/nft/errors.ts";
 import { endpointSlice, ep, NODE, service } from "../../support/proxy-cluster.ts";
-import { serviceLines, setupNft } from "./harness.ts";
+import { setupNft } from "./harness.ts";
 
 const GOLDEN = join(import.meta.dir, "golden");
 const golden = (name: string) => readFileSync(join(GOLDEN, name), "utf8");
