@@ -9,7 +9,14 @@
 // Run as root (iproute2, iptables, nft, conntrack installed):
 // `node_modules/.bin/bun test test/e2e/nftables.test.ts`.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { E2E_TEST_TIMEOUT_MS, e2eTest, type Harness, tearDownHarness } from "../support/e2e-harness.ts";
+import { renderState, writeStateFile } from "../support/e2e-cluster.ts";
+import {
+  E2E_TEST_TIMEOUT_MS,
+  e2eTest,
+  type Harness,
+  tearDownHarness,
+  withDiagnostics,
+} from "../support/e2e-harness.ts";
 import { iptablesSave, rulesView, startKubeProxy } from "../support/e2e-kubeproxy.ts";
 import { IPTABLES_RULES, type ModeRules, NFTABLES_RULES } from "../support/e2e-mode-rules.ts";
 import { nftTables } from "../support/e2e-nft.ts";
@@ -17,12 +24,14 @@ import {
   describeServiceSetSwitch,
   describeServiceTraffic,
   firstSync,
+  NODE,
   NODEPORT,
   PODS,
   setUp,
   WEB,
 } from "../support/e2e-service-cases.ts";
-import { describeSummary, probe } from "../support/e2e-traffic.ts";
+import { describeSummary, probe, probeOnce } from "../support/e2e-traffic.ts";
+import { scaled } from "../support/kernel-vm.ts";
 import { ADDR } from "../support/netns.ts";
 
 describeServiceTraffic(NFTABLES_RULES);
@@ -63,12 +72,16 @@ async function switchTrafficWorks(h: Harness): Promise<void> {
 }
 
 /** Stops the running daemon and starts one in `rules.mode` on the same node and state file. */
-async function restartIn<V>(h: Harness, rules: ModeRules<V>): Promise<void> {
+async function restartIn<V>(h: Harness, rules: ModeRules<V>, services = SWITCH_SET): Promise<void> {
   await h.kubeProxy?.kill(3000);
   if (rules.extraDiagnostics) h.extraDiagnostics = rules.extraDiagnostics;
   else delete h.extraDiagnostics;
   h.kubeProxy = startKubeProxy(h.topo!, { stateFile: h.stateFile!, mode: rules.mode });
-  await firstSync(h, rules, SWITCH_SET);
+  // The rules of the daemon before may satisfy the check below: wait for this one's sync first.
+  await withDiagnostics(h, `${rules.mode} restart`, () =>
+    h.kubeProxy!.waitForOutput(/Memory after the first sync/, scaled(30_000)),
+  );
+  await firstSync(h, rules, services);
 }
 
 describe("switching proxy modes on one node leaves no stale rules", () => {
@@ -105,6 +118,22 @@ describe("switching proxy modes on one node leaves no stale rules", () => {
     const tables = await nftTables(h.topo!);
     expect(tables).toContain("table ip kube-proxy");
     expect(h.kubeProxy!.exitCode()).toBeUndefined();
+  });
+
+  e2eTest(h, "nftables mode restarted over its own table, a Service deleted meanwhile", async () => {
+    await h.kubeProxy?.kill(3000);
+    writeStateFile(h.stateFile!, renderState(NODE, [WEB]));
+    await restartIn(h, NFTABLES_RULES, [WEB]);
+    const web = await probe(h.topo!, "p4", { target: `${WEB.clusterIP}:80`, count: 5 });
+    expect(web.ok, describeSummary(web)).toBe(true);
+    // The deleted NodePort's port is the node's own again: nothing listens there.
+    const np = await probeOnce(h.topo!, "client", { target: `${ADDR.node}:30080`, timeoutMs: scaled(2000) });
+    expect(np.error, JSON.stringify(np)).toBe("refused");
+    // The deleted Service's chains, found by listing the table, are flushed (deleted later).
+    const v = await NFTABLES_RULES.source(h.topo!).read();
+    const left = [...NFTABLES_RULES.serviceChains(v)].filter((c) => c.includes("/nodeport/"));
+    for (const c of left) expect(v.chains.get(c), c).toEqual([]);
+    writeStateFile(h.stateFile!, renderState(NODE, SWITCH_SET));
   });
 
   e2eTest(
