@@ -155,7 +155,15 @@ export const CHURN: ServiceSpec = {
   ports: [HTTP],
   endpoints: [{ ip: ip("p1") }, { ip: ip("p2") }, { ip: ip("p3") }],
 };
-export const ALL = [WEB, STICKY, NODEPORT, EXTIP, LB, LOCAL, EMPTY, HAIRPIN, CHURN];
+export const INTERNAL_LOCAL: ServiceSpec = {
+  name: "int-local",
+  clusterIP: "198.51.100.19",
+  ports: [HTTP],
+  internalTrafficPolicy: "Local",
+  // As for LOCAL: p5 is said to run on node-b.
+  endpoints: [{ ip: ip("p4") }, { ip: ip("p5"), node: "node-b" }],
+};
+export const ALL = [WEB, STICKY, NODEPORT, EXTIP, LB, LOCAL, EMPTY, HAIRPIN, CHURN, INTERNAL_LOCAL];
 
 /** The Service behaviours, one topology and daemon for all of them. */
 export function describeServiceTraffic<V>(rules: ModeRules<V>): void {
@@ -270,6 +278,14 @@ export function describeServiceTraffic<V>(rules: ModeRules<V>): void {
         expect(backendsOf(c), describeSummary(c)).toEqual(["p4", "p5"]);
       },
     );
+
+    e2eTest(h, "internalTrafficPolicy Local: pods and the node reach only the local endpoint", async () => {
+      for (const from of ["p1", "node"]) {
+        const s = await probe(h.topo!, from, { target: `${INTERNAL_LOCAL.clusterIP}:80`, count: 20 });
+        expect(s.ok, `${from}: ${describeSummary(s)}`).toBe(true);
+        expect(s.backends, `${from}: ${describeSummary(s)}`).toEqual({ p4: 20 });
+      }
+    });
 
     e2eTest(
       h,
