@@ -1,7 +1,7 @@
 // Cluster state for real-kernel tests: small Service / EndpointSlice / Node specs rendered into
 // a --state file (multi-document YAML, as `kubectl get -o yaml` would print them), written
-// atomically so a running kube-proxy-ts never reads half a file; plus upstream's iptables
-// chain names and the chain set a given state needs.
+// atomically so a running kube-proxy-ts never reads half a file; plus upstream's per-service
+// chain names (iptables and nftables spellings) and the chain set a given state needs.
 
 import { createHash } from "node:crypto";
 import { renameSync, writeFileSync } from "node:fs";
@@ -171,9 +171,11 @@ function base32(buf: Uint8Array): string {
   return out;
 }
 
-function hash16(s: string): string {
-  return base32(createHash("sha256").update(s).digest()).slice(0, 16);
+function hashPrefix(s: string, chars: number): string {
+  return base32(createHash("sha256").update(s).digest()).slice(0, chars);
 }
+
+const hash16 = (s: string) => hashPrefix(s, 16);
 
 /** "ns/name:port" (or "ns/name" for an unnamed port), as upstream's ServicePortName.String(). */
 export function servicePortName(s: ServiceSpec, p: PortSpec): string {
@@ -181,6 +183,13 @@ export function servicePortName(s: ServiceSpec, p: PortSpec): string {
 }
 
 export type ChainKind = "SVC" | "SVL" | "EXT" | "FW";
+
+/** How a mode names the chains of one service port and of one of its endpoints. */
+export interface ChainNamer {
+  service(kind: ChainKind, s: ServiceSpec, p: PortSpec): string;
+  /** `endpoint` is "ip:targetPort". */
+  endpoint(s: ServiceSpec, p: PortSpec, ip: string): string;
+}
 
 /** KUBE-SVC-/SVL-/EXT-/FW- + first 16 chars of base32(sha256(servicePortName + protocol)). */
 export function serviceChain(kind: ChainKind, spn: string, protocol: Protocol = "TCP"): string {
@@ -192,11 +201,42 @@ export function endpointChain(spn: string, protocol: Protocol, endpoint: string)
   return `KUBE-SEP-${hash16(spn + protocol.toLowerCase() + endpoint)}`;
 }
 
+/** iptables mode: KUBE-SVC-HASH16 and friends. */
+export const IPTABLES_CHAINS: ChainNamer = {
+  service: (kind, s, p) => serviceChain(kind, servicePortName(s, p), p.protocol ?? "TCP"),
+  endpoint: (s, p, ip) => endpointChain(servicePortName(s, p), p.protocol ?? "TCP", `${ip}:${p.targetPort}`),
+};
+
+const NFT_PREFIX: Readonly<Record<ChainKind, string>> = {
+  SVC: "service-",
+  SVL: "local-",
+  EXT: "external-",
+  FW: "firewall-",
+};
+
+/** "ns/name/protocol/portName": the path nftables mode's chain names end with. */
+function nftPortPath(s: ServiceSpec, p: PortSpec): string {
+  return `${ns(s)}/${s.name}/${(p.protocol ?? "TCP").toLowerCase()}/${p.name}`;
+}
+
+const nftBase = (path: string) => `${hashPrefix(path, 8)}-${path}`;
+
+/** nftables mode: "service-HASH8-ns/name/tcp/http", "endpoint-HASH8-ns/name/tcp/http__ip/port". */
+export const NFTABLES_CHAINS: ChainNamer = {
+  service: (kind, s, p) => NFT_PREFIX[kind] + nftBase(nftPortPath(s, p)),
+  endpoint: (s, p, ip) => `endpoint-${nftBase(`${nftPortPath(s, p)}__${ip}/${p.targetPort}`)}`,
+};
+
 /**
- * The per-service chains upstream v1.31 keeps for `services` on node `nodeName`. Handles what
- * the e2e states use: ready endpoints only (no terminating fallback), no topology hints.
+ * The per-service chains upstream v1.31 keeps for `services` on node `nodeName` (named by
+ * `namer`, iptables mode's names unless told). Handles what the e2e states use: ready endpoints
+ * only (no terminating fallback), no topology hints.
  */
-export function expectedServiceChains(services: readonly ServiceSpec[], nodeName: string): Set<string> {
+export function expectedServiceChains(
+  services: readonly ServiceSpec[],
+  nodeName: string,
+  namer: ChainNamer = IPTABLES_CHAINS,
+): Set<string> {
   const out = new Set<string>();
   for (const s of services) {
     const eps = (s.endpoints ?? []).filter((e) => e.ready ?? true);
@@ -213,19 +253,15 @@ export function expectedServiceChains(services: readonly ServiceSpec[], nodeName
     const localEps = usesLocal ? local : [];
     const externalEps = extLocal ? local : eps;
     for (const p of s.ports) {
-      const proto = p.protocol ?? "TCP";
-      const spn = servicePortName(s, p);
-      if (clusterEps.length > 0) out.add(serviceChain("SVC", spn, proto));
-      if (localEps.length > 0) out.add(serviceChain("SVL", spn, proto));
+      if (clusterEps.length > 0) out.add(namer.service("SVC", s, p));
+      if (localEps.length > 0) out.add(namer.service("SVL", s, p));
       if (externallyAccessible && externalEps.length > 0) {
-        out.add(serviceChain("EXT", spn, proto));
+        out.add(namer.service("EXT", s, p));
         if ((s.loadBalancerIPs?.length ?? 0) > 0 && (s.loadBalancerSourceRanges?.length ?? 0) > 0) {
-          out.add(serviceChain("FW", spn, proto));
+          out.add(namer.service("FW", s, p));
         }
       }
-      for (const e of new Set([...clusterEps, ...localEps])) {
-        out.add(endpointChain(spn, proto, `${e.ip}:${p.targetPort}`));
-      }
+      for (const e of new Set([...clusterEps, ...localEps])) out.add(namer.endpoint(s, p, e.ip));
     }
   }
   return out;

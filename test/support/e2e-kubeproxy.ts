@@ -25,7 +25,7 @@ export const NODE_NAME = "node-a";
 export type KubeProxySource = { readonly stateFile: string } | { readonly kubeconfig: string };
 
 /** The proxy modes the real-kernel suites run. */
-export type E2eProxyMode = "iptables" | "ipvs";
+export type E2eProxyMode = "iptables" | "ipvs" | "nftables";
 
 export type KubeProxyOptions = KubeProxySource & {
   readonly nodeName?: string;
@@ -99,9 +99,32 @@ export async function waitForRules(
   what: string,
   timeoutMs = 20_000,
 ): Promise<RulesView> {
+  return waitForView(
+    { read: () => rulesView(topo), render: (v) => `--- nat ---\n${v.nat}\n--- filter ---\n${v.filter}` },
+    daemon,
+    ready,
+    what,
+    timeoutMs,
+  );
+}
+
+/** How to read one view of the node's rules, and print it for a failure. */
+export interface ViewSource<V> {
+  read(): Promise<V>;
+  render(v: V): string;
+}
+
+/** waitForRules over any view (e.g. the nftables table). */
+export async function waitForView<V>(
+  source: ViewSource<V>,
+  daemon: Daemon | undefined,
+  ready: (v: V) => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<V> {
   const limitMs = scaled(timeoutMs);
   const deadline = Date.now() + limitMs;
-  let last: RulesView = { nat: "", filter: "" };
+  let last: V | undefined;
   for (let i = 0; i < scaled(1000); i++) {
     const code = daemon?.exitCode();
     if (code !== undefined) {
@@ -109,13 +132,13 @@ export async function waitForRules(
         `kube-proxy-ts exited with ${code} while waiting for ${what}\n--- stderr ---\n${daemon?.stderr()}\n--- stdout ---\n${daemon?.stdout()}`,
       );
     }
-    last = await rulesView(topo);
+    last = await source.read();
     if (ready(last)) return last;
     if (Date.now() > deadline) break;
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(
-    `timed out after ${limitMs} ms waiting for ${what}\n--- nat ---\n${last.nat}\n--- filter ---\n${last.filter}\n--- kube-proxy-ts stderr (tail) ---\n${tail(daemon?.stderr() ?? "", 80)}`,
+    `timed out after ${limitMs} ms waiting for ${what}\n${last === undefined ? "(nothing read)" : source.render(last)}\n--- kube-proxy-ts stderr (tail) ---\n${tail(daemon?.stderr() ?? "", 80)}`,
   );
 }
 
