@@ -25,7 +25,7 @@ export const NODE_NAME = "node-a";
 export type KubeProxySource = { readonly stateFile: string } | { readonly kubeconfig: string };
 
 /** The proxy modes the real-kernel suites run. */
-export type E2eProxyMode = "iptables" | "ipvs";
+export type E2eProxyMode = "iptables" | "ipvs" | "nftables";
 
 export type KubeProxyOptions = KubeProxySource & {
   readonly nodeName?: string;
