@@ -401,6 +401,12 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
         .find((l) => l.includes('"SyncProxyRules complete"'));
       if (firstSyncLine === undefined) await new Promise((r) => setTimeout(r, 20));
     }
+    // "SyncProxyRules complete" is logged after a failed sync too (as upstream does).
+    const failed = kp
+      .stderr()
+      .split("\n")
+      .find((l) => l.includes('"Sync failed; the next sync is a full one"'));
+    if (failed) throw new Error(`the first sync failed:\n${kp.stderr().slice(-3000)}`);
     const firstSyncMs = klogMs(firstSyncLine)! - msOfDay(started);
     // The metric agrees (set by the same sync, or by the IPv6 one just after it).
     const lastSync = await scrapeLastSync(topo);

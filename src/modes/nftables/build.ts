@@ -36,7 +36,11 @@ async function familyUsable(nft: NftClient, family: IPFamily): Promise<boolean> 
   }
 }
 
-export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMode> {
+/** keepLastTransaction: each proxier keeps its last nft input (the dry run reports it). */
+export async function buildNftablesMode(
+  o: ModeBuildOptions,
+  opts: { keepLastTransaction?: boolean } = {},
+): Promise<NftablesMode> {
   const clients = {
     IPv4: createNftClient({ exec: o.exec, family: "ip", table: KUBE_PROXY_TABLE }),
     IPv6: createNftClient({ exec: o.exec, family: "ip6", table: KUBE_PROXY_TABLE }),
@@ -59,6 +63,7 @@ export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMo
         featureGates: o.featureGates,
         metrics: o.metrics,
         logger: o.log.named(family === "IPv4" ? "nft" : "nft6"),
+        ...(opts.keepLastTransaction ? { keepLastTransaction: true } : {}),
         nodeIPs: o.nodeIPs,
         nodePortAddresses,
         localAddresses: () => localAddresses(o.exec, o.log),

@@ -25,7 +25,7 @@ export const nftablesMode: ModeDefinition<"nftables"> = {
   },
 
   async plan(o): Promise<PlannedMode> {
-    const nft = await buildNftablesMode(o);
+    const nft = await buildNftablesMode(o, { keepLastTransaction: true });
     return {
       proxier: nft.proxier,
       report: () => ({

@@ -7,7 +7,7 @@ import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/
 import type { ProxyConfig } from "../../config/types.ts";
 import { NftError } from "../../host/nft/errors.ts";
 import { NftTransaction } from "../../host/nft/transaction.ts";
-import type { NftClient } from "../../host/nft/types.ts";
+import type { NftClient, NftTransactionLike } from "../../host/nft/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
@@ -44,6 +44,8 @@ export interface NftablesProxierDeps {
   readonly clock?: Clock;
   readonly wallClock?: () => number;
   readonly featureGates?: EffectiveFeatureGates;
+  /** Keep each sync's nft input in lastTransaction (the dry run's report); a real run does not. */
+  readonly keepLastTransaction?: boolean;
 }
 
 export class NftablesProxier implements Proxier {
@@ -53,7 +55,7 @@ export class NftablesProxier implements Proxier {
   private readonly table: TableSync;
   private readonly mark: string;
   private readonly nodePorts: NodePortAddresses;
-  /** The last transaction sent (planned under --dry-run), for the dry-run report. */
+  /** The last transaction planned under --dry-run (keepLastTransaction), for the dry-run report. */
   lastTransaction = "";
 
   constructor(private readonly deps: NftablesProxierDeps) {
@@ -113,10 +115,12 @@ export class NftablesProxier implements Proxier {
         numStaleChains: result.staleChains,
         numOperations: tx.size,
       });
+      // Rendered once: at 10,000 Services the input is tens of MB, and the client would render
+      // the transaction again. Not kept after the sync unless the dry run asks for it.
       const payload = tx.render();
-      this.lastTransaction = payload;
+      if (this.deps.keepLastTransaction) this.lastTransaction = payload;
       this.log.v(9).info("Running nftables transaction", { transaction: payload });
-      await this.run(tx);
+      await this.run({ size: tx.size, render: () => payload });
       this.book.synced(fullSync, start);
       await this.book.afterSuccess(input, {
         internal: result.noLocalInternal,
@@ -133,7 +137,7 @@ export class NftablesProxier implements Proxier {
     }
   }
 
-  private async run(tx: NftTransaction): Promise<void> {
+  private async run(tx: NftTransactionLike): Promise<void> {
     try {
       await this.deps.nft.run(tx);
     } catch (err) {
