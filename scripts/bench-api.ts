@@ -1,7 +1,7 @@
 // Benchmark of the real run (issue "Scale", item 1): the fake API server serves a synthetic
-// cluster over list/watch, the built binary runs in iptables mode in a fresh network namespace
+// cluster over list/watch, the built binary runs in a fresh network namespace, in iptables mode
 // (legacy backend, chosen as a node would: the kubelet's KUBE-IPTABLES-HINT chain in the legacy
-// mangle table), and this prints medians of:
+// mangle table) or with --mode=nftables in nftables mode, and this prints medians of:
 //   - start -> first sync in the kernel (the binary's own "SyncProxyRules complete" log line,
 //     read from its stderr: nothing here takes the xtables lock or scrapes while it works), and
 //     where that time went (listed, sync started, restore input computed, restored);
@@ -9,17 +9,20 @@
 //     refused until the rule is in);
 //   - peak RSS (VmHWM) of the binary;
 //   - the kernel's floors, measured in the same run: iptables-legacy-restore of the same tables
-//     into an empty namespace, and one small --noflush restore on top of them.
+//     into an empty namespace, and one small --noflush restore on top of them (nftables: nft -f
+//     of the binary's tables as listed into an empty namespace, and one small transaction on top).
+// scripts/bench-nftables runs benchApi() below in nftables mode.
 //
-//   bash scripts/bench-api [--services=1000,10000] [--endpoints=10] [--runs=3]
-//                          [--rss-trace] [--v=N] [--log=FILE]
+//   bash scripts/bench-api [--mode=iptables|nftables] [--services=1000,10000] [--endpoints=10]
+//                          [--runs=3] [--rss-trace] [--v=N] [--log=FILE]
 //
 // --rss-trace also prints the binary's RSS over time (sampled every 100 ms) and its RSS once the
 // change is in (the steady state); --v sets the binary's -v (2, the default, is the least: the
 // first sync is read from its log; at 2 it also logs its own memory figures after the first
 // sync); --log writes the binary's stderr to FILE.
 //
-// Needs root, iproute2, iptables (legacy), nfacct. Only namespaces it creates; all deleted.
+// Needs root, iproute2, iptables (legacy), nfacct (nftables: nft). Only namespaces it creates;
+// all deleted.
 
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -32,8 +35,12 @@ import { kubeProxyBinary, NODE_NAME, startKubeProxy } from "../test/support/e2e-
 import { startServer } from "../test/support/e2e-traffic.ts";
 import type { KObject } from "../test/support/fake-apiserver.ts";
 import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
+import { median, Namespace, runBench } from "./bench-support.ts";
 
-interface Options {
+export type BenchMode = "iptables" | "nftables";
+
+export interface ApiBenchOptions {
+  mode: BenchMode;
   services: number[];
   endpoints: number;
   runs: number;
@@ -42,8 +49,9 @@ interface Options {
   log: string | undefined;
 }
 
-function parseOptions(argv: readonly string[]): Options {
-  const o: Options = {
+function parseOptions(argv: readonly string[]): ApiBenchOptions {
+  const o: ApiBenchOptions = {
+    mode: "iptables",
     services: [1000, 10000],
     endpoints: 10,
     runs: 3,
@@ -53,7 +61,10 @@ function parseOptions(argv: readonly string[]): Options {
   };
   for (const a of argv) {
     const [k, v = ""] = a.split("=", 2);
-    if (k === "--services") o.services = v.split(",").map(Number);
+    if (k === "--mode") {
+      if (v !== "iptables" && v !== "nftables") throw new Error("--mode: iptables or nftables");
+      o.mode = v;
+    } else if (k === "--services") o.services = v.split(",").map(Number);
     else if (k === "--endpoints") o.endpoints = Number(v);
     else if (k === "--runs") o.runs = Number(v);
     else if (k === "--rss-trace") o.rssTrace = true;
@@ -61,7 +72,7 @@ function parseOptions(argv: readonly string[]): Options {
     else if (k === "--log") o.log = v;
     else
       throw new Error(
-        `unknown option ${a} (--services=1000,10000 --endpoints=10 --runs=3 --rss-trace --v=N --log=FILE)`,
+        `unknown option ${a} (--mode=iptables|nftables --services=1000,10000 --endpoints=10 --runs=3 --rss-trace --v=N --log=FILE)`,
       );
   }
   if (o.services.some((n) => !(n > 0 && n <= 30_000))) throw new Error("--services: 1..30000 each");
@@ -165,14 +176,14 @@ function formatTrace(samples: readonly [number, number][]): string {
 }
 
 /** Time of `argv` (stdin fed) in a fresh namespace of its own, deleted after. */
-function timedInFreshNs(label: string, steps: { argv: string[]; stdin?: string; timed?: boolean }[]): number {
-  const ns = `kpts-bench-${process.pid.toString(36)}-${label}`;
-  spawnSync("ip", ["netns", "add", ns]);
+function timedInFreshNs(steps: { argv: string[]; stdin?: string; timed?: boolean }[]): number {
+  // Deleted below, and on errors and signals by runBench.
+  const ns = Namespace.create();
   try {
     let ms = 0;
     for (const s of steps) {
       const t = performance.now();
-      const r = spawnSync("ip", ["netns", "exec", ns, ...s.argv], {
+      const r = spawnSync("ip", ["netns", "exec", ns.name, ...s.argv], {
         input: s.stdin ?? "",
         env: { ...process.env, ...LOCK_ENV },
         timeout: 900_000,
@@ -183,7 +194,7 @@ function timedInFreshNs(label: string, steps: { argv: string[]; stdin?: string; 
     }
     return ms;
   } finally {
-    spawnSync("ip", ["netns", "del", ns]);
+    ns.delete();
   }
 }
 
@@ -212,15 +223,15 @@ function msOfDay(epochMs: number): number {
   );
 }
 
-function phasesFrom(log: string, startedAt: number): Phases | undefined {
+function phasesFrom(log: string, startedAt: number, mode: BenchMode): Phases | undefined {
   const lines = log.split("\n");
   const at = (re: RegExp) => {
     const line = lines.find((l) => re.test(l));
     return line ? klogMs(line) : undefined;
   };
   const listed = at(/"Services and EndpointSlices listed; syncing"/);
-  const syncStart = at(/"Syncing iptables rules" ipFamily="IPv4" fullSync=true/);
-  const computed = at(/"Reloading service iptables data"/);
+  const syncStart = at(new RegExp(`"Syncing ${mode} rules" ipFamily="IPv4" fullSync=true`));
+  const computed = at(new RegExp(`"Reloading service ${mode} data"`));
   const restored = at(/"SyncProxyRules complete"/);
   if ([listed, syncStart, computed, restored].some((t) => t === undefined)) return undefined;
   const d = new Date(startedAt);
@@ -242,13 +253,13 @@ interface ChangePhases {
   restoredMs: number;
 }
 
-function changePhasesFrom(log: string, changedAt: number): ChangePhases | undefined {
+function changePhasesFrom(log: string, changedAt: number, mode: BenchMode): ChangePhases | undefined {
   const changed = msOfDay(changedAt);
   const lines = log.split("\n").filter((l) => (klogMs(l) ?? -1) >= changed);
-  const start = lines.findIndex((l) => /"Syncing iptables rules" ipFamily="IPv4"/.test(l));
+  const start = lines.findIndex((l) => l.includes(`"Syncing ${mode} rules" ipFamily="IPv4"`));
   if (start < 0) return undefined;
   const after = lines.slice(start);
-  const computed = after.find((l) => l.includes('"Reloading service iptables data"'));
+  const computed = after.find((l) => l.includes(`"Reloading service ${mode} data"`));
   const restored = after.find((l) => l.includes('"SyncProxyRules complete"'));
   if (!computed || !restored) return undefined;
   const t0 = klogMs(lines[start]!)!;
@@ -279,7 +290,61 @@ async function scrapeLastSync(topo: Topology): Promise<number | undefined> {
   return v !== undefined && v > 0 ? v : undefined;
 }
 
-async function oneRun(services: number, endpoints: number, o: Options): Promise<RunResult> {
+interface Floors {
+  fullFloorMs: number;
+  changeFloorMs: number;
+}
+
+/** iptables-legacy-restore of the node's tables into an empty namespace; one small restore on top. */
+async function iptablesFloors(topo: Topology): Promise<Floors> {
+  const nat = (await must(topo, ["iptables-legacy-save", "-t", "nat"])).stdout;
+  const filter = (await must(topo, ["iptables-legacy-save", "-t", "filter"])).stdout;
+  const counters = ["ct_state_invalid_dropped_pkts", "localhost_nps_accepted_pkts"];
+  const setup = counters.map((c) => ({ argv: ["nfacct", "add", c] }));
+  // In nat, the big table: a legacy --noflush restore rewrites the whole table it touches.
+  const small = "*nat\n:KUBE-BENCH-CHANGE - [0:0]\n-A KUBE-BENCH-CHANGE -j RETURN\nCOMMIT\n";
+  const restore = ["iptables-legacy-restore", "-w", "5", "--noflush", "--counters"];
+  const fullFloorMs = timedInFreshNs([...setup, { argv: restore, stdin: filter + nat, timed: true }]);
+  const changeFloorMs = timedInFreshNs([
+    ...setup,
+    { argv: restore, stdin: filter + nat },
+    { argv: restore, stdin: small, timed: true },
+  ]);
+  return { fullFloorMs, changeFloorMs };
+}
+
+/** The table the binary wrote, as nft lists it, into an empty namespace; one small change on top. */
+async function nftFloors(topo: Topology): Promise<Floors> {
+  let tables = "";
+  for (const family of ["ip", "ip6"]) {
+    const listed = await topo.run("node", ["nft", "-s", "list", "table", family, "kube-proxy"], {
+      timeoutMs: 600_000,
+    });
+    if (listed.code === 0) tables += listed.stdout;
+  }
+  if (!tables.includes("table ip kube-proxy"))
+    throw new Error("nft lists no table ip kube-proxy on the node");
+  // What one new endpoint of a new Service adds: two chains, their rules, one map element.
+  const t = "ip kube-proxy";
+  const small = [
+    `add chain ${t} endpoint-bench`,
+    `add rule ${t} endpoint-bench ip saddr 198.19.255.202 jump mark-for-masquerade`,
+    `add rule ${t} endpoint-bench meta l4proto tcp dnat to 198.19.255.202:8080`,
+    `add chain ${t} service-bench`,
+    `add rule ${t} service-bench numgen random mod 1 vmap { 0 : goto endpoint-bench }`,
+    `add element ${t} service-ips { 198.19.255.201 . tcp . 80 : goto service-bench }`,
+    "",
+  ].join("\n");
+  const nft = ["nft", "-f", "-"];
+  const fullFloorMs = timedInFreshNs([{ argv: nft, stdin: tables, timed: true }]);
+  const changeFloorMs = timedInFreshNs([
+    { argv: nft, stdin: tables },
+    { argv: nft, stdin: small, timed: true },
+  ]);
+  return { fullFloorMs, changeFloorMs };
+}
+
+async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): Promise<RunResult> {
   const topo = await createTopology({ pods: [PROBE_POD], client: false });
   const dir = tempDir("kpts-bench-api-");
   let api: Awaited<ReturnType<typeof startNodeApi>> | undefined;
@@ -288,9 +353,11 @@ async function oneRun(services: number, endpoints: number, o: Options): Promise<
   try {
     await startServer(topo, PROBE_POD.name, { tcp: [8080] });
     // The kubelet's hint: this node uses the legacy backend.
-    await topo.must("node", ["iptables-legacy", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"], {
-      env: LOCK_ENV,
-    });
+    if (o.mode === "iptables") {
+      await topo.must("node", ["iptables-legacy", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"], {
+        env: LOCK_ENV,
+      });
+    }
     api = await startNodeApi(topo, dir);
     api.server.create(
       "Node",
@@ -316,6 +383,7 @@ async function oneRun(services: number, endpoints: number, o: Options): Promise<
     const started = Date.now();
     kp = startKubeProxy(topo, {
       kubeconfig: api.kubeconfig,
+      mode: o.mode,
       // At -v=2 (the least --v allows) a few lines per sync give the phases of the first one.
       extraArgs: [`--bind-address=${ADDR.node}`, `-v=${o.verbosity}`],
       env: LOCK_ENV,
@@ -333,6 +401,12 @@ async function oneRun(services: number, endpoints: number, o: Options): Promise<
         .find((l) => l.includes('"SyncProxyRules complete"'));
       if (firstSyncLine === undefined) await new Promise((r) => setTimeout(r, 20));
     }
+    // "SyncProxyRules complete" is logged after a failed sync too (as upstream does).
+    const failed = kp
+      .stderr()
+      .split("\n")
+      .find((l) => l.includes('"Sync failed; the next sync is a full one"'));
+    if (failed) throw new Error(`the first sync failed:\n${kp.stderr().slice(-3000)}`);
     const firstSyncMs = klogMs(firstSyncLine)! - msOfDay(started);
     // The metric agrees (set by the same sync, or by the IPv6 one just after it).
     const lastSync = await scrapeLastSync(topo);
@@ -367,24 +441,10 @@ process.exit(1)`;
       console.log(`  RSS of the binary over time (max per second since start):\n${formatTrace(samples)}`);
 
     // Floors: the same tables into an empty namespace, then one small change on top.
-    const nat = (await must(topo, ["iptables-legacy-save", "-t", "nat"])).stdout;
-    const filter = (await must(topo, ["iptables-legacy-save", "-t", "filter"])).stdout;
-    const counters = ["ct_state_invalid_dropped_pkts", "localhost_nps_accepted_pkts"];
-    const setup = counters.map((c) => ({ argv: ["nfacct", "add", c] }));
-    // In nat, the big table: a legacy --noflush restore rewrites the whole table it touches.
-    const small = "*nat\n:KUBE-BENCH-CHANGE - [0:0]\n-A KUBE-BENCH-CHANGE -j RETURN\nCOMMIT\n";
-    const restore = ["iptables-legacy-restore", "-w", "5", "--noflush", "--counters"];
-    const fullFloorMs = timedInFreshNs("full", [
-      ...setup,
-      { argv: restore, stdin: filter + nat, timed: true },
-    ]);
-    const changeFloorMs = timedInFreshNs("change", [
-      ...setup,
-      { argv: restore, stdin: filter + nat },
-      { argv: restore, stdin: small, timed: true },
-    ]);
-    const phases = phasesFrom(kp.stderr(), started);
-    const changePhases = changePhasesFrom(kp.stderr(), changed);
+    const { fullFloorMs, changeFloorMs } =
+      o.mode === "iptables" ? await iptablesFloors(topo) : await nftFloors(topo);
+    const phases = phasesFrom(kp.stderr(), started, o.mode);
+    const changePhases = changePhasesFrom(kp.stderr(), changed, o.mode);
     return {
       phases,
       changePhases,
@@ -406,17 +466,23 @@ process.exit(1)`;
   }
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
+/** Medians of one size's runs. */
+export interface ApiBenchSummary {
+  services: number;
+  firstSyncMs: number;
+  changeMs: number;
+  peakRssMiB: number;
+  steadyRssMiB: number;
+  fullFloorMs: number;
+  changeFloorMs: number;
+}
 
-async function main(): Promise<void> {
-  const o = parseOptions(process.argv.slice(2));
+/** Every size, o.runs runs each; prints each run and the medians, and returns the medians. */
+export async function benchApi(o: ApiBenchOptions): Promise<ApiBenchSummary[]> {
   const bin = kubeProxyBinary();
   if (!existsSync(bin)) throw new Error(`${bin} missing: run bash scripts/build`);
-  console.log(`bench-api: ${bin}, runs=${o.runs}, endpoints/Service=${o.endpoints}`);
+  console.log(`bench-api: ${bin}, mode=${o.mode}, runs=${o.runs}, endpoints/Service=${o.endpoints}`);
+  const out: ApiBenchSummary[] = [];
   for (const services of o.services) {
     const runs: RunResult[] = [];
     for (let r = 0; r < o.runs; r++) {
@@ -428,21 +494,36 @@ async function main(): Promise<void> {
       const p = res.phases;
       if (p)
         console.log(
-          `    first sync phases: start -> listed ${p.listedMs} ms, -> sync start ${p.syncStartMs} ms, -> computed ${p.computedMs} ms, -> restored ${p.restoredMs} ms`,
+          `    first sync phases: start -> listed ${p.listedMs} ms, -> sync start ${p.syncStartMs} ms, -> computed ${p.computedMs} ms, -> ${o.mode === "iptables" ? "restored" : "nft -f done"} ${p.restoredMs} ms`,
         );
       const c = res.changePhases;
       if (c)
         console.log(
-          `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> restored ${c.restoredMs} ms`,
+          `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> ${o.mode === "iptables" ? "restored" : "nft -f done"} ${c.restoredMs} ms`,
         );
       if (o.rssTrace) console.log(`  steady RSS (after the change) ${Math.round(res.steadyRssMiB)} MiB`);
     }
     const m = (k: Exclude<keyof RunResult, "phases" | "changePhases">) => median(runs.map((x) => x[k]));
+    const floorName = o.mode === "iptables" ? "full-restore floor" : "nft -f floor";
     console.log(
-      `${services} x ${o.endpoints} (median of ${o.runs}): first sync ${Math.round(m("firstSyncMs"))} ms = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the full-restore floor ${Math.round(m("fullFloorMs"))} ms; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB`,
+      `${services} x ${o.endpoints} (median of ${o.runs}): first sync ${Math.round(m("firstSyncMs"))} ms = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the ${floorName} ${Math.round(m("fullFloorMs"))} ms; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB`,
     );
+    out.push({
+      services,
+      firstSyncMs: m("firstSyncMs"),
+      changeMs: m("changeMs"),
+      peakRssMiB: m("peakRssMiB"),
+      steadyRssMiB: m("steadyRssMiB"),
+      fullFloorMs: m("fullFloorMs"),
+      changeFloorMs: m("changeFloorMs"),
+    });
   }
   console.log(`(${join(process.cwd(), "dist/kube-proxy-ts")})`);
+  return out;
 }
 
-await main();
+if (import.meta.main) {
+  await runBench("bench-api", async () => {
+    await benchApi(parseOptions(process.argv.slice(2)));
+  });
+}

@@ -13,12 +13,8 @@
 // benchmarking range): Service IPs from 198.18.0.1, endpoint IPs from 198.18.64.0 upward, the
 // node at 198.19.255.254. Nothing is ever restored into the root network namespace.
 
-import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { readlinkSync } from "node:fs";
 import { defaultProxyConfig } from "../src/config/defaults.ts";
-import { createRealExec } from "../src/exec/runner.ts";
-import type { Exec, ExecRequest, ExecResult } from "../src/exec/types.ts";
+import type { Exec, ExecRequest } from "../src/exec/types.ts";
 import { createIptablesClient } from "../src/host/iptables/client.ts";
 import type {
   IptablesBackend,
@@ -27,25 +23,40 @@ import type {
   RulePosition,
   Table,
 } from "../src/host/iptables/types.ts";
-import type { EndpointSliceObject, ServiceObject } from "../src/k8s/objects.ts";
 import { nullLogger } from "../src/log/logger.ts";
 import { IptablesProxier } from "../src/modes/iptables/proxier.ts";
 import { createMetrics } from "../src/proxy/metrics/metrics.ts";
-import type { Proxier, SyncInput } from "../src/proxy/proxier.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";
 import { FakeClock } from "../src/util/testing/fake-clock.ts";
+import {
+  checkFits,
+  collectGarbage,
+  count,
+  ENDPOINT_OFFSET,
+  feedCluster,
+  ip,
+  MB,
+  makeSlice,
+  median,
+  ms,
+  Namespace,
+  NODE_NAME,
+  NODE_OFFSET,
+  netnsExecOverheadMs,
+  peakRssBytes,
+  positiveInt,
+  positiveInts,
+  rejectUnknownFlags,
+  runBench,
+  sh,
+  size,
+  TARGET_SERVICES,
+  TimedProxier,
+  verdict,
+} from "./bench-support.ts";
 
-const BASE = (198 << 24) + (18 << 16);
-const RANGE = 2 ** 17;
-const ENDPOINT_OFFSET = 64 * 256;
-const NODE_NAME = "node-0";
-const NODE_OFFSET = RANGE - 2;
 /** What the proxier passes to every restore (iptables-restore --noflush --counters). */
 const RESTORE_OPTIONS: RestoreOptions = { noFlush: true, counters: true };
-/** The size the targets are stated for. */
-const TARGET_SERVICES = 10_000;
-const MB = 1e6;
-
 // ---------------------------------------------------------------------------------------------
 // Flags
 
@@ -59,33 +70,6 @@ interface Options {
   skipRestore: boolean;
 }
 
-/** `--name=value` or `--name value`; undefined when absent. */
-function flag(name: string): string | undefined {
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === `--${name}`) return argv[i + 1] ?? "";
-    if (a.startsWith(`--${name}=`)) return a.slice(name.length + 3);
-  }
-  return undefined;
-}
-
-function positiveInts(name: string, fallback: number[]): number[] {
-  const raw = flag(name);
-  if (raw === undefined) return fallback;
-  const values = raw.split(",").map((s) => Number(s.trim()));
-  if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 1)) {
-    throw new Error(`--${name} needs positive integers (comma-separated)`);
-  }
-  return values;
-}
-
-function positiveInt(name: string, fallback: number): number {
-  const values = positiveInts(name, [fallback]);
-  if (values.length !== 1) throw new Error(`--${name} needs one positive integer`);
-  return values[0]!;
-}
-
 function parseOptions(): Options {
   const known = [
     "services",
@@ -96,10 +80,7 @@ function parseOptions(): Options {
     "skip-nft",
     "skip-restore",
   ];
-  for (const a of process.argv.slice(2)) {
-    const name = a.replace(/^--/, "").split("=")[0]!;
-    if (a.startsWith("--") && !known.includes(name)) throw new Error(`unknown flag ${a}`);
-  }
+  rejectUnknownFlags(known);
   return {
     services: positiveInts("services", [1_000, 10_000]),
     endpoints: positiveInt("endpoints", 10),
@@ -113,57 +94,6 @@ function parseOptions(): Options {
 
 // ---------------------------------------------------------------------------------------------
 // Synthetic cluster
-
-function ip(offset: number): string {
-  if (offset < 0 || offset >= RANGE) throw new Error("synthetic cluster too large for 198.18.0.0/15");
-  const n = BASE + offset;
-  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
-}
-
-function count(text: string, needle: string): number {
-  let n = 0;
-  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) n++;
-  return n;
-}
-
-function checkFits(services: number, perService: number, runs: number): void {
-  if (services >= ENDPOINT_OFFSET || ENDPOINT_OFFSET + services * perService + runs >= NODE_OFFSET) {
-    throw new Error(`${services} services x ${perService} endpoints do not fit in 198.18.0.0/15`);
-  }
-}
-
-function makeService(i: number): ServiceObject {
-  return {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { namespace: `ns-${i % 50}`, name: `svc-${i}`, uid: `uid-${i}`, resourceVersion: "1" },
-    spec: { type: "ClusterIP", clusterIP: ip(i + 1), ports: [{ name: "http", port: 80, protocol: "TCP" }] },
-  };
-}
-
-/** Service i's slice; `replaced` swaps endpoint 0 for that address (one endpoint change). */
-function makeSlice(i: number, perService: number, replaced?: { address: string; version: number }) {
-  const endpoints = Array.from({ length: perService }, (_, j) => ({
-    addresses: [j === 0 && replaced ? replaced.address : ip(ENDPOINT_OFFSET + i * perService + j)],
-    nodeName: `node-${(i + j) % 100}`,
-    zone: `zone-${j % 3}`,
-    conditions: { ready: true, serving: true, terminating: false },
-  }));
-  const slice: EndpointSliceObject = {
-    apiVersion: "discovery.k8s.io/v1",
-    kind: "EndpointSlice",
-    metadata: {
-      namespace: `ns-${i % 50}`,
-      name: `svc-${i}-abcde`,
-      labels: { "kubernetes.io/service-name": `svc-${i}` },
-      resourceVersion: String((replaced?.version ?? 0) + 1),
-    },
-    addressType: "IPv4",
-    ports: [{ name: "http", port: 8080, protocol: "TCP" }],
-    endpoints,
-  };
-  return slice;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Compute: the proxier with a restore that only captures the payload
@@ -223,31 +153,12 @@ class CapturingIptables implements IptablesClient {
   }
 }
 
-/** Times only the proxier's sync, as the SyncController calls it. */
-class TimedProxier implements Proxier {
-  lastMs = 0;
-  constructor(private readonly inner: Proxier) {}
-  async sync(input: SyncInput): Promise<void> {
-    const t = performance.now();
-    await this.inner.sync(input);
-    this.lastMs = performance.now() - t;
-  }
-}
-
 interface ComputeResult {
   fullMs: number[];
   partialMs: number[];
   /** From the last run: a full payload and the partial one that follows it. */
   fullPayload: string;
   partialPayload: string;
-}
-
-// A full collection before each timed sync, so one sync does not pay for the last one's garbage
-// (node exposes gc with --expose-gc; Bun through its global object).
-function collectGarbage(): void {
-  const g = globalThis as { gc?: () => void; Bun?: { gc(force: boolean): void } };
-  if (g.gc) g.gc();
-  else g.Bun?.gc(true);
 }
 
 async function benchCompute(services: number, perService: number, runs: number): Promise<ComputeResult> {
@@ -276,10 +187,7 @@ async function benchCompute(services: number, perService: number, runs: number):
     syncPeriodMs: config.iptables.syncPeriod,
   });
   // The runner is never started: syncs happen only when syncNow() is called below.
-  for (let i = 0; i < services; i++) controller.onServiceChange(undefined, makeService(i));
-  for (let i = 0; i < services; i++) controller.onEndpointSliceChange(makeSlice(i, perService), false);
-  controller.onServicesSynced();
-  controller.onEndpointSlicesSynced();
+  feedCluster(controller, services, perService);
 
   const sync = async (): Promise<{ ms: number; payload: string }> => {
     ipt.payloads = [];
@@ -318,63 +226,6 @@ async function benchCompute(services: number, perService: number, runs: number):
 // ---------------------------------------------------------------------------------------------
 // Restore: iptables-*-restore in a network namespace of our own
 
-function sh(cmd: string, args: string[]): { code: number; out: string } {
-  const res = spawnSync(cmd, args, { encoding: "utf8", env: { ...process.env, LC_ALL: "C" } });
-  return { code: res.status ?? 1, out: `${res.stdout ?? ""}${res.stderr ?? ""}`.trim() };
-}
-
-class Namespace {
-  private deleted = false;
-  private constructor(readonly name: string) {}
-
-  /** Creates kpts-bench-<random>; refuses to go on unless it is a network namespace of its own. */
-  static create(): Namespace {
-    const name = `kpts-bench-${randomBytes(4).toString("hex")}`;
-    const add = sh("ip", ["netns", "add", name]);
-    if (add.code !== 0) throw new Error(`ip netns add ${name} failed: ${add.out}`);
-    const ns = new Namespace(name);
-    activeNamespace = ns;
-    const root = readlinkSync("/proc/self/ns/net");
-    const inside = sh("ip", ["netns", "exec", name, "readlink", "/proc/self/ns/net"]);
-    if (inside.code !== 0 || inside.out === "" || inside.out === root) {
-      ns.delete();
-      throw new Error(`network namespace ${name} is not separate from the root one (${inside.out})`);
-    }
-    return ns;
-  }
-
-  /** An Exec that runs every command inside the namespace (ip netns exec execs it directly). */
-  exec(): Exec & { last?: ExecRequest } {
-    const real = createRealExec();
-    const wrapped: Exec & { last?: ExecRequest } = {
-      run: (req: ExecRequest): Promise<ExecResult> => {
-        const inner = { ...req, cmd: "ip", args: ["netns", "exec", this.name, req.cmd, ...req.args] };
-        wrapped.last = inner;
-        return real.run(inner);
-      },
-    };
-    return wrapped;
-  }
-
-  /** Kills whatever still runs inside (only our own children can), then deletes the namespace. */
-  delete(): void {
-    if (this.deleted) return;
-    this.deleted = true;
-    const pids = sh("ip", ["netns", "pids", this.name]);
-    for (const pid of pids.out.split(/\s+/).filter((p) => /^\d+$/.test(p))) {
-      try {
-        process.kill(Number(pid), "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-    const del = sh("ip", ["netns", "del", this.name]);
-    if (del.code !== 0) console.error(`bench-iptables: ip netns del ${this.name} failed: ${del.out}`);
-    if (activeNamespace === this) activeNamespace = undefined;
-  }
-}
-
-let activeNamespace: Namespace | undefined;
 const printedArgv = new Set<IptablesBackend>();
 
 interface RestoreTimes {
@@ -458,22 +309,6 @@ async function benchRestore(b: Backend, c: ComputeResult, opts: Options): Promis
 // ---------------------------------------------------------------------------------------------
 // Figures
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
-function ms(x: number): string {
-  return x < 100 ? x.toFixed(1) : x.toFixed(0);
-}
-
-function size(payload: string): string {
-  const bytes = Buffer.byteLength(payload);
-  const text = bytes >= MB ? `${(bytes / MB).toFixed(1)} MB` : `${(bytes / 1e3).toFixed(1)} kB`;
-  return `${text} / ${count(payload, "\n")} lines`;
-}
-
 /** The median when every run succeeded, else the first failure ("timeout", ...). */
 function restoreFigure(times: (number | string)[]): { text: string; ms?: number } {
   const failure = times.find((t): t is string => typeof t === "string");
@@ -481,10 +316,6 @@ function restoreFigure(times: (number | string)[]): { text: string; ms?: number 
   const nums = times as number[];
   const m = median(nums);
   return { text: `${ms(m)} ms (median of ${nums.length})`, ms: m };
-}
-
-function peakRssBytes(): number {
-  return process.resourceUsage().maxRSS * 1024; // kilobytes
 }
 
 interface CaseSummary {
@@ -531,7 +362,6 @@ async function runCase(services: number, opts: Options, ns: Namespace | undefine
 function printTargets(cases: CaseSummary[], opts: Options): void {
   const c = cases.find((x) => x.services === TARGET_SERVICES) ?? cases.at(-1)!;
   const note = c.services === TARGET_SERVICES && opts.endpoints === 10 ? "" : " (targets are for 10000 x 10)";
-  const verdict = (ok: boolean) => (ok ? "met" : "not met");
   console.log(`targets at ${c.services} services x ${opts.endpoints} endpoints${note}:`);
   if (c.legacyFullMs !== undefined) {
     const pct = (100 * c.fullMs) / c.legacyFullMs;
@@ -567,14 +397,8 @@ async function main(): Promise<void> {
   if (why) console.log(`restores: skipped (${why})`);
   else {
     ns = Namespace.create();
-    const overhead: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const t = performance.now();
-      sh("ip", ["netns", "exec", ns.name, "true"]);
-      overhead.push(performance.now() - t);
-    }
     console.log(
-      `restores run in network namespace ${ns.name} (ip netns exec costs ${ms(median(overhead))} ms, included; timeout ${opts.restoreTimeoutS} s)`,
+      `restores run in network namespace ${ns.name} (ip netns exec costs ${ms(netnsExecOverheadMs(ns))} ms, included; timeout ${opts.restoreTimeoutS} s)`,
     );
   }
   try {
@@ -586,22 +410,4 @@ async function main(): Promise<void> {
   }
 }
 
-function onSignal(signal: NodeJS.Signals, code: number): void {
-  process.on(signal, () => {
-    activeNamespace?.delete();
-    console.error(`bench-iptables: ${signal}`);
-    process.exit(code);
-  });
-}
-onSignal("SIGINT", 130);
-onSignal("SIGTERM", 143);
-onSignal("SIGHUP", 129);
-process.on("exit", () => activeNamespace?.delete());
-
-try {
-  await main();
-} catch (err) {
-  activeNamespace?.delete();
-  console.error(`bench-iptables: ${err instanceof Error ? err.message : String(err)}`);
-  process.exit(2);
-}
+await runBench("bench-iptables", main);

@@ -22,6 +22,12 @@ export interface NftablesMode {
 
 const NFT_FAMILY = { IPv4: "ip", IPv6: "ip6" } as const;
 
+/**
+ * A bound on one nft command, only against a hung process: loading a whole 10,000-Service
+ * table takes minutes on some kernels, and a sync cut short would only be retried from the start.
+ */
+const NFT_TIMEOUT_MS = 30 * 60 * 1000;
+
 /** Upstream's nftables mode: an empty nodePortAddresses means the node's primary IPs only. */
 export function nftablesNodePortAddresses(configured: readonly string[]): readonly string[] {
   return configured.length === 0 ? [NODEPORT_ADDRESSES_PRIMARY] : configured;
@@ -38,8 +44,13 @@ async function familyUsable(nft: NftClient, family: IPFamily): Promise<boolean> 
 
 export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMode> {
   const clients = {
-    IPv4: createNftClient({ exec: o.exec, family: "ip", table: KUBE_PROXY_TABLE }),
-    IPv6: createNftClient({ exec: o.exec, family: "ip6", table: KUBE_PROXY_TABLE }),
+    IPv4: createNftClient({ exec: o.exec, family: "ip", table: KUBE_PROXY_TABLE, timeoutMs: NFT_TIMEOUT_MS }),
+    IPv6: createNftClient({
+      exec: o.exec,
+      family: "ip6",
+      table: KUBE_PROXY_TABLE,
+      timeoutMs: NFT_TIMEOUT_MS,
+    }),
   };
   const families: IPFamily[] = [];
   for (const family of ["IPv4", "IPv6"] as const) {

@@ -67,6 +67,11 @@ export class NftablesProxier implements Proxier {
     this.log.v(2).info("Using nftables mark for masquerade", { ipFamily: deps.family, mark: this.mark });
   }
 
+  /** Forces the next sync to be a full one. */
+  requestFullSync(): void {
+    this.book.requestFullSync();
+  }
+
   async sync(input: SyncInput): Promise<void> {
     const start = this.clock.now();
     if (this.book.observeNode(input.node)) this.book.requestFullSync();

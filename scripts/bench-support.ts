@@ -1,0 +1,278 @@
+// What the in-process proxier benchmarks (bench-iptables, bench-nftables) share: their flags,
+// the synthetic cluster (addresses from 198.18.0.0/15) fed through the real SyncController,
+// the timing of one proxier sync, a network namespace of their own that is always deleted
+// (on error and on signals too), and the way figures are printed.
+
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readlinkSync } from "node:fs";
+import { createRealExec } from "../src/exec/runner.ts";
+import type { Exec, ExecRequest, ExecResult } from "../src/exec/types.ts";
+import type { EndpointSliceObject, ServiceObject } from "../src/k8s/objects.ts";
+import type { Proxier, SyncInput } from "../src/proxy/proxier.ts";
+import type { SyncController } from "../src/proxy/sync-controller.ts";
+
+const BASE = (198 << 24) + (18 << 16);
+const RANGE = 2 ** 17;
+export const ENDPOINT_OFFSET = 64 * 256;
+export const NODE_NAME = "node-0";
+export const NODE_OFFSET = RANGE - 2;
+/** The size the targets are stated for. */
+export const TARGET_SERVICES = 10_000;
+export const MB = 1e6;
+
+// ---------------------------------------------------------------------------------------------
+// Flags
+
+/** `--name=value` or `--name value`; undefined when absent. */
+export function flag(name: string): string | undefined {
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === `--${name}`) return argv[i + 1] ?? "";
+    if (a.startsWith(`--${name}=`)) return a.slice(name.length + 3);
+  }
+  return undefined;
+}
+
+export function positiveInts(name: string, fallback: number[]): number[] {
+  const raw = flag(name);
+  if (raw === undefined) return fallback;
+  const values = raw.split(",").map((s) => Number(s.trim()));
+  if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 1)) {
+    throw new Error(`--${name} needs positive integers (comma-separated)`);
+  }
+  return values;
+}
+
+export function positiveInt(name: string, fallback: number): number {
+  const values = positiveInts(name, [fallback]);
+  if (values.length !== 1) throw new Error(`--${name} needs one positive integer`);
+  return values[0]!;
+}
+
+/** Refuses any `--flag` not in `known`. */
+export function rejectUnknownFlags(known: readonly string[]): void {
+  for (const a of process.argv.slice(2)) {
+    const name = a.replace(/^--/, "").split("=")[0]!;
+    if (a.startsWith("--") && !known.includes(name)) throw new Error(`unknown flag ${a}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Synthetic cluster
+
+export function ip(offset: number): string {
+  if (offset < 0 || offset >= RANGE) throw new Error("synthetic cluster too large for 198.18.0.0/15");
+  const n = BASE + offset;
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
+}
+
+export function count(text: string, needle: string): number {
+  let n = 0;
+  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) n++;
+  return n;
+}
+
+export function checkFits(services: number, perService: number, runs: number): void {
+  if (services >= ENDPOINT_OFFSET || ENDPOINT_OFFSET + services * perService + runs >= NODE_OFFSET) {
+    throw new Error(`${services} services x ${perService} endpoints do not fit in 198.18.0.0/15`);
+  }
+}
+
+export function makeService(i: number): ServiceObject {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { namespace: `ns-${i % 50}`, name: `svc-${i}`, uid: `uid-${i}`, resourceVersion: "1" },
+    spec: { type: "ClusterIP", clusterIP: ip(i + 1), ports: [{ name: "http", port: 80, protocol: "TCP" }] },
+  };
+}
+
+/** Service i's slice; `replaced` swaps endpoint 0 for that address (one endpoint change). */
+export function makeSlice(i: number, perService: number, replaced?: { address: string; version: number }) {
+  const endpoints = Array.from({ length: perService }, (_, j) => ({
+    addresses: [j === 0 && replaced ? replaced.address : ip(ENDPOINT_OFFSET + i * perService + j)],
+    nodeName: `node-${(i + j) % 100}`,
+    zone: `zone-${j % 3}`,
+    conditions: { ready: true, serving: true, terminating: false },
+  }));
+  const slice: EndpointSliceObject = {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      namespace: `ns-${i % 50}`,
+      name: `svc-${i}-abcde`,
+      labels: { "kubernetes.io/service-name": `svc-${i}` },
+      resourceVersion: String((replaced?.version ?? 0) + 1),
+    },
+    addressType: "IPv4",
+    ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+    endpoints,
+  };
+  return slice;
+}
+
+/** Every Service and slice of the synthetic cluster into a controller that is never started. */
+export function feedCluster(controller: SyncController, services: number, perService: number): void {
+  for (let i = 0; i < services; i++) controller.onServiceChange(undefined, makeService(i));
+  for (let i = 0; i < services; i++) controller.onEndpointSliceChange(makeSlice(i, perService), false);
+  controller.onServicesSynced();
+  controller.onEndpointSlicesSynced();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+
+/** Times only the proxier's sync, as the SyncController calls it. */
+export class TimedProxier implements Proxier {
+  lastMs = 0;
+  constructor(private readonly inner: Proxier) {}
+  async sync(input: SyncInput): Promise<void> {
+    const t = performance.now();
+    await this.inner.sync(input);
+    this.lastMs = performance.now() - t;
+  }
+}
+
+// A full collection before each timed sync, so one sync does not pay for the last one's garbage
+// (node exposes gc with --expose-gc; Bun through its global object).
+export function collectGarbage(): void {
+  const g = globalThis as { gc?: () => void; Bun?: { gc(force: boolean): void } };
+  if (g.gc) g.gc();
+  else g.Bun?.gc(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A network namespace of our own
+
+export function sh(cmd: string, args: string[], stdin?: string): { code: number; out: string } {
+  const res = spawnSync(cmd, args, {
+    encoding: "utf8",
+    env: { ...process.env, LC_ALL: "C" },
+    maxBuffer: 1 << 30,
+    ...(stdin !== undefined ? { input: stdin } : {}),
+  });
+  return { code: res.status ?? 1, out: `${res.stdout ?? ""}${res.stderr ?? ""}`.trim() };
+}
+
+let benchName = "bench";
+const activeNamespaces = new Set<Namespace>();
+
+export class Namespace {
+  private deleted = false;
+  private constructor(readonly name: string) {}
+
+  /** Creates kpts-bench-<random>; refuses to go on unless it is a network namespace of its own. */
+  static create(): Namespace {
+    const name = `kpts-bench-${randomBytes(4).toString("hex")}`;
+    const add = sh("ip", ["netns", "add", name]);
+    if (add.code !== 0) throw new Error(`ip netns add ${name} failed: ${add.out}`);
+    const ns = new Namespace(name);
+    activeNamespaces.add(ns);
+    const root = readlinkSync("/proc/self/ns/net");
+    const inside = sh("ip", ["netns", "exec", name, "readlink", "/proc/self/ns/net"]);
+    if (inside.code !== 0 || inside.out === "" || inside.out === root) {
+      ns.delete();
+      throw new Error(`network namespace ${name} is not separate from the root one (${inside.out})`);
+    }
+    return ns;
+  }
+
+  /** An Exec that runs every command inside the namespace (ip netns exec execs it directly). */
+  exec(): Exec & { last?: ExecRequest } {
+    const real = createRealExec();
+    const wrapped: Exec & { last?: ExecRequest } = {
+      run: (req: ExecRequest): Promise<ExecResult> => {
+        const inner = { ...req, cmd: "ip", args: ["netns", "exec", this.name, req.cmd, ...req.args] };
+        wrapped.last = inner;
+        return real.run(inner);
+      },
+    };
+    return wrapped;
+  }
+
+  /** Kills whatever still runs inside (only our own children can), then deletes the namespace. */
+  delete(): void {
+    if (this.deleted) return;
+    this.deleted = true;
+    const pids = sh("ip", ["netns", "pids", this.name]);
+    for (const pid of pids.out.split(/\s+/).filter((p) => /^\d+$/.test(p))) {
+      try {
+        process.kill(Number(pid), "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    const del = sh("ip", ["netns", "del", this.name]);
+    if (del.code !== 0) console.error(`${benchName}: ip netns del ${this.name} failed: ${del.out}`);
+    activeNamespaces.delete(this);
+  }
+}
+
+function deleteNamespaces(): void {
+  for (const ns of [...activeNamespaces]) ns.delete();
+}
+
+/** ms of `ip netns exec NS true` (included in every timing taken through the namespace). */
+export function netnsExecOverheadMs(ns: Namespace): number {
+  const overhead: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t = performance.now();
+    sh("ip", ["netns", "exec", ns.name, "true"]);
+    overhead.push(performance.now() - t);
+  }
+  return median(overhead);
+}
+
+/**
+ * Runs `main` with every namespace made by Namespace.create deleted at the end, on error, on
+ * SIGINT/SIGTERM/SIGHUP and at exit; an error is printed and exits with 2.
+ */
+export async function runBench(name: string, main: () => Promise<void>): Promise<void> {
+  benchName = name;
+  const onSignal = (signal: NodeJS.Signals, code: number) =>
+    process.on(signal, () => {
+      deleteNamespaces();
+      console.error(`${name}: ${signal}`);
+      process.exit(code);
+    });
+  onSignal("SIGINT", 130);
+  onSignal("SIGTERM", 143);
+  onSignal("SIGHUP", 129);
+  process.on("exit", deleteNamespaces);
+  try {
+    await main();
+  } catch (err) {
+    deleteNamespaces();
+    console.error(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(2);
+  } finally {
+    deleteNamespaces();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Figures
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+export function ms(x: number): string {
+  return x < 100 ? x.toFixed(1) : x.toFixed(0);
+}
+
+export function size(payload: string): string {
+  const bytes = Buffer.byteLength(payload);
+  const text = bytes >= MB ? `${(bytes / MB).toFixed(1)} MB` : `${(bytes / 1e3).toFixed(1)} kB`;
+  return `${text} / ${count(payload, "\n")} lines`;
+}
+
+export function peakRssBytes(): number {
+  return process.resourceUsage().maxRSS * 1024; // kilobytes
+}
+
+export const verdict = (ok: boolean): string => (ok ? "met" : "not met");
