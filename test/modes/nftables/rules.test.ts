@@ -23,6 +23,12 @@ const affinitySet = (ns: string, name: string, ip: string, p = 8080) =>
 
 const clusterIP = (ip: string) => ({ clusterIP: ip, clusterIPs: [ip] });
 
+/** The rules that pick one of `targets` evenly: endpoint i with probability 1/(n-i) when reached. */
+const pick = (...targets: string[]) =>
+  targets.map((t, i) =>
+    i === targets.length - 1 ? `goto ${t}` : `numgen random mod ${targets.length - i} 0 goto ${t}`,
+  );
+
 describe("nftables: a full sync", () => {
   test("the whole first transaction of a small cluster", async () => {
     const s = setupNft();
@@ -149,7 +155,7 @@ describe("nftables: service ports", () => {
     expect(elementsIn(dump, "map", "service-ips")).toEqual([`198.51.100.1 . tcp . 80 : goto ${c.cluster}`]);
     expect(chainIn(dump, c.cluster)).toEqual([
       "ip daddr 198.51.100.1 tcp dport 80 ip saddr != 192.0.2.0/24 jump mark-for-masquerade",
-      `numgen random mod 2 vmap { 0 : goto ${e1} , 1 : goto ${e2} }`,
+      ...pick(e1, e2),
     ]);
     expect(chainIn(dump, e1)).toEqual([
       "ip saddr 192.0.2.10 jump mark-for-masquerade",
@@ -285,11 +291,9 @@ describe("nftables: service ports", () => {
       `fib saddr type local goto ${c.cluster} comment "short-circuit local traffic"`,
       `goto ${c.local}`,
     ]);
-    expect(chainIn(dump, c.local)).toEqual([
-      `numgen random mod 1 vmap { 0 : goto ${epChain("ns1", "svc1", "192.0.2.10")} }`,
-    ]);
-    expect(chainIn(dump, c.cluster)?.at(-1)).toBe(
-      `numgen random mod 2 vmap { 0 : goto ${epChain("ns1", "svc1", "192.0.2.10")} , 1 : goto ${epChain("ns1", "svc1", "192.0.2.11")} }`,
+    expect(chainIn(dump, c.local)).toEqual(pick(epChain("ns1", "svc1", "192.0.2.10")));
+    expect(chainIn(dump, c.cluster)?.slice(-2)).toEqual(
+      pick(epChain("ns1", "svc1", "192.0.2.10"), epChain("ns1", "svc1", "192.0.2.11")),
     );
   });
 
@@ -345,7 +349,7 @@ describe("nftables: service ports", () => {
     expect(elementsIn(dump, "map", "service-ips")).toEqual([`198.51.100.1 . tcp . 80 : goto ${c.local}`]);
     expect(chainIn(dump, c.local)).toEqual([
       "ip daddr 198.51.100.1 tcp dport 80 ip saddr != 192.0.2.0/24 jump mark-for-masquerade",
-      `numgen random mod 1 vmap { 0 : goto ${epChain("ns1", "svc1", "192.0.2.10")} }`,
+      ...pick(epChain("ns1", "svc1", "192.0.2.10")),
     ]);
     expect(chainIn(dump, c.cluster)).toBeUndefined();
   });
@@ -368,7 +372,7 @@ describe("nftables: service ports", () => {
     expect(chainIn(dump, c.cluster)?.slice(1)).toEqual([
       `ip saddr @${a1} goto ${e1}`,
       `ip saddr @${a2} goto ${e2}`,
-      `numgen random mod 2 vmap { 0 : goto ${e1} , 1 : goto ${e2} }`,
+      ...pick(e1, e2),
     ]);
     expect(chainIn(dump, e1)).toEqual([
       "ip saddr 192.0.2.10 jump mark-for-masquerade",
@@ -389,7 +393,7 @@ describe("nftables: service ports", () => {
     );
     await s.sync();
     expect(chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)?.at(-1)).toBe(
-      `numgen random mod 1 vmap { 0 : goto ${epChain("ns1", "svc1", "192.0.2.10")} }`,
+      `goto ${epChain("ns1", "svc1", "192.0.2.10")}`,
     );
   });
 
@@ -408,7 +412,7 @@ describe("nftables: service ports", () => {
     );
     await s.sync();
     expect(chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)?.at(-1)).toBe(
-      `numgen random mod 1 vmap { 0 : goto ${epChain("ns1", "svc1", "192.0.2.10")} }`,
+      `goto ${epChain("ns1", "svc1", "192.0.2.10")}`,
     );
   });
 
@@ -432,5 +436,33 @@ describe("nftables: service ports", () => {
       "meta l4proto tcp dnat to [2001:db8:1::10]:8080",
     ]);
     expect(s.nft.dump("ip")).toBe("");
+  });
+});
+
+describe("nftables: load balancing", () => {
+  test("the numgen rules give every endpoint the same share", async () => {
+    const s = setupNft();
+    const ips = ["192.0.2.10", "192.0.2.11", "192.0.2.12", "192.0.2.13", "192.0.2.14"];
+    s.cluster.apply(
+      service("ns1", "svc1", clusterIP("198.51.100.1")),
+      endpointSlice(
+        "ns1",
+        "svc1",
+        ips.map((ip) => ep(ip)),
+      ),
+    );
+    await s.sync();
+    const rules = chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)!.slice(1);
+    // The chance of each rule's target: reached (no earlier rule matched) x its own match.
+    let reach = 1;
+    const shares = rules.map((r) => {
+      const mod = /^numgen random mod (\d+) 0 goto /.exec(r);
+      const match = mod ? 1 / Number(mod[1]) : 1;
+      const share = reach * match;
+      reach -= share;
+      return share;
+    });
+    for (const share of shares) expect(share).toBeCloseTo(1 / ips.length, 12);
+    expect(rules.map((r) => r.split("goto ")[1])).toEqual(ips.map((ip) => epChain("ns1", "svc1", ip)));
   });
 });

@@ -53,7 +53,7 @@ describe("nftables: partial syncs", () => {
     );
     expect(tx).not.toContain("add table");
     expect(tx).not.toContain(" element ");
-    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)?.at(-1)).toContain("numgen random mod 3");
+    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)?.[1]).toContain("numgen random mod 3 0 goto");
     expect(s.metrics.syncPartialProxyRulesLatency).toBeDefined();
   });
 
@@ -162,7 +162,9 @@ describe("nftables: failures and full syncs", () => {
     expect(await s.metrics.nftablesSyncFailures.get()).toMatchObject({ values: [{ value: 1 }] });
     const tx = await s.sync();
     expect(tx).toContain("add table ip kube-proxy");
-    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)?.at(-1)).toContain("numgen random mod 1");
+    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)?.at(-1)).toBe(
+      `goto ${epChain("ns1", "a", "192.0.2.10")}`,
+    );
   });
 
   test("a restart finds an earlier run's leftovers: chains flushed then deleted, affinity sets dropped", async () => {
