@@ -44,7 +44,9 @@ describe("nftables mode: the dry run", () => {
     expect(check(report, "nft version")).toMatchObject({ ok: true, detail: "nft 1.0.6 (need >= 1.0.1)" });
     expect(check(report, "nftables ip table")?.ok).toBe(true);
     expect(code).toBe(0);
-    const [v4, v6] = transactions(report);
+    const all = transactions(report);
+    const v4 = all.find((t) => t.startsWith("add table ip kube-proxy")) ?? "";
+    const v6 = all.find((t) => t.startsWith("add table ip6 kube-proxy")) ?? "";
     expect(v4).toContain('add table ip kube-proxy { comment "rules for kube-proxy" ; }');
     expect(v4).toContain("add element ip kube-proxy service-ips { 198.51.100.10 . tcp . 80 : goto service-");
     expect(v4).toContain("numgen random mod 2 0 goto endpoint-");

@@ -1,7 +1,8 @@
 // One nftables transaction: typed operations rendered, as they are added, to the lines `nft -f`
 // reads. nft applies the whole input atomically, so a sync is one transaction and a failing line
-// leaves the table as it was. Lines are kept rather than objects: a 10,000-Service sync adds
-// half a million operations, and the text is what nft needs in the end.
+// leaves the table as it was. Text is kept rather than objects, joined into blocks of lines as
+// it grows: a 10,000-Service sync adds half a million operations, and half a million small
+// strings would cost more than the text itself.
 
 import type { NftFamily, NftObject, NftOperation, NftTransactionLike, NftVerb } from "./types.ts";
 
@@ -15,8 +16,15 @@ function block(parts: readonly (string | undefined)[]): string {
   return present.length === 0 ? "" : ` { ${present.join(" ; ")} ; }`;
 }
 
+/** Lines joined into one block at a time. */
+const BLOCK_LINES = 2048;
+
 export class NftTransaction implements NftTransactionLike {
-  private readonly lines: string[] = [];
+  /** Finished blocks, each ending in a newline. */
+  private blocks: string[] = [];
+  private lines: string[] = [];
+  private count = 0;
+  private rendered: string | undefined;
   private readonly where: string;
 
   constructor(
@@ -28,7 +36,7 @@ export class NftTransaction implements NftTransactionLike {
 
   /** Operations so far. */
   get size(): number {
-    return this.lines.length;
+    return this.count;
   }
 
   add(object: NftObject): this {
@@ -43,20 +51,31 @@ export class NftTransaction implements NftTransactionLike {
     return this.push("delete", object);
   }
 
-  /** Every operation of another transaction on the same table, after this one's. */
-  append(other: NftTransaction): this {
-    for (const line of other.lines) this.lines.push(line);
-    return this;
-  }
-
   push(verb: NftVerb, object: NftObject): this {
+    if (this.rendered !== undefined) throw new Error("nft: a rendered transaction takes no more operations");
     this.lines.push(renderOperation(this.where, { verb, object }));
+    this.count++;
+    if (this.lines.length >= BLOCK_LINES) this.closeBlock();
     return this;
   }
 
-  /** The input for `nft -f`: one operation per line. */
+  /**
+   * The input for `nft -f`: one operation per line. The first call joins the blocks and lets
+   * them go (only the text is kept), so a big transaction is held once, not twice.
+   */
   render(): string {
-    return this.lines.length === 0 ? "" : `${this.lines.join("\n")}\n`;
+    if (this.rendered === undefined) {
+      this.closeBlock();
+      this.rendered = this.blocks.join("");
+      this.blocks = [];
+    }
+    return this.rendered;
+  }
+
+  private closeBlock(): void {
+    if (this.lines.length === 0) return;
+    this.blocks.push(`${this.lines.join("\n")}\n`);
+    this.lines = [];
   }
 }
 

@@ -79,5 +79,8 @@ export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMo
       }),
   );
   o.log.info("Proxying IP families", { families: families.join(",") });
-  return { families, proxiers, proxier: new MultiFamilyProxier(proxiers) };
+  // IPv6 syncs first: nft reads every table of the ruleset before it applies a transaction, so
+  // the (usually small) ip6 table written after a 10,000-Service ip table would wait seconds
+  // on reading it; written first, its first sync reads a table that is not there yet.
+  return { families, proxiers, proxier: new MultiFamilyProxier([...proxiers].reverse()) };
 }

@@ -8,11 +8,15 @@ import type { NftTransaction } from "../../host/nft/transaction.ts";
 import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { SyncInput } from "../../proxy/proxier.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/types.ts";
+import { collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { ElementStore } from "./element-store.ts";
 import { isAffinitySetName, isServiceChainName } from "./names.ts";
 import { type PortElement, PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
 import { ensureChain, type SetupSettings, writeSetup } from "./setup.ts";
+
+/** Full syncs collect young garbage after this many ports (about a millisecond each time). */
+const PORTS_PER_COLLECTION = 256;
 
 /** Chains deleted no earlier than this after they were flushed. */
 export const STALE_CHAIN_DELAY_MS = 1000;
@@ -99,8 +103,11 @@ export class TableSync {
       this.noLocalInternal = 0;
       this.noLocalExternal = 0;
       const ids = [...req.input.services.keys()].sort();
-      for (const id of ids) {
-        if (this.renderPort(tx, req, id, undefined)) rewritten++;
+      for (let i = 0; i < ids.length; i++) {
+        if (this.renderPort(tx, req, ids[i]!, undefined)) rewritten++;
+        // Every port leaves its rule texts behind once they are lines: collected as we go, or
+        // a 10,000-Service sync piles up a few hundred MB before the runtime collects on its own.
+        if (i % PORTS_PER_COLLECTION === PORTS_PER_COLLECTION - 1) collectYoungGarbage();
       }
       const active = this.activeChains();
       const activeSets = this.activeSets();
