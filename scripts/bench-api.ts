@@ -230,9 +230,15 @@ function phasesFrom(log: string, startedAt: number, mode: BenchMode): Phases | u
     return line ? klogMs(line) : undefined;
   };
   const listed = at(/"Services and EndpointSlices listed; syncing"/);
-  const syncStart = at(new RegExp(`"Syncing ${mode} rules" ipFamily="IPv4" fullSync=true`));
-  const computed = at(new RegExp(`"Reloading service ${mode} data"`));
-  const restored = at(/"SyncProxyRules complete"/);
+  // The IPv4 sync's own lines (nftables mode syncs IPv6 first).
+  const v4 = lines.findIndex((l) => l.includes(`"Syncing ${mode} rules" ipFamily="IPv4" fullSync=true`));
+  if (v4 < 0) return undefined;
+  const after = lines.slice(v4);
+  const syncStart = klogMs(lines[v4]!);
+  const computedLine = after.find((l) => l.includes(`"Reloading service ${mode} data"`));
+  const restoredLine = after.find((l) => l.includes('"SyncProxyRules complete"'));
+  const computed = computedLine ? klogMs(computedLine) : undefined;
+  const restored = restoredLine ? klogMs(restoredLine) : undefined;
   if ([listed, syncStart, computed, restored].some((t) => t === undefined)) return undefined;
   const d = new Date(startedAt);
   const start =
@@ -390,7 +396,8 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
     });
     if (o.rssTrace) trace = traceRss(kp.pid, started);
     // The binary's own log line, read from its stderr as it arrives: polling /metrics every
-    // 100 ms (each scrape runs nfacct twice) took CPU from the very restore being timed.
+    // 100 ms (each scrape runs nfacct twice) took CPU from the very restore being timed. The
+    // first sync is over when every family's is: the line the run logs once after it.
     let firstSyncLine: string | undefined;
     while (firstSyncLine === undefined) {
       if (kp.exitCode() !== undefined) throw new Error(`kube-proxy-ts exited:\n${kp.stderr().slice(-2000)}`);
@@ -398,7 +405,7 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
       firstSyncLine = kp
         .stderr()
         .split("\n")
-        .find((l) => l.includes('"SyncProxyRules complete"'));
+        .find((l) => l.includes('"Memory after the first sync"'));
       if (firstSyncLine === undefined) await new Promise((r) => setTimeout(r, 20));
     }
     // "SyncProxyRules complete" is logged after a failed sync too (as upstream does).
