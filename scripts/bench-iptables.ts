@@ -26,17 +26,13 @@ import type {
 import { nullLogger } from "../src/log/logger.ts";
 import { IptablesProxier } from "../src/modes/iptables/proxier.ts";
 import { createMetrics } from "../src/proxy/metrics/metrics.ts";
-import { SyncController } from "../src/proxy/sync-controller.ts";
 import { FakeClock } from "../src/util/testing/fake-clock.ts";
 import {
+  benchSyncPairs,
   checkFits,
-  collectGarbage,
   count,
-  ENDPOINT_OFFSET,
-  feedCluster,
   ip,
   MB,
-  makeSlice,
   median,
   ms,
   Namespace,
@@ -48,10 +44,10 @@ import {
   positiveInts,
   rejectUnknownFlags,
   runBench,
+  type SyncPairs,
   sh,
   size,
   TARGET_SERVICES,
-  TimedProxier,
   verdict,
 } from "./bench-support.ts";
 
@@ -153,13 +149,7 @@ class CapturingIptables implements IptablesClient {
   }
 }
 
-interface ComputeResult {
-  fullMs: number[];
-  partialMs: number[];
-  /** From the last run: a full payload and the partial one that follows it. */
-  fullPayload: string;
-  partialPayload: string;
-}
+type ComputeResult = SyncPairs;
 
 async function benchCompute(services: number, perService: number, runs: number): Promise<ComputeResult> {
   const config = defaultProxyConfig();
@@ -179,48 +169,18 @@ async function benchCompute(services: number, perService: number, runs: number):
     // sweep never kick in between the runs, whatever the machine's speed.
     clock: new FakeClock(1_000_000),
   });
-  const timed = new TimedProxier(proxier);
-  const controller = new SyncController({
-    nodeName: NODE_NAME,
-    proxier: timed,
-    minSyncPeriodMs: 1000,
+  return benchSyncPairs({
+    proxier,
     syncPeriodMs: config.iptables.syncPeriod,
-  });
-  // The runner is never started: syncs happen only when syncNow() is called below.
-  feedCluster(controller, services, perService);
-
-  const sync = async (): Promise<{ ms: number; payload: string }> => {
-    ipt.payloads = [];
-    collectGarbage();
-    await controller.syncNow();
-    if (ipt.payloads.length !== 1)
-      throw new Error("sanity check failed: a sync did not restore exactly once");
-    ipt.settle();
-    return { ms: timed.lastMs, payload: ipt.payloads[0]! };
-  };
-
-  await sync(); // the first sync after start (cold code paths), not counted
-  const changed = Math.floor(services / 2);
-  const result: ComputeResult = { fullMs: [], partialMs: [], fullPayload: "", partialPayload: "" };
-  for (let r = 0; r < runs; r++) {
-    proxier.requestFullSync();
-    const full = await sync();
-    const address = ip(ENDPOINT_OFFSET + services * perService + r);
-    controller.onEndpointSliceChange(makeSlice(changed, perService, { address, version: r + 1 }), false);
-    const partial = await sync();
+    services,
+    perService,
+    runs,
+    takePayloads: () => ipt.payloads.splice(0),
+    afterSync: () => ipt.settle(),
+    isFull: (payload) => payload.includes("\n:KUBE-SERVICES"),
     // A partial sync declares the chains of the changed Service only.
-    if (!partial.payload.includes(address) || count(partial.payload, "\n:KUBE-SVC-") !== 1) {
-      throw new Error("sanity check failed: the sync after one endpoint change was not a partial sync");
-    }
-    result.fullMs.push(full.ms);
-    result.partialMs.push(partial.ms);
-    // Only the last run's pair is kept: an earlier one held would add to the peak RSS.
-    if (r === runs - 1) {
-      result.fullPayload = full.payload;
-      result.partialPayload = partial.payload;
-    }
-  }
-  return result;
+    isPartial: (payload, address) => payload.includes(address) && count(payload, "\n:KUBE-SVC-") === 1,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -274,8 +234,8 @@ async function timedRestore(b: Backend, payload: string, timeoutS: number): Prom
 /** After full + partial: the endpoint chains in the namespace are the ones the payloads leave. */
 async function checkRestored(b: Backend, c: ComputeResult): Promise<void> {
   const declared = (text: string) => text.match(/^:KUBE-SEP-\S+/gm)?.map((l) => l.slice(1)) ?? [];
-  const chains = new Set([...declared(c.fullPayload), ...declared(c.partialPayload)]);
-  for (const m of c.partialPayload.matchAll(/^-X (\S+)/gm)) chains.delete(m[1]!);
+  const chains = new Set([...declared(c.fullPayload), ...declared(c.changePayload)]);
+  for (const m of c.changePayload.matchAll(/^-X (\S+)/gm)) chains.delete(m[1]!);
   const expected = chains.size;
   const found = declared(await b.client.save("nat")).length;
   if (found !== expected) {
@@ -297,7 +257,7 @@ async function benchRestore(b: Backend, c: ComputeResult, opts: Options): Promis
       out.partial.push("skipped (full restore did not succeed)");
       break; // another try would fail or time out the same way
     }
-    const partial = await timedRestore(b, c.partialPayload, opts.restoreTimeoutS);
+    const partial = await timedRestore(b, c.changePayload, opts.restoreTimeoutS);
     out.partial.push(partial);
     if (typeof partial !== "number") break;
     if (r === 0) await checkRestored(b, c);
@@ -330,11 +290,11 @@ async function runCase(services: number, opts: Options, ns: Namespace | undefine
   const label = `${services} services x ${opts.endpoints} endpoints`;
   const c = await benchCompute(services, opts.endpoints, opts.runs);
   const fullMs = median(c.fullMs);
-  const partialMs = median(c.partialMs);
+  const partialMs = median(c.changeMs);
   const of = `(median of ${opts.runs})`;
   console.log(`${label}: full sync compute ${ms(fullMs)} ms ${of}, payload ${size(c.fullPayload)}`);
   console.log(
-    `${label}: partial sync compute ${ms(partialMs)} ms ${of} after one endpoint change, payload ${size(c.partialPayload)}`,
+    `${label}: partial sync compute ${ms(partialMs)} ms ${of} after one endpoint change, payload ${size(c.changePayload)}`,
   );
   const computePeakRss = peakRssBytes();
   let legacyFullMs: number | undefined;

@@ -27,23 +27,18 @@ import { nullLogger } from "../src/log/logger.ts";
 import { nftablesNodePortAddresses } from "../src/modes/nftables/build.ts";
 import { NftablesProxier } from "../src/modes/nftables/proxier.ts";
 import { createMetrics } from "../src/proxy/metrics/metrics.ts";
-import { SyncController } from "../src/proxy/sync-controller.ts";
 import { FakeClock } from "../src/util/testing/fake-clock.ts";
 import { type ApiBenchSummary, benchApi } from "./bench-api.ts";
 import {
+  benchSyncPairs,
   checkFits,
-  collectGarbage,
   count,
-  ENDPOINT_OFFSET,
-  feedCluster,
   flag,
   ip,
   MB,
-  makeSlice,
   median,
   ms,
   Namespace,
-  NODE_NAME,
   NODE_OFFSET,
   netnsExecOverheadMs,
   peakRssBytes,
@@ -51,10 +46,10 @@ import {
   positiveInts,
   rejectUnknownFlags,
   runBench,
+  type SyncPairs,
   sh,
   size,
   TARGET_SERVICES,
-  TimedProxier,
   verdict,
 } from "./bench-support.ts";
 
@@ -119,13 +114,7 @@ class CapturingNft implements NftClient {
   }
 }
 
-interface ComputeResult {
-  fullMs: number[];
-  changeMs: number[];
-  /** From the last run: a full payload and the one-change payload that follows it. */
-  fullPayload: string;
-  changePayload: string;
-}
+type ComputeResult = SyncPairs;
 
 async function benchCompute(services: number, perService: number, runs: number): Promise<ComputeResult> {
   const config = defaultProxyConfig();
@@ -145,52 +134,18 @@ async function benchCompute(services: number, perService: number, runs: number):
     // transaction between the runs, whatever the machine's speed.
     clock: new FakeClock(1_000_000),
   });
-  const timed = new TimedProxier(proxier);
-  const controller = new SyncController({
-    nodeName: NODE_NAME,
-    proxier: timed,
-    minSyncPeriodMs: 1000,
+  return benchSyncPairs({
+    proxier,
     syncPeriodMs: config.nftables.syncPeriod,
-  });
-  // The runner is never started: syncs happen only when syncNow() is called below.
-  feedCluster(controller, services, perService);
-
-  const sync = async (): Promise<{ ms: number; payload: string }> => {
-    nft.payloads = [];
-    collectGarbage();
-    await controller.syncNow();
-    if (nft.payloads.length !== 1) throw new Error("sanity check failed: a sync did not run exactly one nft");
-    return { ms: timed.lastMs, payload: nft.payloads[0]! };
-  };
-
-  await sync(); // the first sync after start (cold code paths), not counted
-  const changed = Math.floor(services / 2);
-  const result: ComputeResult = { fullMs: [], changeMs: [], fullPayload: "", changePayload: "" };
-  for (let r = 0; r < runs; r++) {
-    proxier.requestFullSync();
-    const full = await sync();
-    const address = ip(ENDPOINT_OFFSET + services * perService + r);
-    controller.onEndpointSliceChange(makeSlice(changed, perService, { address, version: r + 1 }), false);
-    const change = await sync();
+    services,
+    perService,
+    runs,
+    takePayloads: () => nft.payloads.splice(0),
+    isFull: (payload) => payload.startsWith("add table ip kube-proxy"),
     // A partial sync rewrites the changed Service's chains only.
-    if (
-      !change.payload.includes(address) ||
-      count(change.payload, "add chain ip kube-proxy service-") !== 1
-    ) {
-      throw new Error("sanity check failed: the sync after one endpoint change was not a partial sync");
-    }
-    if (!full.payload.startsWith("add table ip kube-proxy")) {
-      throw new Error("sanity check failed: a full sync did not write the table");
-    }
-    result.fullMs.push(full.ms);
-    result.changeMs.push(change.ms);
-    // Only the last run's pair is kept: an earlier one held would add to the peak RSS.
-    if (r === runs - 1) {
-      result.fullPayload = full.payload;
-      result.changePayload = change.payload;
-    }
-  }
-  return result;
+    isPartial: (payload, address) =>
+      payload.includes(address) && count(payload, "add chain ip kube-proxy service-") === 1,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

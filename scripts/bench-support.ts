@@ -10,7 +10,7 @@ import { createRealExec } from "../src/exec/runner.ts";
 import type { Exec, ExecRequest, ExecResult } from "../src/exec/types.ts";
 import type { EndpointSliceObject, ServiceObject } from "../src/k8s/objects.ts";
 import type { Proxier, SyncInput } from "../src/proxy/proxier.ts";
-import type { SyncController } from "../src/proxy/sync-controller.ts";
+import { SyncController } from "../src/proxy/sync-controller.ts";
 
 const BASE = (198 << 24) + (18 << 16);
 const RANGE = 2 ** 17;
@@ -133,6 +133,76 @@ export class TimedProxier implements Proxier {
     await this.inner.sync(input);
     this.lastMs = performance.now() - t;
   }
+}
+
+/** Compute times of full syncs and of the syncs after one endpoint change, and the last pair's payloads. */
+export interface SyncPairs {
+  fullMs: number[];
+  changeMs: number[];
+  fullPayload: string;
+  changePayload: string;
+}
+
+export interface SyncPairOptions {
+  /** The proxier under test, its writes captured rather than made. */
+  readonly proxier: Proxier & { requestFullSync(): void };
+  readonly syncPeriodMs: number;
+  readonly services: number;
+  readonly perService: number;
+  readonly runs: number;
+  /** The payloads captured since the last call (exactly one per sync is expected). */
+  takePayloads(): string[];
+  /** Called after each sync (e.g. to let a capturing client settle its state). */
+  afterSync?(): void;
+  /** Sanity checks: a full sync wrote everything; the change's sync was partial and carries `address`. */
+  isFull(payload: string): boolean;
+  isPartial(payload: string, address: string): boolean;
+}
+
+/**
+ * The synthetic cluster through a SyncController (never started: syncs happen only on
+ * syncNow()) into the proxier: one cold full sync, then `runs` pairs of a full sync and the
+ * sync after one endpoint of one Service changed.
+ */
+export async function benchSyncPairs(o: SyncPairOptions): Promise<SyncPairs> {
+  const timed = new TimedProxier(o.proxier);
+  const controller = new SyncController({
+    nodeName: NODE_NAME,
+    proxier: timed,
+    minSyncPeriodMs: 1000,
+    syncPeriodMs: o.syncPeriodMs,
+  });
+  feedCluster(controller, o.services, o.perService);
+  const sync = async (): Promise<{ ms: number; payload: string }> => {
+    o.takePayloads();
+    collectGarbage();
+    await controller.syncNow();
+    const payloads = o.takePayloads();
+    if (payloads.length !== 1) throw new Error("sanity check failed: a sync did not write exactly once");
+    o.afterSync?.();
+    return { ms: timed.lastMs, payload: payloads[0]! };
+  };
+  await sync(); // the first sync after start (cold code paths), not counted
+  const changed = Math.floor(o.services / 2);
+  const result: SyncPairs = { fullMs: [], changeMs: [], fullPayload: "", changePayload: "" };
+  for (let r = 0; r < o.runs; r++) {
+    o.proxier.requestFullSync();
+    const full = await sync();
+    const address = ip(ENDPOINT_OFFSET + o.services * o.perService + r);
+    controller.onEndpointSliceChange(makeSlice(changed, o.perService, { address, version: r + 1 }), false);
+    const change = await sync();
+    if (!o.isPartial(change.payload, address))
+      throw new Error("sanity check failed: the sync after one endpoint change was not a partial sync");
+    if (!o.isFull(full.payload)) throw new Error("sanity check failed: a full sync did not write everything");
+    result.fullMs.push(full.ms);
+    result.changeMs.push(change.ms);
+    // Only the last run's pair is kept: an earlier one held would add to the peak RSS.
+    if (r === o.runs - 1) {
+      result.fullPayload = full.payload;
+      result.changePayload = change.payload;
+    }
+  }
+  return result;
 }
 
 // A full collection before each timed sync, so one sync does not pay for the last one's garbage
