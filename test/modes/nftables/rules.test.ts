@@ -81,7 +81,11 @@ describe("nftables: a full sync", () => {
   });
 
   test("the masquerade mark follows nftables.masqueradeBit", async () => {
-    const s = setupNft({ config: (c) => void (c.nftables.masqueradeBit = 10) });
+    const s = setupNft({
+      config: (c) => {
+        c.nftables.masqueradeBit = 10;
+      },
+    });
     await s.sync();
     const dump = s.nft.dump();
     expect(chainIn(dump, "mark-for-masquerade")).toEqual(["mark set mark or 0x00000400"]);
@@ -107,7 +111,11 @@ describe("nftables: a full sync", () => {
   });
 
   test("nodePortAddresses 0.0.0.0/0: every local address but loopback, no nodeport-ips set", async () => {
-    const s = setupNft({ config: (c) => void (c.nodePortAddresses = ["0.0.0.0/0"]) });
+    const s = setupNft({
+      config: (c) => {
+        c.nodePortAddresses = ["0.0.0.0/0"];
+      },
+    });
     await s.sync();
     const dump = s.nft.dump();
     expect(elementsIn(dump, "set", "nodeport-ips")).toBeUndefined();
@@ -121,7 +129,11 @@ describe("nftables: a full sync", () => {
   });
 
   test("localhost NodePorts are refused: loopback never enters nodeport-ips", async () => {
-    const s = setupNft({ config: (c) => void (c.nodePortAddresses = ["127.0.0.0/8", "203.0.113.0/24"]) });
+    const s = setupNft({
+      config: (c) => {
+        c.nodePortAddresses = ["127.0.0.0/8", "203.0.113.0/24"];
+      },
+    });
     await s.sync();
     expect(elementsIn(s.nft.dump(), "set", "nodeport-ips")).toEqual([NODE_IP]);
   });
@@ -165,7 +177,11 @@ describe("nftables: service ports", () => {
   });
 
   test("masqueradeAll masquerades every ClusterIP connection", async () => {
-    const s = setupNft({ config: (c) => void (c.nftables.masqueradeAll = true) });
+    const s = setupNft({
+      config: (c) => {
+        c.nftables.masqueradeAll = true;
+      },
+    });
     s.cluster.apply(
       service("ns1", "svc1", clusterIP("198.51.100.1")),
       endpointSlice("ns1", "svc1", [ep("192.0.2.10")]),
