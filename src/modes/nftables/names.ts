@@ -96,8 +96,23 @@ export function endpointNames(
   ip: string,
   port: number,
 ): EndpointNames {
-  const base = hashedBase(`${portPath(n, protocolLower)}__${ip.replaceAll(":", ".")}/${port}`);
-  return { chain: ENDPOINT_PREFIX + base, affinitySet: AFFINITY_PREFIX + base };
+  const chain = endpointChainName(n, protocolLower, ip, port);
+  return { chain, affinitySet: affinitySetOf(chain) };
+}
+
+/** The endpoint's chain alone (most ports have no affinity set to name). */
+export function endpointChainName(
+  n: ServicePortName,
+  protocolLower: string,
+  ip: string,
+  port: number,
+): string {
+  return ENDPOINT_PREFIX + hashedBase(`${portPath(n, protocolLower)}__${ip.replaceAll(":", ".")}/${port}`);
+}
+
+/** The affinity set that goes with an endpoint chain: the same base, another prefix. */
+export function affinitySetOf(endpointChain: string): string {
+  return AFFINITY_PREFIX + endpointChain.slice(ENDPOINT_PREFIX.length);
 }
 
 /** A chain made for one service port or endpoint (and so garbage-collected with it). */

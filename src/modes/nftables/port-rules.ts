@@ -57,7 +57,8 @@ export class PortNames {
   readonly protocol: string;
   readonly nameString: string;
   readonly chains: N.PortChainNames;
-  private readonly endpoints = new Map<string, N.EndpointNames>();
+  /** Endpoint ("ip:port") -> its chain; affinity set names are derived only when needed. */
+  private readonly endpoints = new Map<string, string>();
 
   constructor(svc: FamilyServicePort) {
     this.protocol = svc.protocol.toLowerCase();
@@ -65,13 +66,13 @@ export class PortNames {
     this.chains = N.portChainNames(svc.name, this.protocol);
   }
 
-  endpoint(ep: EndpointInfo, svc: FamilyServicePort): N.EndpointNames {
-    let names = this.endpoints.get(ep.endpoint);
-    if (!names) {
-      names = N.endpointNames(svc.name, this.protocol, ep.ip, ep.port);
-      this.endpoints.set(ep.endpoint, names);
+  endpointChain(ep: EndpointInfo, svc: FamilyServicePort): string {
+    let chain = this.endpoints.get(ep.endpoint);
+    if (chain === undefined) {
+      chain = N.endpointChainName(svc.name, this.protocol, ep.ip, ep.port);
+      this.endpoints.set(ep.endpoint, chain);
     }
-    return names;
+    return chain;
   }
 
   /** Forgets endpoints no longer present, so the memo does not grow with churn. */
@@ -218,7 +219,7 @@ export function portRules(
     for (const ep of p.allReachableEndpoints) {
       affinitySets.push({
         kind: "set",
-        name: names.endpoint(ep, svc).affinitySet,
+        name: N.affinitySetOf(names.endpointChain(ep, svc)),
         type: s.words.addrType,
         // "dynamic" too: some kernels add it to a timeout set, and re-adding without it fails.
         flags: ["dynamic", "timeout"],
@@ -231,8 +232,8 @@ export function portRules(
     const rules = chain(policyChain);
     if (affinity) {
       for (const ep of eps) {
-        const n = names.endpoint(ep, svc);
-        rules.push({ rule: `${ipX} saddr @${n.affinitySet} goto ${n.chain}` });
+        const chain = names.endpointChain(ep, svc);
+        rules.push({ rule: `${ipX} saddr @${N.affinitySetOf(chain)} goto ${chain}` });
       }
     }
     // Endpoint i of n is taken with probability 1/(n-i) by the time its rule is reached, which
@@ -241,7 +242,7 @@ export function portRules(
     // with the square of the Services (measured: 4,000 Services x 10 took 22 s against 3.6 s as
     // rules; 10,000 took over 200 s). Rules load in linear time and choose the same way.
     eps.forEach((ep, i) => {
-      const target = `goto ${names.endpoint(ep, svc).chain}`;
+      const target = `goto ${names.endpointChain(ep, svc)}`;
       const left = eps.length - i;
       rules.push({ rule: left === 1 ? target : `numgen random mod ${left} 0 ${target}` });
     });
@@ -250,11 +251,11 @@ export function portRules(
   if (p.usesLocalPolicyChain) toEndpoints(c.local, p.localEndpoints);
 
   for (const ep of p.allReachableEndpoints) {
-    const n = names.endpoint(ep, svc);
-    const rules = chain(n.chain);
+    const epChain = names.endpointChain(ep, svc);
+    const rules = chain(epChain);
     // Hairpin: an endpoint reaching its own service is masqueraded so replies return via us.
     rules.push({ rule: `${ipX} saddr ${ep.ip} jump ${N.MARK_MASQ_CHAIN}` });
-    if (affinity) rules.push({ rule: `update @${n.affinitySet} { ${ipX} saddr }` });
+    if (affinity) rules.push({ rule: `update @${N.affinitySetOf(epChain)} { ${ipX} saddr }` });
     rules.push({ rule: `meta l4proto ${proto} dnat to ${ep.endpoint}` });
   }
   names.retain(p.allReachableEndpoints);
