@@ -2,7 +2,7 @@
 // every other command is recorded (and reported to the operator) instead of run. Anything the
 // classifier does not recognise counts as mutating, so a new call site can never slip through.
 
-import type { Exec, ExecRequest, ExecResult } from "./types.ts";
+import { type Exec, type ExecRequest, type ExecResult, inputText } from "./types.ts";
 
 export interface RecordedCommand {
   /** argv[0] is the program as the caller named it. */
@@ -189,7 +189,7 @@ export class DryRunRecorder implements Exec {
   async run(req: ExecRequest): Promise<ExecResult> {
     if (isReadOnlyCommand(req)) return this.inner.run(req);
     const recorded: RecordedCommand = { argv: [req.cmd, ...req.args] };
-    if (req.stdin !== undefined) recorded.stdin = req.stdin;
+    if (req.stdin !== undefined) recorded.stdin = inputText(req.stdin);
     this.commands.push(recorded);
     return { ...NOT_RUN };
   }

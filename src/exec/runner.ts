@@ -4,7 +4,7 @@
 import { spawn } from "node:child_process";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
-import type { Exec, ExecRequest, ExecResult } from "./types.ts";
+import type { Exec, ExecInput, ExecRequest, ExecResult } from "./types.ts";
 
 export interface RealExecOptions {
   /** Extra environment for every child, on top of the parent's. LC_ALL=C always wins. */
@@ -52,16 +52,18 @@ function drained(stdin: Writable): Promise<boolean> {
 
 // Writes the input a piece at a time, each once the pipe took the last: the child reads at its
 // own pace and only one piece exists as bytes, not a UTF-8 copy of the whole input at once.
-async function writeInput(stdin: Writable, text: string): Promise<void> {
-  let from = 0;
-  while (from < text.length) {
-    let to = Math.min(text.length, from + STDIN_PIECE);
-    // A surrogate pair split between two pieces would be encoded as two replacement characters.
-    const last = text.charCodeAt(to - 1);
-    if (to < text.length && last >= 0xd800 && last <= 0xdbff) to--;
-    const more = stdin.write(text.slice(from, to), "utf8");
-    from = to;
-    if (!more && from < text.length && !(await drained(stdin))) return;
+async function writeInput(stdin: Writable, input: ExecInput): Promise<void> {
+  for (const text of typeof input === "string" ? [input] : input) {
+    let from = 0;
+    while (from < text.length) {
+      let to = Math.min(text.length, from + STDIN_PIECE);
+      // A surrogate pair split between two pieces would be encoded as two replacement characters.
+      const last = text.charCodeAt(to - 1);
+      if (to < text.length && last >= 0xd800 && last <= 0xdbff) to--;
+      const more = stdin.write(text.slice(from, to), "utf8");
+      from = to;
+      if (!more && !(await drained(stdin))) return;
+    }
   }
   stdin.end();
 }

@@ -1,12 +1,18 @@
 // The one boundary through which kube-proxy-ts touches host tools. Everything that spawns a
 // process goes through an Exec; typed host clients interpret exit codes and output.
 
+/**
+ * What a child reads on stdin: one text, or pieces written one after another (so a big input,
+ * such as a 60 MB nft transaction, never has to exist as one string).
+ */
+export type ExecInput = string | readonly string[];
+
 export interface ExecRequest {
   /** Program name or path, e.g. "iptables-restore". */
   readonly cmd: string;
   readonly args: readonly string[];
   /** Written to the child's stdin, then stdin is closed. */
-  readonly stdin?: string;
+  readonly stdin?: ExecInput;
   /** Kill the child after this many milliseconds; the result then has timedOut = true. */
   readonly timeoutMs?: number;
 }
@@ -22,4 +28,16 @@ export interface ExecResult {
 export interface Exec {
   /** Never rejects because of the child's exit status; callers decide what an exit means. */
   run(req: ExecRequest): Promise<ExecResult>;
+}
+
+/** A request whose stdin is one text: what fakes and the dry-run recorder read. */
+export type TextExecRequest = Omit<ExecRequest, "stdin"> & { readonly stdin?: string };
+
+export function inputText(input: ExecInput): string {
+  return typeof input === "string" ? input : input.join("");
+}
+
+export function withTextInput(req: ExecRequest): TextExecRequest {
+  if (req.stdin === undefined || typeof req.stdin === "string") return req as TextExecRequest;
+  return { ...req, stdin: inputText(req.stdin) };
 }

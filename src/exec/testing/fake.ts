@@ -1,9 +1,16 @@
 // An in-memory Exec for tests: each host tool is a handler that answers
 // from fake state. Calls are kept so batching requirements ("one restore per sync") can be checked.
 
-import type { Exec, ExecRequest, ExecResult } from "../types.ts";
+import {
+  type Exec,
+  type ExecRequest,
+  type ExecResult,
+  type TextExecRequest,
+  withTextInput,
+} from "../types.ts";
 
-export type ExecHandler = (req: ExecRequest) => ExecResult | Promise<ExecResult>;
+/** Handlers see stdin as one text, however the caller passed it. */
+export type ExecHandler = (req: TextExecRequest) => ExecResult | Promise<ExecResult>;
 
 /** Shorthand results for handlers. */
 export function ok(stdout = ""): ExecResult {
@@ -21,7 +28,7 @@ function baseName(cmd: string): string {
 
 export class FakeExec implements Exec {
   /** Every request, in order, including ones no handler answered. */
-  readonly calls: ExecRequest[] = [];
+  readonly calls: TextExecRequest[] = [];
   private readonly handlers = new Map<string, ExecHandler>();
 
   constructor(handlers: Record<string, ExecHandler> = {}) {
@@ -39,11 +46,12 @@ export class FakeExec implements Exec {
   }
 
   /** The calls made to one program, matched by its base name ("/sbin/ipset" counts as "ipset"). */
-  callsTo(cmd: string): ExecRequest[] {
+  callsTo(cmd: string): TextExecRequest[] {
     return this.calls.filter((c) => c.cmd === cmd || baseName(c.cmd) === cmd);
   }
 
-  async run(req: ExecRequest): Promise<ExecResult> {
+  async run(request: ExecRequest): Promise<ExecResult> {
+    const req = withTextInput(request);
     // Copy so later mutation of the caller's arrays cannot rewrite history.
     this.calls.push({ ...req, args: [...req.args] });
     // An exact registration wins; otherwise a full path finds the handler for its base name.

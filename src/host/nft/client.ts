@@ -2,7 +2,7 @@
 // one `nft -f -` (or `nft --check -f -`), reads list the names of one kind of object from nft's
 // JSON, and the table-level calls serve --cleanup. A host without nft is an answer, not an error.
 
-import type { Exec, ExecResult } from "../../exec/types.ts";
+import { type Exec, type ExecInput, type ExecResult, inputText } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { NftError } from "./errors.ts";
 import type { NftClient, NftFamily, NftListKind, NftTable, NftTransactionLike } from "./types.ts";
@@ -65,16 +65,17 @@ export function createNftClient(opts: NftClientOptions): NftClient {
   const table = opts.table ?? "kube-proxy";
   const bound = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const log = (opts.logger ?? nullLogger).named("nft");
-  const run = (args: string[], stdin?: string): Promise<ExecResult> =>
+  const run = (args: string[], stdin?: ExecInput): Promise<ExecResult> =>
     opts.exec.run({ cmd: "nft", args, timeoutMs: bound, ...(stdin !== undefined ? { stdin } : {}) });
 
   async function apply(args: string[], tx: NftTransactionLike): Promise<void> {
     if (tx.size === 0) return;
-    const input = tx.render();
+    const input = tx.pieces?.() ?? tx.render();
     log.v(4).info("Running nft", { args: args.join(" "), operations: tx.size });
     const res = await run(args, input);
     if (res.code === 0) return;
-    const err = new NftError(args, res.code, res.stderr || res.stdout, input);
+    // The failing lines are read back from the input only now, on the error path.
+    const err = new NftError(args, res.code, res.stderr || res.stdout, inputText(input));
     log.error("nft failed", { err: err.message, line: err.line });
     throw err;
   }

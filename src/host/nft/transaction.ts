@@ -2,7 +2,7 @@
 // reads. nft applies the whole input atomically, so a sync is one transaction and a failing line
 // leaves the table as it was. Text is kept rather than objects, joined into blocks of lines as
 // it grows: a 10,000-Service sync adds half a million operations, and half a million small
-// strings would cost more than the text itself.
+// strings would cost more than the text itself. The blocks go to nft as they are, never joined.
 
 import type { NftFamily, NftObject, NftOperation, NftTransactionLike, NftVerb } from "./types.ts";
 
@@ -24,7 +24,7 @@ export class NftTransaction implements NftTransactionLike {
   private blocks: string[] = [];
   private lines: string[] = [];
   private count = 0;
-  private rendered: string | undefined;
+  private sealed = false;
   private readonly where: string;
 
   constructor(
@@ -52,24 +52,23 @@ export class NftTransaction implements NftTransactionLike {
   }
 
   push(verb: NftVerb, object: NftObject): this {
-    if (this.rendered !== undefined) throw new Error("nft: a rendered transaction takes no more operations");
+    if (this.sealed) throw new Error("nft: a transaction handed to nft takes no more operations");
     this.lines.push(renderOperation(this.where, { verb, object }));
     this.count++;
     if (this.lines.length >= BLOCK_LINES) this.closeBlock();
     return this;
   }
 
-  /**
-   * The input for `nft -f`: one operation per line. The first call joins the blocks and lets
-   * them go (only the text is kept), so a big transaction is held once, not twice.
-   */
+  /** The input for `nft -f` in blocks of lines, as it is written to nft; no more operations after. */
+  pieces(): readonly string[] {
+    this.closeBlock();
+    this.sealed = true;
+    return this.blocks;
+  }
+
+  /** The input for `nft -f`, one operation per line, as one string (tests, traces). */
   render(): string {
-    if (this.rendered === undefined) {
-      this.closeBlock();
-      this.rendered = this.blocks.join("");
-      this.blocks = [];
-    }
-    return this.rendered;
+    return this.pieces().join("");
   }
 
   private closeBlock(): void {

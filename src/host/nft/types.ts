@@ -101,8 +101,10 @@ export interface NftClient {
   deleteTable(table: NftTable): Promise<boolean>;
 }
 
-/** What the client needs of a transaction: its nft input text and whether it does anything. */
+/** What the client needs of a transaction: its size and its nft input text. */
 export interface NftTransactionLike {
   readonly size: number;
   render(): string;
+  /** The same text in pieces, written to nft one after another (never joined into one string). */
+  pieces?(): readonly string[];
 }

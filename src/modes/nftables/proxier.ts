@@ -121,13 +121,13 @@ export class NftablesProxier implements Proxier {
         numStaleChains: result.staleChains,
         numOperations: tx.size,
       });
-      // Rendered now, so the blocks it was joined from and the sync's own garbage can go before
-      // nft takes its time; collected again once the sync is over.
-      const payload = tx.render();
+      // The computation's garbage goes before nft takes its time (the blocks of text stay, and
+      // go to nft as they are); collected again once the sync is over.
+      tx.pieces();
       const big = tx.size >= OPERATIONS_FOR_FULL_COLLECTION;
       if (big) collectGarbage();
       const trace = this.log.v(9);
-      if (trace.enabled) trace.info("Running nftables transaction", { transaction: payload });
+      if (trace.enabled) trace.info("Running nftables transaction", { transaction: tx.render() });
       await this.run(tx);
       if (big) collectSoon();
       this.book.synced(fullSync, start);

@@ -8,7 +8,7 @@
 //     re-add, del of a missing element and destroy of a missing set (not flush of one).
 
 import { FakeExec, ok } from "../../../exec/testing/fake.ts";
-import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
+import type { ExecResult, TextExecRequest } from "../../../exec/types.ts";
 import type { InetFamily } from "../../../util/net/family.ts";
 import { type ParsedElement, parseEntry } from "../entries.ts";
 import { ipsetWords } from "../save-parser.ts";
@@ -156,7 +156,7 @@ export class FakeIpset {
   // ---- the binary ----
 
   /** Answers one ipset invocation the way the binary would. */
-  handle(req: ExecRequest): ExecResult {
+  handle(req: TextExecRequest): ExecResult {
     const opts: Options = { exist: false, names: false, terse: false, saveFormat: false };
     const words: string[] = [];
     const args = req.args;

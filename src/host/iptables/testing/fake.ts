@@ -3,7 +3,7 @@
 // IptablesClient and assert on the resulting rules. Two backends on one node are two fakes.
 
 import { FakeExec } from "../../../exec/testing/fake.ts";
-import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
+import type { ExecResult, TextExecRequest } from "../../../exec/types.ts";
 import type { IPFamily } from "../../../util/net/family.ts";
 import { versionAtLeast } from "../../../util/version.ts";
 import { familyPrefix } from "../commands.ts";
@@ -85,7 +85,7 @@ export class FakeIptables {
     this.familyValue = family;
     const prefixes = [`${familyPrefix(family)}-${this.backend}`];
     if (this.plainNames) prefixes.push(familyPrefix(family));
-    const handler = (req: ExecRequest) => this.handle(req);
+    const handler = (req: TextExecRequest) => this.handle(req);
     for (const p of prefixes) {
       exec.on(p, handler).on(`${p}-save`, handler).on(`${p}-restore`, handler);
     }
@@ -93,7 +93,7 @@ export class FakeIptables {
   }
 
   /** Answers one invocation of iptables, iptables-save or iptables-restore (by program name). */
-  handle(req: ExecRequest): ExecResult {
+  handle(req: TextExecRequest): ExecResult {
     const invoked = baseName(req.cmd);
     const flavor = this.flavor(invoked);
     if (invoked.endsWith("-save")) return this.runSave(flavor, req.args);

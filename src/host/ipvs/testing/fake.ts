@@ -11,7 +11,7 @@
 // and the kernel refusing IPv4 real servers in a namespace with no address at all (lo down).
 
 import { FakeExec } from "../../../exec/testing/fake.ts";
-import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
+import type { ExecResult, TextExecRequest } from "../../../exec/types.ts";
 import { joinHostPort } from "../../../util/net/host-port.ts";
 import { IPVS_UNAVAILABLE_MESSAGE } from "../errors.ts";
 import {
@@ -183,7 +183,7 @@ export class FakeIpvs {
 
   // ---- the binary ----
 
-  handle(req: ExecRequest): ExecResult {
+  handle(req: TextExecRequest): ExecResult {
     const program = req.cmd;
     if (!this.available) return { code: 2, stdout: "", stderr: `${IPVS_UNAVAILABLE_MESSAGE}\n` };
     if (req.args.length === 0) return { code: 0, stdout: this.list(), stderr: "" };

@@ -9,7 +9,7 @@
 // -force (exit 1 either way).
 
 import { FakeExec } from "../../../exec/testing/fake.ts";
-import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
+import type { ExecResult, TextExecRequest } from "../../../exec/types.ts";
 import { parseCIDRInet } from "../../../util/net/address.ts";
 import type { IPFamily } from "../../../util/net/family.ts";
 
@@ -149,7 +149,7 @@ export class FakeNetlink {
 
   // ---- the binary ----
 
-  handle(req: ExecRequest): ExecResult {
+  handle(req: TextExecRequest): ExecResult {
     const args = [...req.args];
     const g: Globals = { oneline: false, family: undefined };
     let force = false;

@@ -13,7 +13,7 @@
 // Rule statements are not understood beyond their jump/goto targets and @set references.
 
 import { FakeExec, fail, ok } from "../../../exec/testing/fake.ts";
-import type { ExecRequest, ExecResult } from "../../../exec/types.ts";
+import type { ExecResult, TextExecRequest } from "../../../exec/types.ts";
 
 export const FAKE_NFT_VERSION = "1.0.6";
 const RELEASE_NAME = "Lester Gooch #5";
@@ -609,7 +609,7 @@ export class FakeNft {
 
   // ---- the nft command line ----
 
-  handle(req: ExecRequest): ExecResult {
+  handle(req: TextExecRequest): ExecResult {
     let json = false;
     let terse = false;
     let check = false;
