@@ -53,7 +53,9 @@ function drained(stdin: Writable): Promise<boolean> {
 // Writes the input a piece at a time, each once the pipe took the last: the child reads at its
 // own pace and only one piece exists as bytes, not a UTF-8 copy of the whole input at once.
 async function writeInput(stdin: Writable, input: ExecInput): Promise<void> {
-  for (const text of typeof input === "string" ? [input] : input) {
+  const texts = typeof input === "string" ? [input] : input;
+  for (let t = 0; t < texts.length; t++) {
+    const text = texts[t]!;
     let from = 0;
     while (from < text.length) {
       let to = Math.min(text.length, from + STDIN_PIECE);
@@ -62,7 +64,8 @@ async function writeInput(stdin: Writable, input: ExecInput): Promise<void> {
       if (to < text.length && last >= 0xd800 && last <= 0xdbff) to--;
       const more = stdin.write(text.slice(from, to), "utf8");
       from = to;
-      if (!more && !(await drained(stdin))) return;
+      const rest = from < text.length || t < texts.length - 1;
+      if (!more && rest && !(await drained(stdin))) return;
     }
   }
   stdin.end();

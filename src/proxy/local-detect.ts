@@ -6,7 +6,7 @@
 import type { LocalMode, ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
 import { parseCIDRLenient } from "../util/net/address.ts";
-import type { IPFamily } from "../util/net/family.ts";
+import { familyOf, type IPFamily, nftFamily } from "../util/net/family.ts";
 
 export interface LocalTrafficDetector {
   /** False for the no-op detector: callers must then skip the rules that need it. */
@@ -47,13 +47,8 @@ function detector(
 
 /** Source address inside `cidr` (assumed valid and already in canonical form). */
 export function detectLocalByCIDR(cidr: string): LocalTrafficDetector {
-  const nftFamily = cidr.includes(":") ? "ip6" : "ip";
-  return detector(
-    ["-s", cidr],
-    ["!", "-s", cidr],
-    [nftFamily, "saddr", cidr],
-    [nftFamily, "saddr", "!=", cidr],
-  );
+  const ipX = nftFamily(familyOf(cidr));
+  return detector(["-s", cidr], ["!", "-s", cidr], [ipX, "saddr", cidr], [ipX, "saddr", "!=", cidr]);
 }
 
 /** Packets entering through the Pod bridge are local. */

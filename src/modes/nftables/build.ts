@@ -9,7 +9,7 @@ import type { NftClient } from "../../host/nft/types.ts";
 import { localAddresses } from "../../proxy/local-addresses.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { NODEPORT_ADDRESSES_PRIMARY } from "../../proxy/nodeport-addresses.ts";
-import type { IPFamily } from "../../util/net/family.ts";
+import { type IPFamily, nftFamily } from "../../util/net/family.ts";
 import type { ModeBuildOptions } from "../types.ts";
 import { KUBE_PROXY_TABLE } from "./names.ts";
 import { NftablesProxier } from "./proxier.ts";
@@ -19,8 +19,6 @@ export interface NftablesMode {
   readonly proxiers: NftablesProxier[];
   readonly proxier: MultiFamilyProxier;
 }
-
-const NFT_FAMILY = { IPv4: "ip", IPv6: "ip6" } as const;
 
 /**
  * A bound on one nft command, only against a hung process: loading a whole 10,000-Service
@@ -35,7 +33,7 @@ export function nftablesNodePortAddresses(configured: readonly string[]): readon
 
 async function familyUsable(nft: NftClient, family: IPFamily): Promise<boolean> {
   try {
-    await nft.check(new NftTransaction(NFT_FAMILY[family], KUBE_PROXY_TABLE).add({ kind: "table" }));
+    await nft.check(new NftTransaction(nftFamily(family), KUBE_PROXY_TABLE).add({ kind: "table" }));
     return true;
   } catch {
     return false;
@@ -43,15 +41,14 @@ async function familyUsable(nft: NftClient, family: IPFamily): Promise<boolean> 
 }
 
 export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMode> {
-  const clients = {
-    IPv4: createNftClient({ exec: o.exec, family: "ip", table: KUBE_PROXY_TABLE, timeoutMs: NFT_TIMEOUT_MS }),
-    IPv6: createNftClient({
+  const client = (family: IPFamily) =>
+    createNftClient({
       exec: o.exec,
-      family: "ip6",
+      family: nftFamily(family),
       table: KUBE_PROXY_TABLE,
       timeoutMs: NFT_TIMEOUT_MS,
-    }),
-  };
+    });
+  const clients = { IPv4: client("IPv4"), IPv6: client("IPv6") };
   const families: IPFamily[] = [];
   for (const family of ["IPv4", "IPv6"] as const) {
     if (await familyUsable(clients[family], family)) families.push(family);

@@ -101,8 +101,7 @@ export function portRules(
 
   // What traffic that cannot be served meets: reject when there is no endpoint anywhere, drop
   // when a Local policy finds none on this node.
-  const internalVerdict = !p.hasEndpoints ? `goto ${N.REJECT_CHAIN}` : "drop";
-  const externalVerdict = internalVerdict;
+  const unservedVerdict = !p.hasEndpoints ? `goto ${N.REJECT_CHAIN}` : "drop";
 
   const elements: PortElement[] = [{ container: N.CLUSTER_IPS_SET, key: [svc.clusterIP] }];
   const serviceKey = (ip: string) => [ip, proto, port];
@@ -116,7 +115,7 @@ export function portRules(
     elements.push({
       container: N.NO_ENDPOINT_SERVICES_MAP,
       key: serviceKey(svc.clusterIP),
-      value: [internalVerdict],
+      value: [unservedVerdict],
       comment,
     });
   }
@@ -127,7 +126,7 @@ export function portRules(
       elements.push({
         container: N.NO_ENDPOINT_SERVICES_MAP,
         key: serviceKey(ip),
-        value: [externalVerdict],
+        value: [unservedVerdict],
         comment,
       });
   }
@@ -143,7 +142,7 @@ export function portRules(
       elements.push({
         container: N.NO_ENDPOINT_SERVICES_MAP,
         key: serviceKey(ip),
-        value: [externalVerdict],
+        value: [unservedVerdict],
         comment,
       });
   }
@@ -153,7 +152,7 @@ export function portRules(
     if (p.hasEndpoints)
       elements.push({ container: N.SERVICE_NODEPORTS_MAP, key, value: [`goto ${c.external}`] });
     if (!p.hasExternalEndpoints)
-      elements.push({ container: N.NO_ENDPOINT_NODEPORTS_MAP, key, value: [externalVerdict], comment });
+      elements.push({ container: N.NO_ENDPOINT_NODEPORTS_MAP, key, value: [unservedVerdict], comment });
   }
 
   const chains: ChainContent[] = [];

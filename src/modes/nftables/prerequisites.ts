@@ -10,6 +10,7 @@ import { createNftClient } from "../../host/nft/client.ts";
 import { NftTransaction } from "../../host/nft/transaction.ts";
 import type { Check } from "../../proxy/check.ts";
 import { errText } from "../../util/err-text.ts";
+import type { NftIPFamily } from "../../util/net/family.ts";
 import { versionAtLeast } from "../../util/version.ts";
 import { KUBE_PROXY_TABLE } from "./names.ts";
 
@@ -53,7 +54,7 @@ async function checkNft(deps: NftablesPrereqDeps): Promise<{ check: Check; usabl
 }
 
 /** One check per family: can the kernel hold the table (nf_tables, the family's support)? */
-async function checkTable(exec: Exec, family: "ip" | "ip6"): Promise<Check> {
+async function checkTable(exec: Exec, family: NftIPFamily): Promise<Check> {
   const name = `nftables ${family} table`;
   const tx = new NftTransaction(family, KUBE_PROXY_TABLE).add({ kind: "table" });
   try {

@@ -22,7 +22,7 @@ import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
 import { isLoopbackLenient } from "../../util/net/address.ts";
-import type { IPFamily } from "../../util/net/family.ts";
+import { type IPFamily, nftFamily } from "../../util/net/family.ts";
 import { KUBE_PROXY_TABLE } from "./names.ts";
 import { familyWords } from "./setup.ts";
 import { TableSync } from "./table-sync.ts";
@@ -89,7 +89,7 @@ export class NftablesProxier implements Proxier {
     this.log.v(2).info("Syncing nftables rules", { ipFamily: this.deps.family, fullSync });
     try {
       await this.deleteStaleChains(start);
-      const tx = new NftTransaction(this.deps.family === "IPv4" ? "ip" : "ip6", KUBE_PROXY_TABLE);
+      const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE);
       const result = this.table.write(tx, {
         input,
         fullSync,
@@ -160,7 +160,7 @@ export class NftablesProxier implements Proxier {
   private async deleteStaleChains(now: number): Promise<void> {
     const due = this.table.takeDueStaleChains(now);
     if (due.length === 0) return;
-    const tx = new NftTransaction(this.deps.family === "IPv4" ? "ip" : "ip6", KUBE_PROXY_TABLE);
+    const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE);
     for (const chain of due) tx.delete({ kind: "chain", name: chain });
     this.log.info("Deleting stale nftables chains", { ipFamily: this.deps.family, numChains: due.length });
     try {

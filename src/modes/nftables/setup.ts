@@ -5,7 +5,7 @@
 
 import type { NftTransaction } from "../../host/nft/transaction.ts";
 import type { NftChainType, NftHook } from "../../host/nft/types.ts";
-import type { IPFamily } from "../../util/net/family.ts";
+import { type IPFamily, type NftIPFamily, nftFamily } from "../../util/net/family.ts";
 import * as N from "./names.ts";
 
 // Numeric priorities: names such as "dstnat" are valid only for some hooks (nft rejects
@@ -66,7 +66,7 @@ export const ELEMENT_CONTAINERS = [
 
 export interface FamilyWords {
   /** "ip" or "ip6": the payload expression of addresses. */
-  readonly ipX: "ip" | "ip6";
+  readonly ipX: NftIPFamily;
   /** The address type of sets and map keys. */
   readonly addrType: "ipv4_addr" | "ipv6_addr";
   /** Destination is not loopback (NodePorts never answer there). */
@@ -74,9 +74,10 @@ export interface FamilyWords {
 }
 
 export function familyWords(family: IPFamily): FamilyWords {
+  const ipX = nftFamily(family);
   return family === "IPv4"
-    ? { ipX: "ip", addrType: "ipv4_addr", noLocalhost: "ip daddr != 127.0.0.0/8" }
-    : { ipX: "ip6", addrType: "ipv6_addr", noLocalhost: "ip6 daddr != ::1" };
+    ? { ipX, addrType: "ipv4_addr", noLocalhost: `${ipX} daddr != 127.0.0.0/8` }
+    : { ipX, addrType: "ipv6_addr", noLocalhost: `${ipX} daddr != ::1` };
 }
 
 export interface SetupSettings {

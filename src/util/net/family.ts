@@ -26,6 +26,13 @@ export function inetFamily(family: IPFamily): InetFamily {
   return family === "IPv4" ? "inet" : "inet6";
 }
 
+/** Family as nft spells it: a table's family, and the payload of addresses ("ip daddr"). */
+export type NftIPFamily = "ip" | "ip6";
+
+export function nftFamily(family: IPFamily): NftIPFamily {
+  return family === "IPv4" ? "ip" : "ip6";
+}
+
 /** "-4" or "-6", the family switch of ip and conntrack. */
 export function familyFlag(family: IPFamily): "-4" | "-6" {
   return family === "IPv4" ? "-4" : "-6";
