@@ -7,10 +7,12 @@
 //     where that time went (listed, sync started, restore input computed, restored);
 //   - one endpoint added over watch -> traffic to it flows (TCP connects from the node namespace,
 //     refused until the rule is in);
-//   - peak RSS (VmHWM) of the binary;
+//   - peak RSS (VmHWM) of the binary, after the first sync and the change, and again after a full
+//     resync caused by a Node label change (how long that takes is printed too);
 //   - the kernel's floors, measured in the same run: iptables-legacy-restore of the same tables
 //     into an empty namespace, and one small --noflush restore on top of them (nftables: nft -f
-//     of the binary's tables as listed into an empty namespace, and one small transaction on top).
+//     of the binary's own full-sync payload, made here from the same objects by the same proxier
+//     code, and of its tables as listed, into an empty namespace; one small transaction on top).
 // scripts/bench-nftables runs benchApi() below in nftables mode.
 //
 //   bash scripts/bench-api [--mode=iptables|nftables] [--services=1000,10000] [--endpoints=10]
@@ -27,6 +29,14 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { defaultProxyConfig } from "../src/config/defaults.ts";
+import type { EndpointSliceObject, NodeObject, ServiceObject } from "../src/k8s/objects.ts";
+import { nullLogger } from "../src/log/logger.ts";
+import { nftablesNodePortAddresses } from "../src/modes/nftables/build.ts";
+import { NftablesProxier } from "../src/modes/nftables/proxier.ts";
+import { createMetrics } from "../src/proxy/metrics/metrics.ts";
+import { SyncController } from "../src/proxy/sync-controller.ts";
+import { FakeClock } from "../src/util/testing/fake-clock.ts";
 import { tempDir } from "../test/support/binary.ts";
 import { startNodeApi } from "../test/support/e2e-apiserver.ts";
 import { nodeObject } from "../test/support/e2e-cluster.ts";
@@ -35,7 +45,7 @@ import { kubeProxyBinary, NODE_NAME, startKubeProxy } from "../test/support/e2e-
 import { startServer } from "../test/support/e2e-traffic.ts";
 import type { KObject } from "../test/support/fake-apiserver.ts";
 import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
-import { median, Namespace, runBench } from "./bench-support.ts";
+import { CapturingNft, median, Namespace, runBench } from "./bench-support.ts";
 
 export type BenchMode = "iptables" | "nftables";
 
@@ -276,16 +286,41 @@ function changePhasesFrom(log: string, changedAt: number, mode: BenchMode): Chan
   };
 }
 
+/** A Node label change at `since` -> the end of the full sync it causes, from the binary's log. */
+async function fullResyncMs(kp: ReturnType<typeof startKubeProxy>, since: number, mode: BenchMode) {
+  const from = msOfDay(since);
+  for (;;) {
+    if (kp.exitCode() !== undefined) throw new Error(`kube-proxy-ts exited:\n${kp.stderr().slice(-2000)}`);
+    if (Date.now() - since > 900_000) throw new Error("no full resync within 900 s of the Node label change");
+    const lines = kp
+      .stderr()
+      .split("\n")
+      .filter((l) => (klogMs(l) ?? -1) >= from);
+    const start = lines.findIndex((l) => l.includes(`"Syncing ${mode} rules" ipFamily="IPv4" fullSync=true`));
+    const done =
+      start < 0 ? undefined : lines.slice(start).find((l) => l.includes('"SyncProxyRules complete"'));
+    if (done) return klogMs(done)! - from;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 interface RunResult {
   phases: Phases | undefined;
   changePhases: ChangePhases | undefined;
   firstSyncMs: number;
   changeMs: number;
+  /** VmHWM after the first sync and the change. */
   peakRssMiB: number;
   /** VmRSS once the change is in. */
   steadyRssMiB: number;
+  /** A Node label change -> its full sync done. */
+  resyncMs: number;
+  /** VmHWM once that full resync is done too. */
+  resyncPeakRssMiB: number;
   fullFloorMs: number;
   changeFloorMs: number;
+  /** nftables: the floor of the table as `nft list` prints it (NaN in iptables mode). */
+  listedFloorMs: number;
 }
 
 async function scrapeLastSync(topo: Topology): Promise<number | undefined> {
@@ -299,6 +334,7 @@ async function scrapeLastSync(topo: Topology): Promise<number | undefined> {
 interface Floors {
   fullFloorMs: number;
   changeFloorMs: number;
+  listedFloorMs?: number;
 }
 
 /** iptables-legacy-restore of the node's tables into an empty namespace; one small restore on top. */
@@ -319,8 +355,53 @@ async function iptablesFloors(topo: Topology): Promise<Floors> {
   return { fullFloorMs, changeFloorMs };
 }
 
-/** The table the binary wrote, as nft lists it, into an empty namespace; one small change on top. */
-async function nftFloors(topo: Topology): Promise<Floors> {
+/**
+ * The binary's full-sync transaction as its nftables proxier writes it, made here from the API
+ * server's objects through the same SyncController and proxier code (only nft is left out): the
+ * payload whose `nft -f` is the floor of the binary's own first sync.
+ */
+async function ownNftPayload(server: {
+  list(kind: "Service" | "EndpointSlice"): KObject[];
+  get(kind: "Node", ns: undefined, name: string): KObject | undefined;
+}): Promise<string> {
+  const config = defaultProxyConfig();
+  config.clusterCIDRs = ["203.0.113.0/24"];
+  const nft = new CapturingNft();
+  const proxier = new NftablesProxier({
+    nft,
+    family: "IPv4",
+    config,
+    metrics: createMetrics(undefined, "nftables"),
+    logger: nullLogger,
+    nodeIPs: { IPv4: ADDR.node },
+    nodePortAddresses: nftablesNodePortAddresses(config.nodePortAddresses),
+    localAddresses: async () => ["127.0.0.1/8", `${ADDR.node}/26`],
+    clock: new FakeClock(1_000_000),
+  });
+  const controller = new SyncController({
+    nodeName: NODE_NAME,
+    proxier,
+    minSyncPeriodMs: 1000,
+    syncPeriodMs: 30_000,
+  });
+  for (const svc of server.list("Service")) controller.onServiceChange(undefined, svc as ServiceObject);
+  for (const slice of server.list("EndpointSlice"))
+    controller.onEndpointSliceChange(slice as EndpointSliceObject, false);
+  controller.onNodeChange(server.get("Node", undefined, NODE_NAME) as NodeObject | undefined);
+  controller.onServicesSynced();
+  controller.onEndpointSlicesSynced();
+  await controller.syncNow();
+  const payload = nft.payloads[0];
+  if (!payload?.startsWith("add table ip kube-proxy"))
+    throw new Error("no full nftables payload was computed");
+  return payload;
+}
+
+/**
+ * The floors: the binary's own full-sync payload (see ownNftPayload), and the table it wrote as
+ * nft lists it, each into an empty namespace; one small change on top of the listed table.
+ */
+async function nftFloors(topo: Topology, server: Parameters<typeof ownNftPayload>[0]): Promise<Floors> {
   let tables = "";
   for (const family of ["ip", "ip6"]) {
     const listed = await topo.run("node", ["nft", "-s", "list", "table", family, "kube-proxy"], {
@@ -342,12 +423,13 @@ async function nftFloors(topo: Topology): Promise<Floors> {
     "",
   ].join("\n");
   const nft = ["nft", "-f", "-"];
-  const fullFloorMs = timedInFreshNs([{ argv: nft, stdin: tables, timed: true }]);
+  const listedFloorMs = timedInFreshNs([{ argv: nft, stdin: tables, timed: true }]);
   const changeFloorMs = timedInFreshNs([
     { argv: nft, stdin: tables },
     { argv: nft, stdin: small, timed: true },
   ]);
-  return { fullFloorMs, changeFloorMs };
+  const fullFloorMs = timedInFreshNs([{ argv: nft, stdin: await ownNftPayload(server), timed: true }]);
+  return { fullFloorMs, changeFloorMs, listedFloorMs };
 }
 
 async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): Promise<RunResult> {
@@ -442,14 +524,27 @@ process.exit(1)`;
     const changeMs = Number(flowed.stdout.trim()) - changed;
     const peakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
     const steadyRssMiB = (statusKiB(kp.pid, "VmRSS") ?? Number.NaN) / 1024;
+
+    // A full resync, as every hour or after a Node label change (the trigger here): by now every
+    // chain exists, so nftables mode flushes and refills each one, the largest transaction a
+    // long-running process writes.
+    const resynced = Date.now();
+    const node = api.server.get("Node", undefined, NODE_NAME)!;
+    const meta = node.metadata as { labels?: Record<string, string> };
+    api.server.update("Node", {
+      ...node,
+      metadata: { ...meta, labels: { ...meta.labels, "bench.kube-proxy-ts/resync": "1" } },
+    } as KObject);
+    const resync = await fullResyncMs(kp, resynced, o.mode);
+    const resyncPeakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
     const samples = trace?.stop();
     trace = undefined;
     if (samples)
       console.log(`  RSS of the binary over time (max per second since start):\n${formatTrace(samples)}`);
 
     // Floors: the same tables into an empty namespace, then one small change on top.
-    const { fullFloorMs, changeFloorMs } =
-      o.mode === "iptables" ? await iptablesFloors(topo) : await nftFloors(topo);
+    const { fullFloorMs, changeFloorMs, listedFloorMs } =
+      o.mode === "iptables" ? await iptablesFloors(topo) : await nftFloors(topo, api.server);
     const phases = phasesFrom(kp.stderr(), started, o.mode);
     const changePhases = changePhasesFrom(kp.stderr(), changed, o.mode);
     return {
@@ -459,8 +554,11 @@ process.exit(1)`;
       changeMs,
       peakRssMiB,
       steadyRssMiB,
+      resyncMs: resync,
+      resyncPeakRssMiB,
       fullFloorMs,
       changeFloorMs,
+      listedFloorMs: listedFloorMs ?? Number.NaN,
     };
   } finally {
     trace?.stop();
@@ -480,6 +578,8 @@ export interface ApiBenchSummary {
   changeMs: number;
   peakRssMiB: number;
   steadyRssMiB: number;
+  resyncMs: number;
+  resyncPeakRssMiB: number;
   fullFloorMs: number;
   changeFloorMs: number;
 }
@@ -496,12 +596,12 @@ export async function benchApi(o: ApiBenchOptions): Promise<ApiBenchSummary[]> {
       const res = await oneRun(services, o.endpoints, o);
       runs.push(res);
       console.log(
-        `  ${services} x ${o.endpoints} run ${r + 1}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
+        `  ${services} x ${o.endpoints} run ${r + 1}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms${o.mode === "nftables" ? ` for its own payload, ${Math.round(res.listedFloorMs)} ms for the table as listed` : ""}), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
       );
       const p = res.phases;
       if (p)
         console.log(
-          `    first sync phases: start -> listed ${p.listedMs} ms, -> sync start ${p.syncStartMs} ms, -> computed ${p.computedMs} ms, -> ${o.mode === "iptables" ? "restored" : "nft -f done"} ${p.restoredMs} ms`,
+          `    first sync phases: start -> listed ${p.listedMs} ms, -> sync start ${p.syncStartMs} ms, -> ${o.mode === "iptables" ? `computed ${p.computedMs} ms, -> restored` : `nft started ${p.computedMs} ms, -> rules computed as nft read them, nft -f done`} ${p.restoredMs} ms`,
         );
       const c = res.changePhases;
       if (c)
@@ -509,11 +609,14 @@ export async function benchApi(o: ApiBenchOptions): Promise<ApiBenchSummary[]> {
           `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> ${o.mode === "iptables" ? "restored" : "nft -f done"} ${c.restoredMs} ms`,
         );
       if (o.rssTrace) console.log(`  steady RSS (after the change) ${Math.round(res.steadyRssMiB)} MiB`);
+      console.log(
+        `    full resync (Node label change -> synced) ${Math.round(res.resyncMs)} ms; peak RSS with it ${Math.round(res.resyncPeakRssMiB)} MiB`,
+      );
     }
     const m = (k: Exclude<keyof RunResult, "phases" | "changePhases">) => median(runs.map((x) => x[k]));
-    const floorName = o.mode === "iptables" ? "full-restore floor" : "nft -f floor";
+    const floorName = o.mode === "iptables" ? "full-restore floor" : "nft -f floor of its own payload";
     console.log(
-      `${services} x ${o.endpoints} (median of ${o.runs}): first sync ${Math.round(m("firstSyncMs"))} ms = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the ${floorName} ${Math.round(m("fullFloorMs"))} ms; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB`,
+      `${services} x ${o.endpoints} (median of ${o.runs}): first sync ${Math.round(m("firstSyncMs"))} ms = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the ${floorName} ${Math.round(m("fullFloorMs"))} ms; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB; full resync ${Math.round(m("resyncMs"))} ms, peak RSS with it ${Math.round(m("resyncPeakRssMiB"))} MiB`,
     );
     out.push({
       services,
@@ -521,6 +624,8 @@ export async function benchApi(o: ApiBenchOptions): Promise<ApiBenchSummary[]> {
       changeMs: m("changeMs"),
       peakRssMiB: m("peakRssMiB"),
       steadyRssMiB: m("steadyRssMiB"),
+      resyncMs: m("resyncMs"),
+      resyncPeakRssMiB: m("resyncPeakRssMiB"),
       fullFloorMs: m("fullFloorMs"),
       changeFloorMs: m("changeFloorMs"),
     });

@@ -22,7 +22,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultProxyConfig } from "../src/config/defaults.ts";
 import { createNftClient } from "../src/host/nft/client.ts";
-import type { NftClient, NftListKind, NftTransactionLike } from "../src/host/nft/types.ts";
+import type { NftTransactionLike } from "../src/host/nft/types.ts";
 import { nullLogger } from "../src/log/logger.ts";
 import { nftablesNodePortAddresses } from "../src/modes/nftables/build.ts";
 import { NftablesProxier } from "../src/modes/nftables/proxier.ts";
@@ -31,6 +31,7 @@ import { FakeClock } from "../src/util/testing/fake-clock.ts";
 import { type ApiBenchSummary, benchApi } from "./bench-api.ts";
 import {
   benchSyncPairs,
+  CapturingNft,
   checkFits,
   count,
   flag,
@@ -89,30 +90,6 @@ function parseOptions(): Options {
 
 // ---------------------------------------------------------------------------------------------
 // Compute: the proxier with an nft client that only records
-
-/** An NftClient without a kernel: every transaction's text is recorded; the table lists empty. */
-class CapturingNft implements NftClient {
-  readonly family = "ip";
-  readonly table = "kube-proxy";
-  payloads: string[] = [];
-
-  async run(tx: NftTransactionLike): Promise<void> {
-    if (tx.size > 0) this.payloads.push(tx.render());
-  }
-  async check(_tx: NftTransactionLike): Promise<void> {}
-  async list(_kind: NftListKind): Promise<string[]> {
-    return [];
-  }
-  async version(): Promise<string> {
-    return "1.0.6";
-  }
-  async listTables() {
-    return [];
-  }
-  async deleteTable() {
-    return false;
-  }
-}
 
 type ComputeResult = SyncPairs;
 

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { readlinkSync } from "node:fs";
 import { createRealExec } from "../src/exec/runner.ts";
 import type { Exec, ExecRequest, ExecResult } from "../src/exec/types.ts";
+import type { NftClient, NftListKind, NftTransactionLike } from "../src/host/nft/types.ts";
 import type { EndpointSliceObject, ServiceObject } from "../src/k8s/objects.ts";
 import type { Proxier, SyncInput } from "../src/proxy/proxier.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";
@@ -119,6 +120,30 @@ export function feedCluster(controller: SyncController, services: number, perSer
   for (let i = 0; i < services; i++) controller.onEndpointSliceChange(makeSlice(i, perService), false);
   controller.onServicesSynced();
   controller.onEndpointSlicesSynced();
+}
+
+/** An NftClient without a kernel: every transaction's text is recorded; the table lists empty. */
+export class CapturingNft implements NftClient {
+  readonly family = "ip";
+  readonly table = "kube-proxy";
+  payloads: string[] = [];
+
+  async run(tx: NftTransactionLike): Promise<void> {
+    if (!(tx.isEmpty?.() ?? tx.size === 0)) this.payloads.push(tx.render());
+  }
+  async check(_tx: NftTransactionLike): Promise<void> {}
+  async list(_kind: NftListKind): Promise<string[]> {
+    return [];
+  }
+  async version(): Promise<string> {
+    return "1.0.6";
+  }
+  async listTables() {
+    return [];
+  }
+  async deleteTable() {
+    return false;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

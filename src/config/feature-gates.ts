@@ -355,7 +355,7 @@ export const GATE_EFFECTS: readonly { readonly name: FeatureGateName; readonly e
   {
     name: "NFTablesProxyMode",
     effect:
-      'Off: mode "nftables" is rejected as unknown. On: it is recognised (this build cannot run it yet).',
+      'Off: mode "nftables" is rejected as unknown, and starts in the other modes leave nftables mode\'s tables alone. On: nftables mode runs.',
   },
   {
     name: "LoggingAlphaOptions",

@@ -51,24 +51,35 @@ function drained(stdin: Writable): Promise<boolean> {
 }
 
 // Writes the input a piece at a time, each once the pipe took the last: the child reads at its
-// own pace and only one piece exists as bytes, not a UTF-8 copy of the whole input at once.
-async function writeInput(stdin: Writable, input: ExecInput): Promise<void> {
-  const texts = typeof input === "string" ? [input] : input;
-  for (let t = 0; t < texts.length; t++) {
-    const text = texts[t]!;
-    let from = 0;
-    while (from < text.length) {
-      let to = Math.min(text.length, from + STDIN_PIECE);
-      // A surrogate pair split between two pieces would be encoded as two replacement characters.
-      const last = text.charCodeAt(to - 1);
-      if (to < text.length && last >= 0xd800 && last <= 0xdbff) to--;
-      const more = stdin.write(text.slice(from, to), "utf8");
-      from = to;
-      const rest = from < text.length || t < texts.length - 1;
-      if (!more && rest && !(await drained(stdin))) return;
+// own pace and only one piece exists as bytes, not a UTF-8 copy of the whole input at once. The
+// next piece is asked for only then, so an input made as it is read is never whole either.
+// Resolves with the error of an input that failed to make its next piece (stdin is then left
+// open: the caller kills the child, which must not take what it read so far for all of it).
+async function writeInput(stdin: Writable, input: ExecInput): Promise<Error | undefined> {
+  const pieces = (typeof input === "string" ? [input] : input)[Symbol.iterator]();
+  try {
+    let piece = pieces.next();
+    while (!piece.done) {
+      const text = piece.value;
+      let from = 0;
+      let more = true;
+      while (from < text.length) {
+        let to = Math.min(text.length, from + STDIN_PIECE);
+        // A surrogate pair split between two pieces would be encoded as two replacement characters.
+        const last = text.charCodeAt(to - 1);
+        if (to < text.length && last >= 0xd800 && last <= 0xdbff) to--;
+        more = stdin.write(text.slice(from, to), "utf8");
+        from = to;
+        if (!more && from < text.length && !(await drained(stdin))) return undefined;
+      }
+      piece = pieces.next();
+      if (!more && !piece.done && !(await drained(stdin))) return undefined;
     }
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
   }
   stdin.end();
+  return undefined;
 }
 
 // A child killed by a signal has no exit code; report 128+signo like a shell does.
@@ -93,6 +104,7 @@ export function createRealExec(opts: RealExecOptions = {}): Exec {
 
   return {
     run(req: ExecRequest): Promise<ExecResult> {
+      const cmd = req.cmd;
       return new Promise((resolve) => {
         const hasStdin = req.stdin !== undefined;
         let child: ReturnType<typeof spawn>;
@@ -111,6 +123,7 @@ export function createRealExec(opts: RealExecOptions = {}): Exec {
 
         let settled = false;
         let timedOut = false;
+        let inputFailure: string | undefined;
         let timer: ReturnType<typeof setTimeout> | undefined;
         const finish = (result: ExecResult) => {
           if (settled) return;
@@ -143,6 +156,12 @@ export function createRealExec(opts: RealExecOptions = {}): Exec {
           if (child.pid === undefined) return; // spawn failed; the "error" handler answered
           if (timedOut) {
             finish({ code: TIMEOUT_EXIT_CODE, stdout: stdout(), stderr: stderr(), timedOut: true });
+          } else if (inputFailure !== undefined) {
+            finish({
+              code: code || signalExitCode(signal),
+              stdout: stdout(),
+              stderr: inputFailure + stderr(),
+            });
           } else {
             finish({ code: code ?? signalExitCode(signal), stdout: stdout(), stderr: stderr() });
           }
@@ -151,7 +170,11 @@ export function createRealExec(opts: RealExecOptions = {}): Exec {
         if (hasStdin && child.stdin) {
           // A child may exit without reading its input (EPIPE); its exit status tells the story.
           child.stdin.on("error", () => {});
-          void writeInput(child.stdin, req.stdin);
+          void writeInput(child.stdin, req.stdin!).then((failed) => {
+            if (!failed) return;
+            inputFailure = `${cmd}: its input could not be made (${failed.message}); killed before reading the rest\n`;
+            child.kill("SIGKILL");
+          });
         }
       });
     },

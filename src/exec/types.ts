@@ -2,10 +2,13 @@
 // process goes through an Exec; typed host clients interpret exit codes and output.
 
 /**
- * What a child reads on stdin: one text, or pieces written one after another (so a big input,
- * such as a 60 MB nft transaction, never has to exist as one string).
+ * What a child reads on stdin: one text, or pieces written one after another, each taken from
+ * the iterable only once the child has read the ones before (so a big input, such as a 60 MB
+ * nft transaction, never has to exist as one string, nor all at once). An iterable that throws
+ * instead of yielding its next piece ends the run: the child is killed before it could read a
+ * cut-off input as a whole one.
  */
-export type ExecInput = string | readonly string[];
+export type ExecInput = string | Iterable<string>;
 
 export interface ExecRequest {
   /** Program name or path, e.g. "iptables-restore". */
@@ -33,8 +36,15 @@ export interface Exec {
 /** A request whose stdin is one text: what fakes and the dry-run recorder read. */
 export type TextExecRequest = Omit<ExecRequest, "stdin"> & { readonly stdin?: string };
 
+/** The whole input as one text (an iterable of pieces is read to its end). */
 export function inputText(input: ExecInput): string {
-  return typeof input === "string" ? input : input.join("");
+  return typeof input === "string" ? input : [...input].join("");
+}
+
+/** The whole input, when reading it again is possible: a one-time iterable was read by the run. */
+export function rereadableInputText(input: ExecInput): string | undefined {
+  if (typeof input === "string") return input;
+  return Array.isArray(input) ? input.join("") : undefined;
 }
 
 export function withTextInput(req: ExecRequest): TextExecRequest {

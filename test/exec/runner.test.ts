@@ -36,6 +36,37 @@ describe("createRealExec", () => {
     expect(res.stdout === input).toBe(true);
   });
 
+  test("an iterable stdin is read one piece at a time, each only once the child took the last", async () => {
+    const piece = "x".repeat(STDIN_PIECE);
+    let made = 0;
+    function* pieces() {
+      for (let i = 0; i < 8; i++) {
+        made++;
+        yield piece;
+      }
+    }
+    const run = exec.run({ cmd: "/bin/sh", args: ["-c", "sleep 0.5; wc -c"], stdin: pieces() });
+    // The child sleeps before it reads: only the pieces a pipe holds can have been made.
+    await new Promise((r) => setTimeout(r, 300));
+    const madeBeforeReading = made;
+    const res = await run;
+    expect(res.code).toBe(0);
+    expect(Number(res.stdout.trim())).toBe(8 * STDIN_PIECE);
+    expect(madeBeforeReading).toBeLessThan(8);
+  });
+
+  test("an input that fails to make its next piece kills the child before it sees the end of it", async () => {
+    function* pieces() {
+      yield "first line\n";
+      throw new Error("rule computation broke");
+    }
+    // A child that got EOF would print what it read and exit 0.
+    const res = await exec.run({ cmd: "/bin/sh", args: ["-c", "cat; echo got-eof"], stdin: pieces() });
+    expect(res.code).not.toBe(0);
+    expect(res.stdout).not.toContain("got-eof");
+    expect(res.stderr).toContain("/bin/sh: its input could not be made (rule computation broke)");
+  });
+
   test("captures a large stdout (30 MB) intact", async () => {
     const size = 30 * 1024 * 1024;
     const res = await exec.run({ cmd: "/bin/sh", args: ["-c", `head -c ${size} /dev/zero | tr '\\0' a`] });

@@ -2,7 +2,7 @@
 // one `nft -f -` (or `nft --check -f -`), reads list the names of one kind of object from nft's
 // JSON, and the table-level calls serve --cleanup. A host without nft is an answer, not an error.
 
-import { type Exec, type ExecInput, type ExecResult, inputText } from "../../exec/types.ts";
+import { type Exec, type ExecInput, type ExecResult, rereadableInputText } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { NftError } from "./errors.ts";
 import type { NftClient, NftFamily, NftListKind, NftTable, NftTransactionLike } from "./types.ts";
@@ -50,6 +50,32 @@ export function parseNftListNames(json: string, kind: NftListKind, table: string
   return names;
 }
 
+/**
+ * Chain names of one table from `nft list chains FAMILY` (text, which covers every table of the
+ * family): "table FAMILY NAME {" opens a table, "\tchain NAME {" names a chain in it. Read line
+ * by line without splitting: a 10,000-Service table lists 110,000 chains, and nft's JSON of them
+ * is twice the text and, parsed, an object per chain.
+ */
+export function parseNftChainNames(text: string, family: NftFamily, table: string): string[] {
+  const header = `table ${family} ${table} {`;
+  const names: string[] = [];
+  let inTable = false;
+  for (let from = 0; from < text.length; ) {
+    let to = text.indexOf("\n", from);
+    if (to < 0) to = text.length;
+    if (text.startsWith("table ", from)) inTable = text.slice(from, to).trimEnd() === header;
+    else if (inTable && text.startsWith("\tchain ", from)) {
+      const open = text.lastIndexOf(" {", to);
+      if (open > from + 7) {
+        const name = text.slice(from + 7, open);
+        names.push(name.length > 1 && name.startsWith('"') && name.endsWith('"') ? name.slice(1, -1) : name);
+      }
+    }
+    from = to + 1;
+  }
+  return names;
+}
+
 export interface NftClientOptions {
   exec: Exec;
   /** The table the client works in; "ip kube-proxy" by default. */
@@ -69,13 +95,13 @@ export function createNftClient(opts: NftClientOptions): NftClient {
     opts.exec.run({ cmd: "nft", args, timeoutMs: bound, ...(stdin !== undefined ? { stdin } : {}) });
 
   async function apply(args: string[], tx: NftTransactionLike): Promise<void> {
-    if (tx.size === 0) return;
+    if (tx.isEmpty?.() ?? tx.size === 0) return;
     const input = tx.pieces?.() ?? tx.render();
     log.v(4).info("Running nft", { args: args.join(" "), operations: tx.size });
     const res = await run(args, input);
     if (res.code === 0) return;
     // The failing lines are read back from the input only now, on the error path.
-    const err = new NftError(args, res.code, res.stderr || res.stdout, inputText(input));
+    const err = new NftError(args, res.code, res.stderr || res.stdout, rereadableInputText(input));
     log.error("nft failed", { err: err.message, line: err.line });
     throw err;
   }
@@ -87,12 +113,13 @@ export function createNftClient(opts: NftClientOptions): NftClient {
     check: (tx) => apply(["--check", "-f", "-"], tx),
 
     async list(kind) {
-      // --terse leaves out set and map elements: only the names are wanted.
-      const args =
-        kind === "chains" ? ["--json", "list", kind, family] : ["--terse", "--json", "list", kind, family];
+      // Chains as text (see parseNftChainNames); --terse leaves out set and map elements.
+      const args = kind === "chains" ? ["list", kind, family] : ["--terse", "--json", "list", kind, family];
       const res = await run(args);
       if (res.code !== 0) throw new NftError(args, res.code, res.stderr || res.stdout);
-      return parseNftListNames(res.stdout, kind, table);
+      return kind === "chains"
+        ? parseNftChainNames(res.stdout, family, table)
+        : parseNftListNames(res.stdout, kind, table);
     },
 
     async version() {

@@ -3,6 +3,8 @@
 // leaves the table as it was. Text is kept rather than objects, joined into blocks of lines as
 // it grows: a 10,000-Service sync adds half a million operations, and half a million small
 // strings would cost more than the text itself. The blocks go to nft as they are, never joined.
+// A deferred part (defer) is written only when nft has read up to it, block by block, so the
+// bulk of a big sync never exists as text all at once.
 
 import type { NftFamily, NftObject, NftOperation, NftTransactionLike, NftVerb } from "./types.ts";
 
@@ -19,12 +21,22 @@ function block(parts: readonly (string | undefined)[]): string {
 /** Lines joined into one block at a time. */
 const BLOCK_LINES = 2048;
 
+/**
+ * A part of a transaction made only when nft reads that far: it adds its operations to the
+ * transaction, yielding whenever a share of them is in (the finished blocks then go to nft).
+ */
+export type NftProducer = (tx: NftTransaction) => Iterable<unknown>;
+
 export class NftTransaction implements NftTransactionLike {
-  /** Finished blocks, each ending in a newline. */
-  private blocks: string[] = [];
+  /** Finished blocks (each ending in a newline) and parts still to be produced, in order. */
+  private parts: (string | NftProducer)[] = [];
+  /** Blocks a producer finished that nft has not been given yet. */
+  private produced: string[] = [];
+  private producing = false;
   private lines: string[] = [];
   private count = 0;
   private sealed = false;
+  private consumed = false;
   private readonly where: string;
 
   constructor(
@@ -34,9 +46,13 @@ export class NftTransaction implements NftTransactionLike {
     this.where = `${family} ${table}`;
   }
 
-  /** Operations so far. */
+  /** Operations so far (a producer's count only once it ran). */
   get size(): number {
     return this.count;
+  }
+
+  isEmpty(): boolean {
+    return this.count === 0 && !this.parts.some((p) => typeof p !== "string");
   }
 
   add(object: NftObject): this {
@@ -52,29 +68,83 @@ export class NftTransaction implements NftTransactionLike {
   }
 
   push(verb: NftVerb, object: NftObject): this {
-    if (this.sealed) throw new Error("nft: a transaction handed to nft takes no more operations");
+    if (this.sealed && !this.producing)
+      throw new Error("nft: a transaction handed to nft takes no more operations");
     this.lines.push(renderOperation(this.where, { verb, object }));
     this.count++;
     if (this.lines.length >= BLOCK_LINES) this.closeBlock();
     return this;
   }
 
-  /** The input for `nft -f` in blocks of lines, as it is written to nft; no more operations after. */
-  pieces(): readonly string[] {
+  /**
+   * Adds a part that `produce` writes only when nft has read everything before it: a big sync
+   * is then never held as text, only the block nft is reading.
+   */
+  defer(produce: NftProducer): this {
+    if (this.sealed) throw new Error("nft: a transaction handed to nft takes no more operations");
     this.closeBlock();
-    this.sealed = true;
-    return this.blocks;
+    this.parts.push(produce);
+    return this;
+  }
+
+  /**
+   * The input for `nft -f` in blocks of lines, as it is written to nft; no more operations after.
+   * With deferred parts it is made as it is read, so it can be read once (render() keeps it).
+   */
+  pieces(): Iterable<string> {
+    this.seal();
+    if (this.parts.every((p) => typeof p === "string")) return this.parts as string[];
+    if (this.consumed) throw new Error("nft: a transaction made as it is read can be read once");
+    this.consumed = true;
+    return this.stream();
   }
 
   /** The input for `nft -f`, one operation per line, as one string (tests, traces). */
   render(): string {
-    return this.pieces().join("");
+    const blocks = [...this.pieces()];
+    // Produced once: what was made is kept for whoever reads it next.
+    this.parts = blocks;
+    this.consumed = false;
+    return blocks.join("");
+  }
+
+  private seal(): void {
+    if (this.sealed) return;
+    this.closeBlock();
+    this.sealed = true;
+  }
+
+  private *stream(): Generator<string> {
+    for (const part of this.parts) {
+      if (typeof part === "string") {
+        yield part;
+        continue;
+      }
+      this.producing = true;
+      try {
+        for (const _ of part(this)) yield* this.takeProduced();
+        this.closeBlock();
+        yield* this.takeProduced();
+      } finally {
+        this.producing = false;
+      }
+    }
+  }
+
+  private *takeProduced(): Generator<string> {
+    while (this.produced.length > 0) yield this.produced.shift()!;
   }
 
   private closeBlock(): void {
     if (this.lines.length === 0) return;
-    this.blocks.push(`${this.lines.join("\n")}\n`);
+    // Joined with an empty last line rather than followed by "\n": a template would make a
+    // rope whose flattening, when nft is fed, copies the whole text once more (60 MB at 10,000
+    // Services) and leaves the joined half as old garbage.
+    this.lines.push("");
+    const block = this.lines.join("\n");
     this.lines = [];
+    if (this.producing) this.produced.push(block);
+    else this.parts.push(block);
   }
 }
 

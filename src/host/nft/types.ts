@@ -103,8 +103,14 @@ export interface NftClient {
 
 /** What the client needs of a transaction: its size and its nft input text. */
 export interface NftTransactionLike {
+  /** Operations so far (a part still to be produced is not counted yet). */
   readonly size: number;
   render(): string;
-  /** The same text in pieces, written to nft one after another (never joined into one string). */
-  pieces?(): readonly string[];
+  /**
+   * The same text in pieces, written to nft one after another (never joined into one string);
+   * parts produced as nft reads them make this a one-time iterable.
+   */
+  pieces?(): Iterable<string>;
+  /** Nothing to apply: no operations and no part still to be produced (else: size is 0). */
+  isEmpty?(): boolean;
 }

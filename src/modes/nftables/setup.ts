@@ -96,9 +96,13 @@ export interface SetupSettings {
 }
 
 /** Ensures a regular chain exists and is empty. */
-export function ensureChain(tx: NftTransaction, name: string, comment?: string): void {
+/**
+ * Adds the chain and empties it. `mayExist` false (the chain was listed as absent just before):
+ * no flush, as there is nothing to empty; at 10,000 Services that is 110,000 lines less.
+ */
+export function ensureChain(tx: NftTransaction, name: string, comment?: string, mayExist = true): void {
   tx.add({ kind: "chain", name, ...(comment ? { comment } : {}) });
-  tx.flush({ kind: "chain", name });
+  if (mayExist) tx.flush({ kind: "chain", name });
 }
 
 export function writeSetup(tx: NftTransaction, s: SetupSettings): void {

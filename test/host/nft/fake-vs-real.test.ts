@@ -6,6 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Exec } from "../../../src/exec/types.ts";
+import { parseNftChainNames } from "../../../src/host/nft/client.ts";
 import { parseNftErrors } from "../../../src/host/nft/errors.ts";
 import { FakeNft } from "../../../src/host/nft/testing/fake.ts";
 import { NftTransaction } from "../../../src/host/nft/transaction.ts";
@@ -302,6 +303,14 @@ describe("FakeNft matches the real nft (fresh netns)", () => {
         );
       expect(strip(mine)).toEqual(strip(real));
     }
+    // The text listing the client reads chain names from.
+    const chainsText = ["list", "chains", "ip"];
+    const realText = (await ns.exec.run({ cmd: "nft", args: chainsText })).stdout;
+    const mineText = (await fakeExec.run({ cmd: "nft", args: chainsText })).stdout;
+    expect(parseNftChainNames(realText, "ip", "kube-proxy").length).toBeGreaterThan(3);
+    expect(parseNftChainNames(mineText, "ip", "kube-proxy")).toEqual(
+      parseNftChainNames(realText, "ip", "kube-proxy"),
+    );
     const version = await ns.exec.run({ cmd: "nft", args: ["--version"] });
     expect((await fakeExec.run({ cmd: "nft", args: ["--version"] })).stdout).toBe(version.stdout);
   });

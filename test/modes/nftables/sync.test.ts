@@ -167,6 +167,25 @@ describe("nftables: failures and full syncs", () => {
     );
   });
 
+  test("the table is listed at the first full sync and after a failure, not at a full resync after success", async () => {
+    const s = await twoServices();
+    const listings = () => s.nft.exec.callsTo("nft").filter((c) => c.args.includes("list")).length;
+    expect(listings()).toBeGreaterThan(0);
+    const atStart = listings();
+    s.proxier.requestFullSync();
+    const resync = await s.sync();
+    expect(listings()).toBe(atStart);
+    // The record says which chains exist: those are emptied before they are refilled.
+    const a = chains("ns1", "a").cluster;
+    expect(resync).toContain(`flush chain ip kube-proxy ${a}`);
+    s.nft.failNext = "Error: Could not process rule: Device or resource busy\n";
+    s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.10")]));
+    await expect(s.sync()).rejects.toThrow();
+    await s.sync();
+    expect(listings()).toBeGreaterThan(atStart);
+    expect(chainIn(s.nft.dump(), a)?.at(-1)).toBe(`goto ${epChain("ns1", "a", "192.0.2.10")}`);
+  });
+
   test("a restart finds an earlier run's leftovers: chains flushed then deleted, affinity sets dropped", async () => {
     const earlier = setupNft();
     earlier.cluster.apply(
@@ -201,6 +220,48 @@ describe("nftables: failures and full syncs", () => {
     s.cluster.node = { ...s.cluster.node!, labels: { "topology.kubernetes.io/zone": "zone-b" } };
     const tx = await s.sync();
     expect(tx).toContain("add table ip kube-proxy");
+  });
+
+  test("a full sync flushes only the service chains the listing showed: none on a fresh table", async () => {
+    const s = await twoServices();
+    const first = s.nft.transactions[0]!;
+    const a = chains("ns1", "a").cluster;
+    expect(first).toContain(`add chain ip kube-proxy ${a}`);
+    expect(first).not.toContain(`flush chain ip kube-proxy ${a}`);
+    s.proxier.requestFullSync();
+    const again = await s.sync();
+    expect(again).toContain(`add chain ip kube-proxy ${a}\nflush chain ip kube-proxy ${a}`);
+    expect(chainIn(s.nft.dump(), a)).toHaveLength(3);
+  });
+
+  test("a full sync's service ports are written as nft reads them, not held as text first", async () => {
+    const s = setupNft();
+    const real = s.nft.client("ip");
+    const seen: { before: number; after: number }[] = [];
+    const reading = setupNft({
+      host: s.nft,
+      deps: {
+        nft: {
+          ...real,
+          family: real.family,
+          table: real.table,
+          async run(tx) {
+            const before = tx.size;
+            await real.run(tx);
+            seen.push({ before, after: tx.size });
+          },
+        },
+      },
+    });
+    reading.cluster.apply(
+      service("ns1", "a", clusterIP("198.51.100.1")),
+      endpointSlice("ns1", "a", [ep("192.0.2.10"), ep("192.0.2.11")]),
+    );
+    await reading.sync();
+    // Only the fixed part existed when nft was started; the Service's chains came as it read.
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.after).toBeGreaterThan(seen[0]!.before);
+    expect(chainIn(s.nft.dump(), epChain("ns1", "a", "192.0.2.10"))).toHaveLength(2);
   });
 
   test("an hour after the last full sync, a full sync again", async () => {

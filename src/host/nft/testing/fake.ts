@@ -643,8 +643,9 @@ export class FakeNft {
           "Error: syntax error, unexpected string, expecting end of file or newline or semicolon\n",
         );
       }
-      if (!json) return fail(1, "fake nft: only --json listings are implemented\n");
-      return ok(this.listJson(what, family!, terse));
+      if (json) return ok(this.listJson(what, family!, terse));
+      if (what === "chains") return ok(this.listChainsText(family!));
+      return fail(1, "fake nft: only chains are listed as text\n");
     }
     if (positional.length === 0) return fail(1, "Error: syntax error, unexpected end of file\n");
     return this.script(positional.join(" "), check, undefined);
@@ -892,6 +893,26 @@ export class FakeNft {
   }
 
   /** `nft --json [--terse] list chains|sets|maps FAMILY`, shaped like nft 1.0.6's. */
+  /** `nft list chains FAMILY`: each table, its chains, a base chain's hook line (numeric priority). */
+  private listChainsText(family: string): string {
+    const out: string[] = [];
+    for (const [key, t] of this.state) {
+      const space = key.indexOf(" ");
+      if (key.slice(0, space) !== family) continue;
+      out.push(`table ${key} {`);
+      for (const [name, ch] of t.chains) {
+        out.push(`\tchain ${name} {`);
+        if (ch.base) {
+          const { type, hook, priority } = ch.base;
+          out.push(`\t\ttype ${type} hook ${hook} priority ${priority}; policy accept;`);
+        }
+        out.push("\t}");
+      }
+      out.push("}");
+    }
+    return out.length ? `${out.join("\n")}\n` : "";
+  }
+
   private listJson(what: "chains" | "sets" | "maps", family: string, terse: boolean): string {
     const items: unknown[] = [
       { metainfo: { version: FAKE_NFT_VERSION, release_name: RELEASE_NAME, json_schema_version: 1 } },
