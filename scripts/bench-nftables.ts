@@ -234,7 +234,7 @@ function printTargets(cases: CaseSummary[], api: ApiBenchSummary[], opts: Option
   console.log(`targets at ${c.services} services x ${opts.endpoints} endpoints${note}:`);
   if (a) {
     console.log(
-      `  binary: first sync ${ms(a.firstSyncMs)} ms = ${x(a.firstSyncMs, a.fullFloorMs)} the nft -f floor of its table (${ms(a.fullFloorMs)} ms); target <= 1.2 x: ${verdict(a.firstSyncMs <= 1.2 * a.fullFloorMs)}`,
+      `  binary: first full sync ${ms(a.firstSyncOwnMs)} ms = ${x(a.firstSyncOwnMs, a.fullFloorMs)} the nft -f floor of its own payload (${ms(a.fullFloorMs)} ms); target <= 1.2 x: ${verdict(a.firstSyncOwnMs <= 1.2 * a.fullFloorMs)} (from process start, with start-up and the API lists: ${ms(a.firstSyncMs)} ms = ${x(a.firstSyncMs, a.fullFloorMs)})`,
     );
     console.log(
       `  binary: one change -> traffic ${ms(a.changeMs)} ms, change floor ${ms(a.changeFloorMs)} ms; target <= 100 ms + floor (${ms(100 + a.changeFloorMs)} ms): ${verdict(a.changeMs <= 100 + a.changeFloorMs)}`,
@@ -256,9 +256,10 @@ function printTargets(cases: CaseSummary[], api: ApiBenchSummary[], opts: Option
       `  in process: full sync compute ${ms(c.fullMs)} ms, one change ${ms(c.changeMs)} ms (no floor)`,
     );
   }
-  const rss = c.peakRss / MB;
+  // Not the product's figure: this process keeps every payload it times, and collects garbage
+  // at the runtime's pace (the binary's own collections are off here).
   console.log(
-    `  in process: peak RSS of the benchmark ${rss.toFixed(0)} MB; target <= 300 MB: ${verdict(rss <= 300)}`,
+    `  in process: peak RSS of this benchmark process ${(c.peakRss / MB).toFixed(0)} MB (the binary's is above)`,
   );
   console.log(
     "  iptables mode for comparison: bash scripts/bench-api --mode=iptables (and scripts/bench-iptables)",
