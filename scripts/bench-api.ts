@@ -30,14 +30,8 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { defaultProxyConfig } from "../src/config/defaults.ts";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "../src/k8s/objects.ts";
-import { nullLogger } from "../src/log/logger.ts";
-import { nftablesNodePortAddresses } from "../src/modes/nftables/build.ts";
-import { NftablesProxier } from "../src/modes/nftables/proxier.ts";
-import { createMetrics } from "../src/proxy/metrics/metrics.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";
-import { FakeClock } from "../src/util/testing/fake-clock.ts";
 import { tempDir } from "../test/support/binary.ts";
 import { startNodeApi } from "../test/support/e2e-apiserver.ts";
 import { nodeObject } from "../test/support/e2e-cluster.ts";
@@ -46,7 +40,7 @@ import { kubeProxyBinary, NODE_NAME, startKubeProxy } from "../test/support/e2e-
 import { startServer } from "../test/support/e2e-traffic.ts";
 import type { KObject } from "../test/support/fake-apiserver.ts";
 import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
-import { CapturingNft, median, Namespace, runBench } from "./bench-support.ts";
+import { capturingNftablesProxier, median, Namespace, runBench } from "./bench-support.ts";
 
 export type BenchMode = "iptables" | "nftables";
 
@@ -368,19 +362,10 @@ async function ownNftPayload(server: {
   list(kind: "Service" | "EndpointSlice"): KObject[];
   get(kind: "Node", ns: undefined, name: string): KObject | undefined;
 }): Promise<string> {
-  const config = defaultProxyConfig();
-  config.clusterCIDRs = ["203.0.113.0/24"];
-  const nft = new CapturingNft();
-  const proxier = new NftablesProxier({
-    nft,
-    family: "IPv4",
-    config,
-    metrics: createMetrics(undefined, "nftables"),
-    logger: nullLogger,
-    nodeIPs: { IPv4: ADDR.node },
-    nodePortAddresses: nftablesNodePortAddresses(config.nodePortAddresses),
-    localAddresses: async () => ["127.0.0.1/8", `${ADDR.node}/26`],
-    clock: new FakeClock(1_000_000),
+  const { proxier, nft } = capturingNftablesProxier({
+    nodeIP: ADDR.node,
+    prefix: 26,
+    clusterCIDR: "203.0.113.0/24",
   });
   const controller = new SyncController({
     nodeName: NODE_NAME,

@@ -20,18 +20,12 @@
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { defaultProxyConfig } from "../src/config/defaults.ts";
 import { createNftClient } from "../src/host/nft/client.ts";
 import type { NftTransactionLike } from "../src/host/nft/types.ts";
-import { nullLogger } from "../src/log/logger.ts";
-import { nftablesNodePortAddresses } from "../src/modes/nftables/build.ts";
-import { NftablesProxier } from "../src/modes/nftables/proxier.ts";
-import { createMetrics } from "../src/proxy/metrics/metrics.ts";
-import { FakeClock } from "../src/util/testing/fake-clock.ts";
 import { type ApiBenchSummary, benchApi } from "./bench-api.ts";
 import {
   benchSyncPairs,
-  CapturingNft,
+  capturingNftablesProxier,
   checkFits,
   count,
   flag,
@@ -94,22 +88,10 @@ function parseOptions(): Options {
 type ComputeResult = SyncPairs;
 
 async function benchCompute(services: number, perService: number, runs: number): Promise<ComputeResult> {
-  const config = defaultProxyConfig();
-  config.clusterCIDRs = ["198.18.0.0/15"];
-  const nodeIP = ip(NODE_OFFSET);
-  const nft = new CapturingNft();
-  const proxier = new NftablesProxier({
-    nft,
-    family: "IPv4",
-    config,
-    metrics: createMetrics(undefined, "nftables"),
-    logger: nullLogger,
-    nodeIPs: { IPv4: nodeIP },
-    nodePortAddresses: nftablesNodePortAddresses(config.nodePortAddresses),
-    localAddresses: async () => ["127.0.0.1/8", `${nodeIP}/15`],
-    // Time stands still for the proxier: no hourly full sync and no stale-chain deletion
-    // transaction between the runs, whatever the machine's speed.
-    clock: new FakeClock(1_000_000),
+  const { proxier, nft, config } = capturingNftablesProxier({
+    nodeIP: ip(NODE_OFFSET),
+    prefix: 15,
+    clusterCIDR: "198.18.0.0/15",
   });
   return benchSyncPairs({
     proxier,

@@ -6,12 +6,19 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readlinkSync } from "node:fs";
+import { defaultProxyConfig } from "../src/config/defaults.ts";
+import type { ProxyConfig } from "../src/config/types.ts";
 import { createRealExec } from "../src/exec/runner.ts";
 import type { Exec, ExecRequest, ExecResult } from "../src/exec/types.ts";
 import type { NftClient, NftListKind, NftTransactionLike } from "../src/host/nft/types.ts";
 import type { EndpointSliceObject, ServiceObject } from "../src/k8s/objects.ts";
+import { nullLogger } from "../src/log/logger.ts";
+import { nftablesNodePortAddresses } from "../src/modes/nftables/build.ts";
+import { NftablesProxier } from "../src/modes/nftables/proxier.ts";
+import { createMetrics } from "../src/proxy/metrics/metrics.ts";
 import type { Proxier, SyncInput } from "../src/proxy/proxier.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";
+import { FakeClock } from "../src/util/testing/fake-clock.ts";
 
 const BASE = (198 << 24) + (18 << 16);
 const RANGE = 2 ** 17;
@@ -144,6 +151,33 @@ export class CapturingNft implements NftClient {
   async deleteTable() {
     return false;
   }
+}
+
+/**
+ * The real IPv4 nftables proxier over a CapturingNft, configured as a node with `nodeIP` (on a
+ * `prefix`-bit network) and pods in `clusterCIDR`. Time stands still for it: no hourly full
+ * sync and no stale-chain deletion between the syncs a benchmark times, whatever its speed.
+ */
+export function capturingNftablesProxier(o: { nodeIP: string; prefix: number; clusterCIDR: string }): {
+  proxier: NftablesProxier;
+  nft: CapturingNft;
+  config: ProxyConfig;
+} {
+  const config = defaultProxyConfig();
+  config.clusterCIDRs = [o.clusterCIDR];
+  const nft = new CapturingNft();
+  const proxier = new NftablesProxier({
+    nft,
+    family: "IPv4",
+    config,
+    metrics: createMetrics(undefined, "nftables"),
+    logger: nullLogger,
+    nodeIPs: { IPv4: o.nodeIP },
+    nodePortAddresses: nftablesNodePortAddresses(config.nodePortAddresses),
+    localAddresses: async () => ["127.0.0.1/8", `${o.nodeIP}/${o.prefix}`],
+    clock: new FakeClock(1_000_000),
+  });
+  return { proxier, nft, config };
 }
 
 // ---------------------------------------------------------------------------------------------
