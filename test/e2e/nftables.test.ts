@@ -136,6 +136,31 @@ describe("switching proxy modes on one node leaves no stale rules", () => {
     writeStateFile(h.stateFile!, renderState(NODE, SWITCH_SET));
   });
 
+  e2eTest(h, "a full resync (a Node label change) empties each chain before refilling it", async () => {
+    await firstSync(h, NFTABLES_RULES, SWITCH_SET);
+    const before = await NFTABLES_RULES.source(h.topo!).read();
+    const since = h.kubeProxy!.stderr().length;
+    // Not the first full sync of this process: the table is known from its own record, not listed.
+    writeStateFile(
+      h.stateFile!,
+      renderState({ ...NODE, labels: { "e2e.kube-proxy-ts/resync": "1" } }, SWITCH_SET),
+    );
+    const resynced = /"Syncing nftables rules" ipFamily="IPv4" fullSync=true[\s\S]*"SyncProxyRules complete"/;
+    const deadline = Date.now() + scaled(30_000);
+    while (!resynced.test(h.kubeProxy!.stderr().slice(since))) {
+      if (Date.now() > deadline)
+        throw new Error(`no full resync logged:\n${h.kubeProxy!.stderr().slice(since)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const after = await NFTABLES_RULES.source(h.topo!).read();
+    // (A chain flushed and waiting to be deleted has no rules: left out.)
+    const chains = [...NFTABLES_RULES.serviceChains(before)].filter((c) => before.chains.get(c)?.length);
+    expect(chains.length).toBeGreaterThan(0);
+    // Every chain holds its rules once: flushed before it was refilled, none doubled.
+    for (const c of chains) expect(after.chains.get(c), c).toEqual(before.chains.get(c));
+    await switchTrafficWorks(h);
+  });
+
   e2eTest(
     h,
     "then iptables mode again: traffic works, and no kube-proxy nftables table is left",

@@ -50,6 +50,8 @@ export interface NodeSpec {
   readonly name: string;
   readonly internalIP: string;
   readonly podCIDR: string;
+  /** Labels besides kubernetes.io/hostname (a change of them makes nftables mode resync in full). */
+  readonly labels?: Readonly<Record<string, string>>;
 }
 
 const ns = (s: ServiceSpec) => s.namespace ?? "default";
@@ -58,7 +60,7 @@ export function nodeObject(n: NodeSpec): object {
   return {
     apiVersion: "v1",
     kind: "Node",
-    metadata: { name: n.name, labels: { "kubernetes.io/hostname": n.name } },
+    metadata: { name: n.name, labels: { "kubernetes.io/hostname": n.name, ...n.labels } },
     spec: { podCIDR: n.podCIDR, podCIDRs: [n.podCIDR] },
     status: {
       addresses: [
