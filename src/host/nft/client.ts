@@ -1,6 +1,7 @@
 // Typed client for the nft tool, bound to one table as upstream's knftables is: a transaction is
-// one `nft -f -` (or `nft --check -f -`), reads list the names of one kind of object from nft's
-// JSON, and the table-level calls serve --cleanup. A host without nft is an answer, not an error.
+// one `nft -f -` (or `nft --check -f -`), reads list the names of one kind of object (chains
+// from nft's text, sets and maps from its JSON), and the table-level calls serve --cleanup. A
+// host without nft is an answer, not an error.
 
 import { type Exec, type ExecInput, type ExecResult, rereadableInputText } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
