@@ -39,14 +39,17 @@ function git(cwd: string, ...args: string[]): string {
   return r.stdout.trim();
 }
 
-function release(cwd: string): SpawnSyncReturns<string> {
+function release(cwd: string, extraEnv: Record<string, string> = {}): SpawnSyncReturns<string> {
   const env: Record<string, string | undefined> = {
     ...process.env,
     KPTS_RELEASE_IMAGE: WITH_IMAGE ? "build" : "skip",
+    // This suite is what the release would run first; running it again inside would recurse.
+    KPTS_RELEASE_TESTS: "skip",
     // The image goes into a podman store this test owns (deleted with the clone).
     KPTS_PODMAN_ROOT: join(cwd, "..", "podman"),
   };
   delete env.KPTS_RELEASE_ALLOW_DIRTY;
+  Object.assign(env, extraEnv);
   return spawnSync("bash", ["scripts/release"], {
     cwd,
     env,
@@ -135,6 +138,20 @@ describe("scripts/release on a fresh clone", () => {
     expect(config.config.Labels["org.opencontainers.image.version"]).toBe(VERSION);
     expect(config.config.Labels["org.opencontainers.image.revision"]).toBe(commit);
     expect(config.config.Entrypoint).toEqual(["/usr/local/bin/kube-proxy"]);
+  });
+
+  test("the suite was skipped only because this run asked, and the release says so", () => {
+    expect(run?.stderr).toContain("KPTS_RELEASE_TESTS=skip: the suite did not run for this release");
+    expect(run?.stderr).not.toContain("==> test:");
+  });
+
+  test("KPTS_RELEASE_TESTS other than run or skip: refused with exit 1 before anything is built", () => {
+    const before = readdirSync(out).sort();
+    const r = release(clone, { KPTS_RELEASE_TESTS: "later" });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("KPTS_RELEASE_TESTS must be 'run' or 'skip', not 'later'");
+    expect(r.stderr).not.toContain("==> build");
+    expect(readdirSync(out).sort()).toEqual(before);
   });
 
   test("the summary names each artifact with its size and sha256", () => {

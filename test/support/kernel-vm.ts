@@ -1,7 +1,8 @@
 // Test suites that need a kernel this host lacks (IPVS, dummy devices, a second kernel version)
-// run inside scripts/kernel-vm. The host side boots the guest once, runs `bun test` there with
-// a JUnit report written into the shared work tree, and turns each guest test case back into a
-// host test. The guest side reads inKernelVm() and stretches its waits with timeScale().
+// run inside scripts/kernel-vm. The host side boots one guest per test file, each with its own
+// limit (so a slow or hung file fails alone and the next file still runs), runs `bun test` there
+// with a JUnit report written into the shared work tree, and turns each guest test case back into
+// a host test. The guest side reads inKernelVm() and stretches its waits with timeScale().
 
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -23,14 +24,16 @@ export function requireKernelVm(file: string): void {
 }
 
 /**
- * How much slower than this host a test must allow the machine to be: the guest's CPU is emulated
- * (10-20x slower, more on a busy host), so every wait and deadline in a guest suite is multiplied
- * by this. KPTS_TIME_SCALE overrides it.
+ * How much slower than this host a test must allow the machine to be: a guest's CPU is emulated
+ * unless scripts/kernel-vm found a working KVM (TCG: 10-20x slower, more on a busy host; KVM:
+ * near native, but the guest shares the host's cores), so every wait and deadline in a guest
+ * suite is multiplied by this. KPTS_TIME_SCALE overrides it.
  */
 export function timeScale(): number {
   const forced = Number(process.env.KPTS_TIME_SCALE);
   if (Number.isFinite(forced) && forced >= 1) return forced;
-  return inKernelVm() ? 20 : 1;
+  if (!inKernelVm()) return 1;
+  return process.env.KPTS_VM_ACCEL === "kvm" ? 4 : 20;
 }
 
 /** `ms` stretched for this machine (see timeScale). */
@@ -49,27 +52,42 @@ export interface GuestCase {
   readonly failure?: string;
 }
 
-export interface GuestRun {
-  /** scripts/kernel-vm's exit status: the guest command's, or 125 when the guest failed. */
+/** One guest test file and how long its `bun test` may run in the guest. */
+export interface GuestFile {
+  /** Relative to the repository (any name; `bun test ./path` runs it). */
+  readonly file: string;
+  /** Seconds `bun test` of this file may take inside the guest, boot not included. */
+  readonly limitSeconds: number;
+}
+
+/** What one guest boot for one file left. */
+export interface GuestFileRun {
+  readonly file: string;
+  /**
+   * scripts/kernel-vm's exit status: the guest's `bun test` status, 124 when the file hit its own
+   * limit, 125 when the guest could not boot or did not finish.
+   */
   readonly status: number;
+  /** The file's cases; one failed "(the whole file)" case when it left no report. */
   readonly cases: readonly GuestCase[];
-  /** Everything the guest printed (also streamed to stderr while it ran). */
+  /** Everything this guest printed (also streamed while it ran). */
   readonly output: string;
+  /** Host wall time of this guest, boot included. */
   readonly wallSeconds: number;
 }
 
 export interface GuestRunOptions {
-  /** Test files, relative to the repository (any name; `bun test ./path` runs it). */
-  readonly files: readonly string[];
-  /** Shell commands run in the guest before the tests (module loads a node would have done). */
+  readonly files: readonly GuestFile[];
+  /** Shell commands run in each guest before its file (module loads a node would have done). */
   readonly setup?: readonly string[];
   /** Per-test timeout inside the guest, ms. */
   readonly testTimeoutMs?: number;
-  /** The whole guest's limit, seconds. */
-  readonly limitSeconds?: number;
-  /** Each file's limit inside the guest, seconds. */
-  readonly fileLimitSeconds?: number;
-  /** Where the guest's output goes as it arrives (default: stderr, prefixed). */
+  /**
+   * Seconds a guest may spend booting and shutting down on top of its file's limit (default 300:
+   * an emulated boot takes 10-20 s here, more on a busy host).
+   */
+  readonly bootAllowanceSeconds?: number;
+  /** Where the guests' output goes as it arrives (default: stderr, prefixed). */
   readonly onOutput?: (chunk: string) => void;
 }
 
@@ -117,41 +135,51 @@ export function parseJunit(xml: string): GuestCase[] {
 }
 
 /**
- * Runs `files` in one guest boot, one `bun test` per file with its own JUnit report, so a file
- * that hangs or crashes loses only its own results; resolves when the guest is gone. A file
- * that left no report becomes one failed case saying so.
+ * Runs each file in a guest of its own, one after another. A file's limit counts only its own
+ * `bun test`, so no file's slowness can cut another's time; a file that left no report becomes
+ * one failed case that says why.
  */
-export function runInKernelVm(o: GuestRunOptions): Promise<GuestRun> {
+export async function runGuestFiles(o: GuestRunOptions): Promise<GuestFileRun[]> {
+  const runs: GuestFileRun[] = [];
+  for (const f of o.files) runs.push(await runGuestFile(f, o));
+  return runs;
+}
+
+/** scripts/kernel-vm's status when the guest's own `timeout` stopped the file. */
+const FILE_LIMIT_HIT = 124;
+
+function runGuestFile(f: GuestFile, o: GuestRunOptions): Promise<GuestFileRun> {
   const outDir = join(REPO, "dist", "kernel-vm", `run-${process.pid}-${Date.now()}`);
   mkdirSync(outDir, { recursive: true });
-  const reportOf = (i: number) => join(outDir, `${i}.xml`);
+  const report = join(outDir, "report.xml");
   const bun = relative(REPO, join(REPO, "node_modules", ".bin", "bun"));
-  const perFile = o.files.map((f, i) =>
-    [
-      "NO_COLOR=1",
-      "timeout",
-      "--kill-after=10",
-      String(o.fileLimitSeconds ?? 900),
-      bun,
-      "test",
-      `--timeout=${o.testTimeoutMs ?? 600_000}`,
-      "--reporter=junit",
-      `--reporter-outfile=${relative(REPO, reportOf(i))}`,
-      `./${f}`,
-    ]
-      .map(shellQuote)
-      .join(" "),
-  );
+  const testCmd = [
+    "NO_COLOR=1",
+    "timeout",
+    "--kill-after=10",
+    String(f.limitSeconds),
+    bun,
+    "test",
+    `--timeout=${o.testTimeoutMs ?? 600_000}`,
+    "--reporter=junit",
+    `--reporter-outfile=${relative(REPO, report)}`,
+    `./${f.file}`,
+  ]
+    .map(shellQuote)
+    .join(" ");
   const script = [
     ...(o.setup ?? []).map((cmd) => `${cmd} || exit 125`),
-    "failed=0",
-    ...perFile.map((cmd) => `${cmd} || failed=1`),
-    "exit $failed",
+    testCmd,
+    "rc=$?",
+    // timeout(1) exits 124 when its TERM ended the file, 137 when it had to KILL it.
+    `if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo ${shellQuote(`kernel-vm: ${f.file} did not finish within its limit of ${f.limitSeconds} s`)}; exit ${FILE_LIMIT_HIT}; fi`,
+    'exit "$rc"',
   ].join("\n");
+  const guestLimit = f.limitSeconds + (o.bootAllowanceSeconds ?? 300);
   const argv = [
     join(REPO, "scripts", "kernel-vm"),
     "--timeout",
-    String(o.limitSeconds ?? 1500),
+    String(guestLimit),
     "--",
     "bash",
     "-c",
@@ -174,30 +202,30 @@ export function runInKernelVm(o: GuestRunOptions): Promise<GuestRun> {
       output += `\n${String(err)}\n`;
     });
     child.on("close", (code, signal) => {
-      const cases: GuestCase[] = [];
-      o.files.forEach((file, i) => {
-        const report = reportOf(i);
-        if (existsSync(report)) {
-          cases.push(...parseJunit(readFileSync(report, "utf8")).map((c) => ({ ...c, file })));
-        } else {
-          cases.push({
-            file,
-            group: "",
-            name: "(the whole file)",
-            seconds: 0,
-            failure: `${file} left no report: it did not finish (per-file limit ${o.fileLimitSeconds ?? 900} s, guest limit ${o.limitSeconds ?? 1500} s) or bun crashed; see the guest output above`,
-          });
-        }
-      });
+      const status = code ?? (signal ? 128 : 125);
+      const cases = existsSync(report)
+        ? parseJunit(readFileSync(report, "utf8")).map((c) => ({ ...c, file: f.file }))
+        : [
+            {
+              file: f.file,
+              group: "",
+              name: "(the whole file)",
+              seconds: 0,
+              failure: noReportReason(f, status, guestLimit),
+            },
+          ];
       rmSync(outDir, { recursive: true, force: true });
-      resolvePromise({
-        status: code ?? (signal ? 128 : 125),
-        cases,
-        output,
-        wallSeconds: (Date.now() - started) / 1000,
-      });
+      resolvePromise({ file: f.file, status, cases, output, wallSeconds: (Date.now() - started) / 1000 });
     });
   });
+}
+
+function noReportReason(f: GuestFile, status: number, guestLimit: number): string {
+  if (status === FILE_LIMIT_HIT) return `${f.file} did not finish within its limit of ${f.limitSeconds} s`;
+  if (status === 125) {
+    return `${f.file}: the guest could not boot or did not finish within ${guestLimit} s (kernel-vm exit 125); see the guest output above`;
+  }
+  return `${f.file} left no report: bun exited ${status} without one; see the guest output above`;
 }
 
 function shellQuote(s: string): string {
