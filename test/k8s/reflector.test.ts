@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import type { ApiClient, ApiRequest, ApiResponse } from "../../src/k8s/api-client.ts";
 import { Reflector } from "../../src/k8s/reflector.ts";
 import { memoryLogger } from "../../src/log/logger.ts";
-import { settle, waitFor } from "../support/wait.ts";
+import { waitFor } from "../support/wait.ts";
 
 interface Obj {
   metadata: { name: string; resourceVersion: string };
@@ -62,12 +62,15 @@ describe("Reflector", () => {
     const client = scripted(() => "");
     const calls: string[] = [];
     const r = reflector(client, calls);
+    const watches = () => client.sent.filter((q) => q.query?.watch).length;
+    const started = Date.now();
     await r.start();
-    await settle(400);
+    await waitFor(() => watches() >= 4, 10_000, "four watches");
     await r.stop();
-    const watches = client.sent.filter((q) => q.query?.watch).length;
-    expect(watches).toBeGreaterThanOrEqual(2);
-    expect(watches).toBeLessThanOrEqual(10);
+    // Each retry waits at least the 50 ms initial backoff, however fast or slow the machine is;
+    // a hot loop would retry thousands of times in that span.
+    const elapsedMs = Date.now() - started;
+    expect(watches()).toBeLessThanOrEqual(1 + Math.floor(elapsedMs / 50));
     expect(calls).toEqual(["+a", "synced"]);
   });
 

@@ -32,6 +32,7 @@ describe("Backoff", () => {
     const p = sleep(10_000, ctl.signal);
     setTimeout(() => ctl.abort(), 20);
     await p;
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Judged against the other outcome (the full 10 s), not against the machine's speed.
+    expect(Date.now() - started).toBeLessThan(5000);
   });
 });

@@ -7,9 +7,17 @@
 
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { ensureBinary } from "../support/binary.ts";
 import {
   type GuestCase,
@@ -49,9 +57,18 @@ const NODE_SETUP = ["modprobe nf_conntrack"];
 if (inKernelVm()) throw new Error("test/vm/kernel-vm.test.ts runs on the host, not in the guest");
 
 ensureBinary();
+// A parallel `bun test` shows a file's output only when the file is done; the guests' output
+// also goes to this log as it arrives, for `tail -f` during a run.
+const GUEST_LOG = join(REPO, "dist", "kernel-vm", "guests.log");
+mkdirSync(dirname(GUEST_LOG), { recursive: true });
+writeFileSync(GUEST_LOG, "");
 const runs = await runGuestFiles({
   files: [...GUEST_SUITES, ...(process.env.KPTS_VM_FULL === "1" ? SECOND_KERNEL_SUITES : [])],
   setup: NODE_SETUP,
+  onOutput: (chunk) => {
+    appendFileSync(GUEST_LOG, chunk);
+    process.stderr.write(chunk.replace(/^(?=.)/gm, "  [vm] "));
+  },
 });
 for (const r of runs) {
   console.error(
