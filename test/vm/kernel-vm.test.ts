@@ -117,17 +117,24 @@ describe("scripts/kernel-vm", () => {
     expect(r.stderr).toContain("did not finish within 1s");
   });
 
-  test("runs from any work directory (here one under /tmp), which it shares read-write, and passes the exit status back", () => {
+  test("runs from any work directory (here one under /tmp), which it shares read-write, passes the exit status back, and tells the guest the accelerator the probe chose", () => {
+    const prepared = spawnSync(join(REPO, "scripts", "kernel-vm"), ["--prepare"], {
+      cwd: REPO,
+      encoding: "utf8",
+      timeout: 600_000,
+    });
+    const accel = /accelerator (kvm|tcg)/.exec(prepared.stderr)?.[1];
+    expect(accel, prepared.stderr).toBeDefined();
     const dir = mkdtempSync(join(tmpdir(), "kpts-vm-"));
     try {
       writeFileSync(join(dir, "in"), "from the host\n");
       const r = spawnSync(
         join(REPO, "scripts", "kernel-vm"),
-        ["--", "bash", "-c", 'cat in > out && echo "$KPTS_KERNEL_VM" >> out && exit 7'],
+        ["--", "bash", "-c", 'cat in > out && echo "$KPTS_KERNEL_VM $KPTS_VM_ACCEL" >> out && exit 7'],
         { cwd: dir, encoding: "utf8", timeout: 600_000 },
       );
       expect(r.status, r.stderr).toBe(7);
-      expect(readFileSync(join(dir, "out"), "utf8")).toBe("from the host\n1\n");
+      expect(readFileSync(join(dir, "out"), "utf8")).toBe(`from the host\n1 ${accel}\n`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -157,6 +164,17 @@ describe("scripts/kernel-vm", () => {
       ["runs in the guest after the file before it was stopped", undefined],
     ]);
   }, 3_600_000);
+
+  test("KPTS_VM_ACCEL other than auto, kvm or tcg: exit 125 naming the value", () => {
+    const r = spawnSync(join(REPO, "scripts", "kernel-vm"), ["--", "true"], {
+      cwd: REPO,
+      encoding: "utf8",
+      timeout: 600_000,
+      env: { ...process.env, KPTS_VM_ACCEL: "fast" },
+    });
+    expect(r.status).toBe(125);
+    expect(r.stderr).toContain("KPTS_VM_ACCEL must be auto, kvm or tcg, not 'fast'");
+  }, 600_000);
 
   test("a command is required", () => {
     const r = spawnSync(join(REPO, "scripts", "kernel-vm"), [], {
