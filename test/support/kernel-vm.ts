@@ -148,6 +148,14 @@ export async function runGuestFiles(o: GuestRunOptions): Promise<GuestFileRun[]>
 /** scripts/kernel-vm's status when the guest's own `timeout` stopped the file. */
 const FILE_LIMIT_HIT = 124;
 
+/** What the guest prints, and the host reports, when a file hits its limit. */
+const limitHitMessage = (f: GuestFile) => `${f.file} did not finish within its limit of ${f.limitSeconds} s`;
+
+/** The default destination of guest output: the host's stderr, each line marked as the guest's. */
+export function writeGuestOutput(chunk: string): void {
+  process.stderr.write(chunk.replace(/^(?=.)/gm, "  [vm] "));
+}
+
 function runGuestFile(f: GuestFile, o: GuestRunOptions): Promise<GuestFileRun> {
   const outDir = join(REPO, "dist", "kernel-vm", `run-${process.pid}-${Date.now()}`);
   mkdirSync(outDir, { recursive: true });
@@ -172,7 +180,7 @@ function runGuestFile(f: GuestFile, o: GuestRunOptions): Promise<GuestFileRun> {
     testCmd,
     "rc=$?",
     // timeout(1) exits 124 when its TERM ended the file, 137 when it had to KILL it.
-    `if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo ${shellQuote(`kernel-vm: ${f.file} did not finish within its limit of ${f.limitSeconds} s`)}; exit ${FILE_LIMIT_HIT}; fi`,
+    `if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo ${shellQuote(`kernel-vm: ${limitHitMessage(f)}`)}; exit ${FILE_LIMIT_HIT}; fi`,
     'exit "$rc"',
   ].join("\n");
   const guestLimit = f.limitSeconds + (o.bootAllowanceSeconds ?? 300);
@@ -185,8 +193,7 @@ function runGuestFile(f: GuestFile, o: GuestRunOptions): Promise<GuestFileRun> {
     "-c",
     script,
   ];
-  const onOutput =
-    o.onOutput ?? ((chunk: string) => process.stderr.write(chunk.replace(/^(?=.)/gm, "  [vm] ")));
+  const onOutput = o.onOutput ?? writeGuestOutput;
   const started = Date.now();
   return new Promise((resolvePromise) => {
     const child = spawn(argv[0] as string, argv.slice(1), { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] });
@@ -221,7 +228,7 @@ function runGuestFile(f: GuestFile, o: GuestRunOptions): Promise<GuestFileRun> {
 }
 
 function noReportReason(f: GuestFile, status: number, guestLimit: number): string {
-  if (status === FILE_LIMIT_HIT) return `${f.file} did not finish within its limit of ${f.limitSeconds} s`;
+  if (status === FILE_LIMIT_HIT) return limitHitMessage(f);
   if (status === 125) {
     return `${f.file}: the guest could not boot or did not finish within ${guestLimit} s (kernel-vm exit 125); see the guest output above`;
   }

@@ -26,6 +26,7 @@ import {
   inKernelVm,
   parseJunit,
   runGuestFiles,
+  writeGuestOutput,
 } from "../support/kernel-vm.ts";
 
 const REPO = resolve(import.meta.dir, "../..");
@@ -67,7 +68,7 @@ const runs = await runGuestFiles({
   setup: NODE_SETUP,
   onOutput: (chunk) => {
     appendFileSync(GUEST_LOG, chunk);
-    process.stderr.write(chunk.replace(/^(?=.)/gm, "  [vm] "));
+    writeGuestOutput(chunk);
   },
 });
 for (const r of runs) {
