@@ -172,6 +172,7 @@ export function capturingNftablesProxier(o: { nodeIP: string; prefix: number; cl
     config,
     metrics: createMetrics(undefined, "nftables"),
     logger: nullLogger,
+    nodeName: NODE_NAME,
     nodeIPs: { IPv4: o.nodeIP },
     nodePortAddresses: nftablesNodePortAddresses(config.nodePortAddresses),
     localAddresses: async () => ["127.0.0.1/8", `${o.nodeIP}/${o.prefix}`],

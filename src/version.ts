@@ -6,7 +6,7 @@ declare const KPTS_GIT_COMMIT: string | undefined;
 declare const KPTS_BUILD_DATE: string | undefined;
 
 /** Upstream kube-proxy release whose flags, config and rules we match. */
-export const UPSTREAM_COMPAT = "v1.31";
+export const UPSTREAM_COMPAT = "v1.37";
 
 export interface VersionInfo {
   version: string;

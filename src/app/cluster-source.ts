@@ -40,6 +40,7 @@ export function describeDocuments(source: string, d: StateDocuments, hasHostStat
     count(d.endpointSlices.length, "EndpointSlice"),
     count(d.nodes.length, "Node"),
   ];
+  if (d.serviceCIDRs.length) parts.push(count(d.serviceCIDRs.length, "ServiceCIDR"));
   if (hasHostState) parts.push("a HostState");
   if (d.ignored.length) parts.push(`${d.ignored.length} ignored objects`);
   return `${source}: ${parts.join(", ")}`;
@@ -79,6 +80,7 @@ function syncWatcher(inner: ClusterEventHandler) {
       inner.onEndpointSliceChange(s, removed);
     },
     onNodeChange: (n) => inner.onNodeChange(n),
+    onServiceCIDRChange: (c, removed) => inner.onServiceCIDRChange(c, removed),
     onServicesSynced: () => {
       state.services = true;
       inner.onServicesSynced();

@@ -119,6 +119,13 @@ export async function dryRun(
     services: planner.servicePorts,
     ...(modeNamed(prep.mode).dryRunReport?.("proxier" in built ? built : undefined) ?? {}),
     notes: [`node ${nodeName}`],
+    events: prep.nodeWarnings.map((w) => ({
+      type: "Warning" as const,
+      reason: w.reason,
+      action: w.action ?? "StartKubeProxy",
+      message: w.message,
+      regarding: `Node/${nodeName}`,
+    })),
   };
   if (opts.output === "json") for (const part of renderJsonParts(report)) io.stdout(part);
   else io.stdout(renderText(report));

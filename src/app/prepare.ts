@@ -21,8 +21,15 @@ export interface Preparation {
   readonly sysctls: SysctlOutcome[];
   /** Set when a real run must not continue; the message names every failed prerequisite. */
   readonly fatal?: string;
-  /** Warnings a real run also posts as events on its Node (reason, message). */
-  readonly nodeWarnings: { reason: string; message: string }[];
+  /** Warnings a real run also posts as events on its Node (reason, action, message). */
+  readonly nodeWarnings: NodeWarning[];
+}
+
+export interface NodeWarning {
+  readonly reason: string;
+  /** The event's action; StartKubeProxy when absent. */
+  readonly action?: string;
+  readonly message: string;
 }
 
 export async function prepareNode(
@@ -37,6 +44,12 @@ export async function prepareNode(
   const checks: Check[] = [];
   let fatal: string | undefined;
   log.info("Using proxy mode", { mode });
+  const nodeWarnings: NodeWarning[] = [];
+  if (definition.deprecation) {
+    const d = definition.deprecation;
+    log.error(d.message);
+    nodeWarnings.push({ reason: d.eventReason, action: d.eventAction, message: d.message });
+  }
 
   if (definition.prerequisites) {
     const verdict = await definition.prerequisites(
@@ -66,7 +79,6 @@ export async function prepareNode(
   });
   // A real run does not touch the kernel for a mode it cannot run.
   const sysctls = fatal && !dryRun ? [] : await applySysctls(plan, host.sysctl, log.named("sysctl"));
-  const nodeWarnings: { reason: string; message: string }[] = [];
   const hashsize = await followConntrackMax(plan.settings, sysctls, host, log);
   if (hashsize) {
     sysctls.push(hashsize.outcome);

@@ -59,6 +59,7 @@ function withNodeHealth(inner: ClusterEventHandler, health: ProxierHealth): Clus
     ...inner,
     onServiceChange: (p, c) => inner.onServiceChange(p, c),
     onEndpointSliceChange: (s, r) => inner.onEndpointSliceChange(s, r),
+    onServiceCIDRChange: (c, r) => inner.onServiceCIDRChange(c, r),
     onServicesSynced: () => inner.onServicesSynced(),
     onEndpointSlicesSynced: () => inner.onEndpointSlicesSynced(),
     onNodeChange(node) {
@@ -118,7 +119,7 @@ async function runMode(
       ref: { kind: "Node", name: nodeName, uid: nodeName },
       type: "Warning",
       reason: w.reason,
-      action: "StartKubeProxy",
+      action: w.action ?? "StartKubeProxy",
       message: w.message,
     });
   }

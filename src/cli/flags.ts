@@ -1,5 +1,5 @@
 // The flag table: the single source for argv parsing, --help and the README flag reference.
-// Names, types and defaults follow upstream kube-proxy v1.31 on Linux; the help text is ours.
+// Names, types and defaults follow upstream kube-proxy v1.37 on Linux; the help text is ours.
 
 import type { FlagSpec } from "./types.ts";
 

@@ -29,7 +29,7 @@ const GROUP_ORDER: readonly FlagGroup[] = [
 const INTRO =
   "kube-proxy-ts is the Kubernetes network proxy in TypeScript. It watches Services, " +
   "EndpointSlices and its own Node, and programs iptables or IPVS on this node so that " +
-  "Service addresses reach the right Pods. Flags, config file and defaults match kube-proxy v1.31.";
+  "Service addresses reach the right Pods. Flags, config file and defaults match kube-proxy v1.37.";
 
 const PRECEDENCE =
   "Settings come from three layers: built-in defaults, then the --config file, then flags given " +
@@ -144,7 +144,7 @@ function featureGateSection(): string[] {
     "### Feature gates",
     "",
     `\`--feature-gates\` and \`featureGates\` accept exactly the ${KNOWN_FEATURE_GATES.size} gates ` +
-      "kube-proxy v1.31 registers (`--help` lists the alpha and beta ones). An unknown name, or a locked " +
+      "kube-proxy v1.37 registers (`--help` lists the alpha and beta ones). An unknown name, or a locked " +
       "GA gate set against its lock, is an error (exit 1); setting a GA or deprecated gate logs a warning. " +
       "A gate's value is its explicit setting, else AllAlpha/AllBeta for its stage when set, else its default. " +
       "These change what kube-proxy-ts does:",
@@ -164,7 +164,7 @@ export function renderFlagReferenceMarkdown(): string {
     "",
     "Generated from `src/cli/flags.ts`. Durations use Go syntax (`500ms`, `30s`, `1m30s`, `2h45m`).",
     "",
-    "Every flag matches upstream kube-proxy v1.31 (name, type, default) except the kube-proxy-ts " +
+    "Every flag matches upstream kube-proxy v1.37 (name, type, default) except the kube-proxy-ts " +
       `ones (${ours.join(", ")}); \`--mode\` and \`--port-range\` are extra ` +
       "spellings of `--proxy-mode` and `--proxy-port-range` that `--help` does not list.",
     "",

@@ -67,8 +67,18 @@ function checkNonNegative(out: IssueList, entries: readonly [string, Millis][]):
 }
 
 function checkMode(out: IssueList, mode: string, gates: EffectiveFeatureGates): void {
-  if (mode === "iptables" || mode === "ipvs") return;
-  // Upstream only lets the mode be named while the NFTablesProxyMode gate is on.
+  if (mode === "iptables") return;
+  // KubeProxyIPVS (1.37, deprecated, on by default) is what enables ipvs mode upstream.
+  if (mode === "ipvs") {
+    if (!gates.enabled("KubeProxyIPVS"))
+      out.add(
+        "mode",
+        mode,
+        'ipvs mode is deprecated and disabled: it needs the KubeProxyIPVS feature gate; use "nftables"',
+      );
+    return;
+  }
+  // Locked on since 1.33; the check stays so the mode follows the gate if upstream ever drops it.
   const nftables = gates.enabled("NFTablesProxyMode");
   if (mode === "nftables" && nftables) return;
   if (mode === "nftables") {

@@ -23,6 +23,17 @@ export interface DryRunReport {
   readonly ipvs?: { virtualServers: IpvsVirtualServerPlan[] };
   /** Lines an operator should read (e.g. which cluster source was used). */
   readonly notes: string[];
+  /** Warning events a real run would post on its Node (e.g. ipvs's deprecation). */
+  readonly events?: readonly PlannedEvent[];
+}
+
+export interface PlannedEvent {
+  readonly type: "Warning";
+  readonly reason: string;
+  readonly action: string;
+  readonly message: string;
+  /** The object it is about, as "Node/<name>". */
+  readonly regarding: string;
 }
 
 /** 0: every prerequisite met; 3: the plan was computed but a prerequisite failed. */
@@ -55,6 +66,7 @@ export function renderJsonParts(report: DryRunReport): string[] {
   body.services = report.services;
   if (report.ipvs) body.ipvs = report.ipvs;
   body.notes = report.notes;
+  if (report.events?.length) body.events = report.events;
   const text = `${JSON.stringify(body, null, 2)}\n`;
   const quotedTag = JSON.stringify(tag).slice(0, -1); // the opening quote and the escaped tag
   const parts: string[] = [];
@@ -102,6 +114,11 @@ export function renderText(report: DryRunReport): string {
   const out: string[] = [`kube-proxy-ts dry run: mode ${report.mode}`, "", "Checks:"];
   for (const c of report.checks) out.push(`  [${c.ok ? " OK " : "FAIL"}] ${c.name}: ${c.detail}`);
   for (const n of report.notes) out.push(`  note: ${n}`);
+  if (report.events?.length) {
+    out.push("", `Events a real run would post (${report.events.length}):`);
+    for (const e of report.events)
+      out.push(`  ${e.type} ${e.reason} (${e.action}) on ${e.regarding}: ${e.message}`);
+  }
   out.push("", ...renderServiceListing(report.services));
   out.push("", `Commands that a real run would execute (${report.commands.length}):`);
   for (const c of report.commands) out.push(renderCommand(c));

@@ -20,6 +20,7 @@ export const API_PATHS = {
   services: "/api/v1/services",
   endpointSlices: "/apis/discovery.k8s.io/v1/endpointslices",
   nodes: "/api/v1/nodes",
+  serviceCIDRs: "/apis/networking.k8s.io/v1/servicecidrs",
 } as const;
 
 /** events.k8s.io/v1 Events are created in the namespace of the object they are about. */
@@ -52,6 +53,12 @@ export const API_ACCESS: readonly ApiAccess[] = [
     // by a metadata.name field selector, which RBAC cannot express, so it covers all nodes.
     verbs: ["get", "list", "watch"],
     why: "node IPs at startup and this node's informer",
+  },
+  {
+    apiGroup: "networking.k8s.io",
+    resource: "servicecidrs",
+    verbs: ["list", "watch"],
+    why: "ServiceCIDR informer: nftables mode drops traffic to unallocated ClusterIPs (src/k8s/informers.ts)",
   },
   {
     apiGroup: "events.k8s.io",

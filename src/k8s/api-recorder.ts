@@ -36,6 +36,7 @@ const API_VERSIONS: Record<ObjectRef["kind"], string> = {
   Service: "v1",
   EndpointSlice: "discovery.k8s.io/v1",
   Node: "v1",
+  ServiceCIDR: "networking.k8s.io/v1",
 };
 
 /** metav1.MicroTime's wire form: RFC 3339 with exactly six fractional digits. */

@@ -1,6 +1,6 @@
-// The API-server-backed ClusterSource: one reflector each for Services, EndpointSlices and this
-// node's Node, wired to the ClusterEventHandler the way upstream's ServiceConfig,
-// EndpointSliceConfig and NodeConfig wire their informers to the proxier.
+// The API-server-backed ClusterSource: one reflector each for Services, EndpointSlices, this
+// node's Node and ServiceCIDRs, wired to the ClusterEventHandler the way upstream's ServiceConfig,
+// EndpointSliceConfig, NodeConfig and ServiceCIDRConfig wire their informers to the proxier.
 
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../log/logger.ts";
@@ -8,7 +8,7 @@ import type { BackoffOptions } from "../util/backoff.ts";
 import { tokenBucket, unlimited } from "../util/token-bucket.ts";
 import { API_PATHS } from "./api-access.ts";
 import { type ApiClient, kubeApiClient } from "./api-client.ts";
-import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
+import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 import { Reflector } from "./reflector.ts";
 import { nodeFieldSelector, SERVICE_AND_SLICE_SELECTOR } from "./selectors.ts";
 import type { ClusterEventHandler, ClusterSource } from "./source.ts";
@@ -88,7 +88,22 @@ export function createApiSource(opts: ApiSourceOptions): ClusterSource {
           synced: () => {},
         },
       );
-      reflectors = [services, slices, node] as Reflector<object>[];
+      const serviceCIDRs = new Reflector<ServiceCIDRObject>(
+        {
+          ...common,
+          kind: "ServiceCIDR",
+          apiVersion: "networking.k8s.io/v1",
+          path: API_PATHS.serviceCIDRs,
+          logger: log.named("servicecidrs"),
+        },
+        {
+          added: (c) => handler.onServiceCIDRChange(c, false),
+          updated: (_prev, cur) => handler.onServiceCIDRChange(cur, false),
+          deleted: (c) => handler.onServiceCIDRChange(c, true),
+          synced: () => {},
+        },
+      );
+      reflectors = [services, slices, node, serviceCIDRs] as Reflector<object>[];
       const period = opts.resyncPeriodMs ?? 0;
       if (period > 0) {
         resyncTimer = setInterval(() => {

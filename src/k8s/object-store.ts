@@ -3,12 +3,13 @@
 
 import { stringify } from "yaml";
 import type { HostState } from "../host/host-state/schema.ts";
-import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
+import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 import type { ClusterEventHandler } from "./source.ts";
 
 export interface ObjectStore {
   readonly services: ReadonlyMap<string, ServiceObject>;
   readonly endpointSlices: ReadonlyMap<string, EndpointSliceObject>;
+  readonly serviceCIDRs: ReadonlyMap<string, ServiceCIDRObject>;
   readonly node: NodeObject | undefined;
 }
 
@@ -22,7 +23,8 @@ export function recordingHandler(inner: ClusterEventHandler): {
 } {
   const services = new Map<string, ServiceObject>();
   const endpointSlices = new Map<string, EndpointSliceObject>();
-  const store = { services, endpointSlices, node: undefined as NodeObject | undefined };
+  const serviceCIDRs = new Map<string, ServiceCIDRObject>();
+  const store = { services, endpointSlices, serviceCIDRs, node: undefined as NodeObject | undefined };
   const handler: ClusterEventHandler = {
     onServiceChange(previous, current) {
       if (current) services.set(keyOf(current), current);
@@ -37,6 +39,11 @@ export function recordingHandler(inner: ClusterEventHandler): {
     onNodeChange(node) {
       store.node = node;
       inner.onNodeChange(node);
+    },
+    onServiceCIDRChange(cidr, removed) {
+      if (removed) serviceCIDRs.delete(keyOf(cidr));
+      else serviceCIDRs.set(keyOf(cidr), cidr);
+      inner.onServiceCIDRChange(cidr, removed);
     },
     onServicesSynced: () => inner.onServicesSynced(),
     onEndpointSlicesSynced: () => inner.onEndpointSlicesSynced(),
@@ -69,6 +76,7 @@ export function renderStateFile(
     [...m].sort(([a], [b]) => a.localeCompare(b)).map(([, v]) => v);
   const docs: object[] = [];
   if (store.node) docs.push(withKind(store.node, "v1", "Node"));
+  for (const c of sorted(store.serviceCIDRs)) docs.push(withKind(c, "networking.k8s.io/v1", "ServiceCIDR"));
   for (const s of sorted(store.services)) docs.push(withKind(s, "v1", "Service"));
   for (const s of sorted(store.endpointSlices))
     docs.push(withKind(s, "discovery.k8s.io/v1", "EndpointSlice"));

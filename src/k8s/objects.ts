@@ -79,9 +79,18 @@ export interface NodeObject {
   status?: { addresses?: { type?: string; address?: string }[] };
 }
 
+/** networking.k8s.io/v1 ServiceCIDR: one or two CIDRs ClusterIPs are allocated from. */
+export interface ServiceCIDRObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  spec?: { cidrs?: string[] };
+  status?: { conditions?: { type?: string; status?: string; reason?: string }[] };
+}
+
 /** Enough of an object to name it in logs and events. */
 export interface ObjectRef {
-  kind: "Service" | "EndpointSlice" | "Node";
+  kind: "Service" | "EndpointSlice" | "Node" | "ServiceCIDR";
   namespace?: string;
   name: string;
   uid?: string;

@@ -1,7 +1,7 @@
 // A ClusterSource over a --state snapshot: delivers every object once, then reports both
 // caches synced, exactly as informers do after their initial list.
 
-import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
+import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 import type { ClusterEventHandler, ClusterSource } from "./source.ts";
 import type { StateDocuments } from "./state-file.ts";
 
@@ -10,6 +10,8 @@ export function createSnapshotSource(docs: StateDocuments, nodeName: string): Cl
   return {
     async start(handler: ClusterEventHandler) {
       if (stopped) return;
+      // ServiceCIDRs first: the first sync then already knows which ClusterIPs are allocatable.
+      for (const cidr of docs.serviceCIDRs) handler.onServiceCIDRChange(cidr as ServiceCIDRObject, false);
       for (const svc of docs.services) handler.onServiceChange(undefined, svc as ServiceObject);
       handler.onServicesSynced();
       for (const slice of docs.endpointSlices)

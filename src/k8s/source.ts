@@ -2,7 +2,7 @@
 // run, a --state snapshot in tests and --dry-run. Both drive the same handler, so everything
 // downstream behaves the same whichever feeds it.
 
-import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
+import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 
 export interface ClusterEventHandler {
   /** previous undefined: added; current undefined: deleted. */
@@ -11,6 +11,8 @@ export interface ClusterEventHandler {
   onEndpointSliceChange(slice: EndpointSliceObject, removed: boolean): void;
   /** This node's Node object; undefined when it was deleted. */
   onNodeChange(node: NodeObject | undefined): void;
+  /** removed: the ServiceCIDR was deleted (cidr holds its last known state). */
+  onServiceCIDRChange(cidr: ServiceCIDRObject, removed: boolean): void;
   /** Every Service in the initial list has been delivered (upstream's servicesSynced). */
   onServicesSynced(): void;
   /** Every EndpointSlice in the initial list has been delivered (endpointSlicesSynced). */

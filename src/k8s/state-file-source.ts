@@ -5,13 +5,14 @@
 import { readFileSync, statSync } from "node:fs";
 import type { Logger } from "../log/logger.ts";
 import { errText } from "../util/err-text.ts";
-import type { EndpointSliceObject, NodeObject, ServiceObject } from "./objects.ts";
+import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 import type { ClusterEventHandler, ClusterSource } from "./source.ts";
 import { type KubeObject, parseStateDocuments, type StateDocuments } from "./state-file.ts";
 
 interface View {
   services: Map<string, KubeObject>;
   slices: Map<string, KubeObject>;
+  serviceCIDRs: Map<string, KubeObject>;
   node: KubeObject | undefined;
 }
 
@@ -21,6 +22,7 @@ function viewOf(docs: StateDocuments, nodeName: string): View {
   return {
     services: new Map(docs.services.map((s) => [keyOf(s), s])),
     slices: new Map(docs.endpointSlices.map((s) => [keyOf(s), s])),
+    serviceCIDRs: new Map(docs.serviceCIDRs.map((c) => [keyOf(c), c])),
     node: docs.nodes.find((n) => n.metadata?.name === nodeName),
   };
 }
@@ -30,6 +32,18 @@ const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 /** Delivers the changes between two views: adds and updates first, then deletes. */
 export function deliverDiff(prev: View, next: View, h: ClusterEventHandler): number {
   let changes = 0;
+  for (const [k, cidr] of next.serviceCIDRs) {
+    if (!same(prev.serviceCIDRs.get(k), cidr)) {
+      h.onServiceCIDRChange(cidr as ServiceCIDRObject, false);
+      changes++;
+    }
+  }
+  for (const [k, cidr] of prev.serviceCIDRs) {
+    if (!next.serviceCIDRs.has(k)) {
+      h.onServiceCIDRChange(cidr as ServiceCIDRObject, true);
+      changes++;
+    }
+  }
   for (const [k, svc] of next.services) {
     const old = prev.services.get(k);
     if (!old || !same(old, svc)) {
@@ -71,7 +85,7 @@ export interface StateFileSourceOptions {
 }
 
 export function createStateFileSource(opts: StateFileSourceOptions): ClusterSource {
-  const empty: View = { services: new Map(), slices: new Map(), node: undefined };
+  const empty: View = { services: new Map(), slices: new Map(), serviceCIDRs: new Map(), node: undefined };
   let current = empty;
   let stamp = "";
   let timer: ReturnType<typeof setInterval> | undefined;

@@ -1,5 +1,6 @@
 // Reads a --state snapshot (DESIGN.md): multi-document YAML or JSON holding Services,
-// EndpointSlices, Nodes (or v1 Lists of them) and at most one kube-proxy-ts/v1 HostState.
+// EndpointSlices, Nodes, ServiceCIDRs (or v1 Lists of them) and at most one kube-proxy-ts/v1
+// HostState.
 
 import { parseAllDocuments } from "yaml";
 
@@ -14,6 +15,7 @@ export interface StateDocuments {
   readonly services: KubeObject[];
   readonly endpointSlices: KubeObject[];
   readonly nodes: KubeObject[];
+  readonly serviceCIDRs: KubeObject[];
   readonly hostState?: KubeObject;
   /** Objects of other kinds, reported and otherwise ignored. */
   readonly ignored: string[];
@@ -53,6 +55,7 @@ export function parseStateDocuments(text: string, source: string): StateDocument
   const services: KubeObject[] = [];
   const endpointSlices: KubeObject[] = [];
   const nodes: KubeObject[] = [];
+  const serviceCIDRs: KubeObject[] = [];
   const ignored: string[] = [];
   let hostState: KubeObject | undefined;
 
@@ -74,6 +77,9 @@ export function parseStateDocuments(text: string, source: string): StateDocument
       case "v1/Node":
         nodes.push(obj);
         return;
+      case "networking.k8s.io/v1/ServiceCIDR":
+        serviceCIDRs.push(obj);
+        return;
       case "kube-proxy-ts/v1/HostState":
         if (hostState)
           throw new StateFileError(source, `${where}: a second HostState document (only one is allowed)`);
@@ -94,7 +100,7 @@ export function parseStateDocuments(text: string, source: string): StateDocument
   const json = parseJsonDocument(text);
   if (json.ok) {
     placeDocument(json.value, 0);
-    return { services, endpointSlices, nodes, ignored, ...(hostState ? { hostState } : {}) };
+    return { services, endpointSlices, nodes, serviceCIDRs, ignored, ...(hostState ? { hostState } : {}) };
   }
   const docs = parseAllDocuments(text, { prettyErrors: true });
   for (const [i, doc] of docs.entries()) {
@@ -108,5 +114,5 @@ export function parseStateDocuments(text: string, source: string): StateDocument
     }
     placeDocument(doc.toJS(), i);
   }
-  return { services, endpointSlices, nodes, ignored, ...(hostState ? { hostState } : {}) };
+  return { services, endpointSlices, nodes, serviceCIDRs, ignored, ...(hostState ? { hostState } : {}) };
 }

@@ -68,9 +68,18 @@ export interface CleanupOptions {
   readonly featureGates: Readonly<Record<string, boolean>>;
 }
 
+/** A mode upstream deprecated: the log line at start and the Warning event on the Node. */
+export interface ModeDeprecation {
+  readonly message: string;
+  readonly eventReason: string;
+  readonly eventAction: string;
+}
+
 /** Everything one proxy mode is; src/modes/registry.ts lists them. */
 export interface ModeDefinition<Name extends string = string> {
   readonly name: Name;
+  /** Set when upstream deprecated the mode (ipvs, 1.35). */
+  readonly deprecation?: ModeDeprecation;
   /** The mode's sync periods (its section of the configuration). */
   periods(config: ProxyConfig): { readonly syncPeriod: number; readonly minSyncPeriod: number };
   /** Checks a node must pass before the mode runs; none when absent. */

@@ -100,6 +100,7 @@ function endpointInfo(e: SliceEndpoint, port: number, nodeName: string): Endpoin
     serving: e.serving,
     terminating: e.terminating,
     zoneHints: e.zoneHints,
+    nodeHints: e.nodeHints,
   };
 }
 

@@ -28,6 +28,7 @@ export interface SliceEndpoint {
   readonly serving: boolean;
   readonly terminating: boolean;
   readonly zoneHints: ReadonlySet<string>;
+  readonly nodeHints: ReadonlySet<string>;
 }
 
 export interface ParsedSlice {
@@ -68,13 +69,17 @@ function conditions(raw: RawEndpoint): Pick<SliceEndpoint, "ready" | "serving" |
 
 // Most endpoints have no hints: they share one empty set (no one writes to these sets) rather
 // than carry 100,000 empty ones in a large cluster.
-const NO_ZONES: ReadonlySet<string> = new Set();
+const NO_HINTS: ReadonlySet<string> = new Set();
 
-function zoneHints(raw: RawEndpoint): ReadonlySet<string> {
-  const zones = raw.hints?.forZones;
-  if (!Array.isArray(zones)) return NO_ZONES;
-  const names = zones.map((z) => z?.name).filter((n): n is string => typeof n === "string" && n !== "");
-  return names.length === 0 ? NO_ZONES : new Set(names);
+/** The names of `hints.forZones` or `hints.forNodes`; entries without a name are dropped. */
+function hintNames(list: unknown): ReadonlySet<string> {
+  if (!Array.isArray(list)) return NO_HINTS;
+  const names: string[] = [];
+  for (const h of list) {
+    const name = typeof h === "object" && h !== null ? (h as { name?: unknown }).name : undefined;
+    if (typeof name === "string" && name !== "") names.push(name);
+  }
+  return names.length === 0 ? NO_HINTS : new Set(names);
 }
 
 export interface SliceContext {
@@ -110,13 +115,15 @@ function readEndpoint(raw: RawEndpoint, path: string, ctx: SliceContext): SliceE
     nodeName: typeof raw.nodeName === "string" ? raw.nodeName : "",
     zone: typeof raw.zone === "string" ? raw.zone : "",
     ...conditions(raw),
-    zoneHints: zoneHints(raw),
+    zoneHints: hintNames(raw.hints?.forZones),
+    nodeHints: hintNames(raw.hints?.forNodes),
   };
 }
 
 function endpointFingerprint(e: SliceEndpoint): string {
   const flags = `${+e.ready}${+e.serving}${+e.terminating}`;
-  return `${e.ip}|${e.nodeName}|${e.zone}|${flags}|${[...e.zoneHints].sort().join(",")}`;
+  const hints = `${[...e.zoneHints].sort().join(",")}|${[...e.nodeHints].sort().join(",")}`;
+  return `${e.ip}|${e.nodeName}|${e.zone}|${flags}|${hints}`;
 }
 
 /** Parses the ports and endpoints of an IPv4 or IPv6 slice (the caller checked addressType). */

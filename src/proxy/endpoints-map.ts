@@ -38,8 +38,12 @@ function sameEndpoint(a: EndpointInfo, b: EndpointInfo): boolean {
   if (a.endpoint !== b.endpoint || a.nodeName !== b.nodeName || a.zone !== b.zone || a.isLocal !== b.isLocal)
     return false;
   if (a.ready !== b.ready || a.serving !== b.serving || a.terminating !== b.terminating) return false;
-  if (a.zoneHints.size !== b.zoneHints.size) return false;
-  for (const z of a.zoneHints) if (!b.zoneHints.has(z)) return false;
+  return sameSet(a.zoneHints, b.zoneHints) && sameSet(a.nodeHints, b.nodeHints);
+}
+
+function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const v of a) if (!b.has(v)) return false;
   return true;
 }
 

@@ -13,6 +13,11 @@ export interface SyncInput {
   /** This node as last seen; undefined until its Node object arrives (or in a snapshot without it). */
   readonly node: NodeInfo | undefined;
   readonly nodeName: string;
+  /**
+   * The CIDRs of every ServiceCIDR, canonical and sorted; empty before any arrived. nftables mode
+   * drops traffic to ClusterIPs inside them that no Service holds.
+   */
+  readonly serviceCIDRs: readonly string[];
 }
 
 export interface Proxier {

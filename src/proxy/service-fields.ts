@@ -72,27 +72,22 @@ export function readIPList(value: unknown, field: string, problems: ProblemList)
 }
 
 /**
- * Whether kube-proxy programs a LoadBalancer ingress IP (upstream's IsVIPMode): with the
- * LoadBalancerIPMode gate on, only ipMode VIP or no ipMode; with it off, every IP, as before the
- * field existed.
+ * Whether kube-proxy programs a LoadBalancer ingress IP (upstream's IsVIPMode): only ipMode VIP
+ * or no ipMode. (The LoadBalancerIPMode gate that could switch this off went GA in 1.32 and is gone.)
  */
-export function isVIPMode(ipMode: unknown, ipModeGate: boolean): boolean {
-  return !ipModeGate || ipMode === undefined || ipMode === null || ipMode === "VIP";
+export function isVIPMode(ipMode: unknown): boolean {
+  return ipMode === undefined || ipMode === null || ipMode === "VIP";
 }
 
 /** LoadBalancer ingress IPs that kube-proxy must program (see isVIPMode). */
-export function readLoadBalancerVIPs(
-  svc: ServiceObject,
-  problems: ProblemList,
-  ipModeGate: boolean,
-): string[] {
+export function readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList): string[] {
   const field = "status.loadBalancer.ingress";
   const out: string[] = [];
   for (const [i, ing] of listOf(svc.status?.loadBalancer?.ingress, field, problems).entries()) {
     if (typeof ing !== "object" || ing === null) continue;
     const { ip, ipMode } = ing as { ip?: unknown; ipMode?: unknown };
     // hostname-only ingress and proxy-mode load balancers need no VIP rules on the node.
-    if (ip === undefined || ip === "" || !isVIPMode(ipMode, ipModeGate)) continue;
+    if (ip === undefined || ip === "" || !isVIPMode(ipMode)) continue;
     const parsed = parseIPLenient(ip);
     if (!parsed) problems.invalid(`${field}[${i}].ip`, ip, "not an IP address; ignored");
     else if (!out.includes(parsed.ip)) out.push(parsed.ip);

@@ -71,12 +71,13 @@ function readServiceWide(
   const clusterIPs = readClusterIPs(spec, problems);
   if (!clusterIPs) return undefined;
   const serviceType = readServiceType(spec, problems);
-  const externalIPs = readIPList(spec.externalIPs, "spec.externalIPs", problems);
+  // AllowServiceExternalIPs (1.36, GA, on): off, kube-proxy programs no externalIP at all.
+  const externalIPs = gates.enabled("AllowServiceExternalIPs")
+    ? readIPList(spec.externalIPs, "spec.externalIPs", problems)
+    : [];
   const sources = readSourceRanges(spec, problems);
   // Ranges that all failed to parse must not turn into "open to everyone": drop the VIPs instead.
-  const lbVIPs = sources.allInvalid
-    ? []
-    : readLoadBalancerVIPs(svc, problems, gates.enabled("LoadBalancerIPMode"));
+  const lbVIPs = sources.allInvalid ? [] : readLoadBalancerVIPs(svc, problems);
   const externallyReachable = serviceType !== "ClusterIP" || externalIPs.length > 0;
   const externalPolicyLocal = externallyReachable && spec.externalTrafficPolicy === "Local";
   const needsHealthCheck = serviceType === "LoadBalancer" && externalPolicyLocal;

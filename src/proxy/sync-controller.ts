@@ -5,7 +5,7 @@
 import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { EventRecorder } from "../k8s/events.ts";
 import { type NodeInfo, nodeInfo } from "../k8s/node-info.ts";
-import type { EndpointSliceObject, NodeObject, ServiceObject } from "../k8s/objects.ts";
+import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "../k8s/objects.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import type { Clock } from "../util/clock.ts";
@@ -14,6 +14,7 @@ import { EndpointsMap } from "./endpoints-map.ts";
 import { EndpointsChangeTracker } from "./endpoints-tracker.ts";
 import type { Proxier, SyncInput } from "./proxier.ts";
 import { BoundedFrequencyRunner } from "./runner.ts";
+import { ServiceCIDRSet } from "./service-cidrs.ts";
 import { ServiceMap } from "./service-map.ts";
 import { ServiceChangeTracker } from "./service-tracker.ts";
 
@@ -46,6 +47,7 @@ export class SyncController implements ClusterEventHandler {
   private servicesSynced = false;
   private endpointSlicesSynced = false;
   private node: NodeInfo | undefined;
+  private readonly serviceCIDRs: ServiceCIDRSet;
   private syncs = 0;
   private readonly firstSyncWaiters: (() => void)[] = [];
 
@@ -62,6 +64,10 @@ export class SyncController implements ClusterEventHandler {
       nodeName: opts.nodeName,
       ...shared,
       ...(m ? { metrics: m.endpoints } : {}),
+    });
+    this.serviceCIDRs = new ServiceCIDRSet({
+      logger: this.log,
+      ...(opts.recorder ? { recorder: opts.recorder } : {}),
     });
     this.runner = new BoundedFrequencyRunner({
       name: "sync-runner",
@@ -97,6 +103,10 @@ export class SyncController implements ClusterEventHandler {
     this.node = next;
     // Labels drive topology; other Node changes (status heartbeats) need no sync.
     if (labelsChanged && this.initialized) this.requestSync();
+  }
+
+  onServiceCIDRChange(cidr: ServiceCIDRObject, removed: boolean): void {
+    if (this.serviceCIDRs.update(cidr, removed) && this.initialized) this.requestSync();
   }
 
   onServicesSynced(): void {
@@ -152,6 +162,7 @@ export class SyncController implements ClusterEventHandler {
       endpointsUpdate: this.endpoints.update(this.endpointsTracker),
       node: this.node,
       nodeName: this.opts.nodeName,
+      serviceCIDRs: this.serviceCIDRs.cidrs,
     };
     await this.opts.proxier.sync(input);
     this.syncs++;

@@ -1,5 +1,5 @@
-// Which endpoints a node may send a service port's traffic to, per traffic policy. Mirrors
-// upstream v1.31 CategorizeEndpoints: both proxiers build their chains / real servers from this,
+// Which endpoints a node may send a service port's traffic to, per traffic policy and topology
+// hints. Mirrors upstream v1.37 CategorizeEndpoints: both proxiers build their chains / real servers from this,
 // so a divergence here would change where packets go, not just how rules look.
 
 import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
@@ -11,6 +11,8 @@ export const ZONE_LABEL = "topology.kubernetes.io/zone";
 
 /** What endpoint selection needs besides the endpoints: this node's labels and the run's gates. */
 export interface TopologyContext {
+  /** This node's name, compared with endpoints' node hints (PreferSameNode). */
+  readonly nodeName: string;
   readonly nodeLabels: Readonly<Record<string, string>>;
   readonly featureGates: EffectiveFeatureGates;
 }
@@ -37,51 +39,56 @@ export function filterEndpoints(
   return endpoints.filter(keep);
 }
 
-/** Annotation values that turn topology-aware routing off (or never asked for it). */
-const TOPOLOGY_MODE_OFF: ReadonlySet<string> = new Set(["", "disabled", "Disabled"]);
+/** How a service port's cluster endpoints are narrowed for this node (upstream's topology modes). */
+export type TopologyMode = "" | "PreferSameNode" | "PreferSameZone";
 
 /**
- * Zone hints are honoured only when they can be trusted for this node: the node has a zone,
- * every ready endpoint carries hints (a partial set means the EndpointSlice controller is
- * mid-update or gave up), and at least one endpoint is hinted for our zone (otherwise
- * filtering would black-hole the zone). The feature gates decide first, as in v1.31: with both
- * TopologyAwareHints and ServiceTrafficDistribution off, hints are ignored; with
- * ServiceTrafficDistribution on, hints alone decide (they are how a trafficDistribution of
- * PreferClose reaches the node); with only TopologyAwareHints on, the Service must also carry
- * the topology-mode annotation (any value but "", "disabled" or "Disabled").
+ * Which hints can be trusted for this node (upstream 1.37 topologyModeFromHints). Only ready
+ * endpoints count. Node hints win when every ready endpoint carries them and one is hinted for
+ * this node; otherwise zone hints, when every ready endpoint carries them and one is hinted for
+ * this node's zone. A partial set of hints means the EndpointSlice controller is mid-update or
+ * gave up, and no hint for this node or zone would black-hole it: both mean "no topology".
+ * The Service's topology annotation no longer matters: the hints are set only when asked for.
  */
-export function canUseTopology(
+export function topologyModeFromHints(
   endpoints: readonly EndpointInfo[],
-  svc: Pick<ServicePortInfo, "topologyMode">,
   ctx: TopologyContext,
-): boolean {
-  const gates = ctx.featureGates;
-  const distribution = gates.enabled("ServiceTrafficDistribution");
-  if (!distribution && !gates.enabled("TopologyAwareHints")) return false;
-  if (!distribution && TOPOLOGY_MODE_OFF.has(svc.topologyMode)) return false;
+): TopologyMode {
   const zone = ctx.nodeLabels[ZONE_LABEL] ?? "";
-  let hasEndpointForZone = false;
+  let allHaveNodeHints = true;
+  let allHaveZoneHints = true;
+  let hasForNode = false;
+  let hasForZone = false;
   for (const ep of endpoints) {
     if (!ep.ready) continue;
-    if (ep.zoneHints.size === 0) return false;
-    if (zone === "") return false;
-    if (ep.zoneHints.has(zone)) hasEndpointForZone = true;
+    if (ep.nodeHints.size === 0) allHaveNodeHints = false;
+    else if (ctx.nodeName !== "" && ep.nodeHints.has(ctx.nodeName)) hasForNode = true;
+    if (ep.zoneHints.size === 0) allHaveZoneHints = false;
+    else if (zone !== "" && ep.zoneHints.has(zone)) hasForZone = true;
   }
-  return hasEndpointForZone;
+  if (allHaveNodeHints && hasForNode && ctx.featureGates.enabled("PreferSameTrafficDistribution"))
+    return "PreferSameNode";
+  if (allHaveZoneHints && hasForZone) return "PreferSameZone";
+  return "";
+}
+
+/** Whether the topology mode lets this node use the endpoint. */
+function availableForTopology(ep: EndpointInfo, mode: TopologyMode, ctx: TopologyContext): boolean {
+  if (mode === "PreferSameNode") return ep.nodeHints.has(ctx.nodeName);
+  if (mode === "PreferSameZone") return ep.zoneHints.has(ctx.nodeLabels[ZONE_LABEL] ?? "");
+  return true;
 }
 
 function clusterEndpointsFor(
   endpoints: readonly EndpointInfo[],
-  svc: ServicePortInfo,
   ctx: TopologyContext,
 ): { endpoints: EndpointInfo[]; useTopology: boolean } {
-  const useTopology = canUseTopology(endpoints, svc, ctx);
-  const zone = ctx.nodeLabels[ZONE_LABEL] ?? "";
-  const ready = filterEndpoints(endpoints, (ep) => ep.ready && (!useTopology || ep.zoneHints.has(zone)));
-  if (ready.length > 0) return { endpoints: ready, useTopology };
-  // No ready endpoint anywhere (topology already fell back if our zone had none): keep serving
-  // through terminating endpoints rather than dropping connections. Topology is not applied.
-  return { endpoints: filterEndpoints(endpoints, isServingTerminating), useTopology };
+  const mode = topologyModeFromHints(endpoints, ctx);
+  const ready = filterEndpoints(endpoints, (ep) => ep.ready && availableForTopology(ep, mode, ctx));
+  if (ready.length > 0) return { endpoints: ready, useTopology: mode !== "" };
+  // No ready endpoint anywhere (topology already fell back if our node and zone had none): keep
+  // serving through terminating endpoints rather than dropping connections, without topology.
+  return { endpoints: filterEndpoints(endpoints, isServingTerminating), useTopology: mode !== "" };
 }
 
 function localEndpointsFor(endpoints: readonly EndpointInfo[]): {
@@ -107,7 +114,7 @@ export function categorizeEndpoints(
   svc: ServicePortInfo & EndpointPolicyInputs,
   ctx: TopologyContext,
 ): CategorizedEndpoints {
-  const cluster = usesClusterEndpoints(svc) ? clusterEndpointsFor(endpoints, svc, ctx) : undefined;
+  const cluster = usesClusterEndpoints(svc) ? clusterEndpointsFor(endpoints, ctx) : undefined;
   const clusterEndpoints = cluster?.endpoints;
   // Any ready endpoint in the cluster guarantees a non-empty cluster list.
   const clusterHasAny = (clusterEndpoints?.length ?? 0) > 0;

@@ -66,8 +66,10 @@ export interface EndpointInfo {
   readonly ready: boolean;
   readonly serving: boolean;
   readonly terminating: boolean;
-  /** Zones this endpoint is hinted for; empty set: no hints. */
+  /** Zones this endpoint is hinted for (`hints.forZones`); empty set: no hints. */
   readonly zoneHints: ReadonlySet<string>;
+  /** Nodes this endpoint is hinted for (`hints.forNodes`, PreferSameNode); empty set: no hints. */
+  readonly nodeHints: ReadonlySet<string>;
 }
 
 /** All service ports by id. */

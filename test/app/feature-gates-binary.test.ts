@@ -8,8 +8,9 @@ import { runBinary, tempDir } from "../support/binary.ts";
 
 const dir = tempDir("kpts-gates-");
 
-// node-a sits in zone-a. "dns" asks for trafficDistribution PreferClose and its slice carries
-// the hints the EndpointSlice controller writes for it; "lb" has an ingress IP in ipMode Proxy.
+// node-a sits in zone-a. "dns" asks for trafficDistribution PreferSameNode and its slice carries
+// the hints the EndpointSlice controller writes for it (node and zone); "lb" has an ingress IP in
+// ipMode Proxy and an externalIP.
 const STATE = `
 apiVersion: v1
 kind: Node
@@ -25,7 +26,7 @@ metadata: { name: dns, namespace: kube-system }
 spec:
   clusterIP: 198.51.100.53
   clusterIPs: [198.51.100.53]
-  trafficDistribution: PreferClose
+  trafficDistribution: PreferSameNode
   ports: [{ name: dns, port: 53, protocol: UDP }]
 ---
 apiVersion: discovery.k8s.io/v1
@@ -41,12 +42,17 @@ endpoints:
     conditions: { ready: true }
     nodeName: node-a
     zone: zone-a
-    hints: { forZones: [{ name: zone-a }] }
+    hints: { forZones: [{ name: zone-a }], forNodes: [{ name: node-a }] }
+  - addresses: [203.0.113.21]
+    conditions: { ready: true }
+    nodeName: node-c
+    zone: zone-a
+    hints: { forZones: [{ name: zone-a }], forNodes: [{ name: node-c }] }
   - addresses: [203.0.113.80]
     conditions: { ready: true }
     nodeName: node-b
     zone: zone-b
-    hints: { forZones: [{ name: zone-b }] }
+    hints: { forZones: [{ name: zone-b }], forNodes: [{ name: node-b }] }
 ---
 apiVersion: v1
 kind: Service
@@ -55,6 +61,7 @@ spec:
   type: LoadBalancer
   clusterIP: 198.51.100.30
   clusterIPs: [198.51.100.30]
+  externalIPs: [192.0.2.150]
   ports: [{ name: http, port: 80, nodePort: 30080, protocol: TCP }]
 status:
   loadBalancer:
@@ -126,37 +133,51 @@ describe("feature gates on the command line and in the config file", () => {
     expect(r.stderr).toContain(`featureGates.Bogus: false: unrecognized feature gate: Bogus (${config}:5)`);
   });
 
-  test("a locked GA gate cannot be switched off", () => {
-    const r = runBinary([
-      "--feature-gates=KubeProxyDrainingTerminatingNodes=false",
-      "--dry-run",
-      "--state",
-      stateFile,
-    ]);
+  test.each([
+    [
+      "NFTablesProxyMode=false",
+      "cannot set feature gate NFTablesProxyMode to false, feature is locked to true",
+    ],
+    ["PreferSameTrafficDistribution=false", "feature is locked to true"],
+    ["TopologyAwareHints=false", "unrecognized feature gate: TopologyAwareHints"],
+    ["ServiceTrafficDistribution=false", "unrecognized feature gate: ServiceTrafficDistribution"],
+    ["LoadBalancerIPMode=false", "unrecognized feature gate: LoadBalancerIPMode"],
+  ])("--feature-gates=%s exits 1 (locked since 1.33, or gone by 1.37)", (setting, message) => {
+    const r = runBinary([`--feature-gates=${setting}`, "--dry-run", "--state", stateFile]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(
-      "cannot set feature gate KubeProxyDrainingTerminatingNodes to false, feature is locked to true",
-    );
+    expect(r.stderr).toContain(message);
+  });
+
+  test("the 1.37 gates kube-proxy has are accepted", () => {
+    for (const g of ["PreferSameTrafficDistribution=true", "ComponentStatusz=true", "ComponentFlagz=false"]) {
+      expect(runBinary([`--feature-gates=${g}`, "--dry-run", "--state", stateFile]).code).toBe(0);
+    }
+  });
+
+  test("an enabled gate whose dependency is off exits 1 (1.35+ dependency check)", () => {
+    const r = runBinary(["--feature-gates=AllAlpha=true", "--dry-run", "--state", stateFile]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("is enabled, but depends on features that are disabled: [GenericWorkload]");
   });
 
   test("setting a GA or deprecated gate warns and runs", () => {
     const r = runBinary([
-      "--feature-gates=KubeProxyDrainingTerminatingNodes=true,DisableNodeKubeProxyVersion=false",
+      "--feature-gates=NFTablesProxyMode=true,KubeProxyIPVS=true",
       "--dry-run",
       "--state",
       stateFile,
     ]);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(
-      /^W.*Setting GA feature gate KubeProxyDrainingTerminatingNodes=true\. It will be removed in a future release\./m,
+      /^W.*Setting GA feature gate NFTablesProxyMode=true\. It will be removed in a future release\./m,
     );
-    expect(r.stderr).toMatch(/^W.*Setting deprecated feature gate DisableNodeKubeProxyVersion=false\./m);
+    expect(r.stderr).toMatch(/^W.*Setting deprecated feature gate KubeProxyIPVS=true\./m);
   });
 
-  test("--proxy-mode=nftables needs NFTablesProxyMode", () => {
-    const r = runBinary(["--proxy-mode=nftables", "--feature-gates=NFTablesProxyMode=false", "--dry-run"]);
+  test("--proxy-mode=ipvs needs KubeProxyIPVS (1.37)", () => {
+    const r = runBinary(["--proxy-mode=ipvs", "--feature-gates=KubeProxyIPVS=false", "--dry-run"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('"nftables" needs the NFTablesProxyMode feature gate');
+    expect(r.stderr).toContain("needs the KubeProxyIPVS feature gate");
   });
 
   test.each([
@@ -179,25 +200,32 @@ describe("feature gates on the command line and in the config file", () => {
   });
 });
 
-describe("gates that change what kube-proxy programs (--dry-run plan)", () => {
-  test("ServiceTrafficDistribution: on by default, the PreferClose hints keep traffic in zone-a; off, they are ignored", () => {
+describe("what kube-proxy programs (--dry-run plan)", () => {
+  test("PreferSameNode: the endpoint hinted for node-a only; a node unknown to the hints gets all", () => {
     expect(svcTargets(plan(), "kube-system/dns:dns")).toEqual(["203.0.113.20:53"]);
-    expect(
-      svcTargets(plan("--feature-gates=ServiceTrafficDistribution=false"), "kube-system/dns:dns"),
-    ).toEqual(["203.0.113.20:53", "203.0.113.80:53"]);
+    // node-e has no Node object here, so no zone label either: no topology at all.
+    expect(svcTargets(plan("--hostname-override=node-e"), "kube-system/dns:dns")).toEqual([
+      "203.0.113.20:53",
+      "203.0.113.21:53",
+      "203.0.113.80:53",
+    ]);
   });
 
-  test("LoadBalancerIPMode: on by default, the ipMode Proxy IP is left alone; off, it is programmed", () => {
+  test("the ipMode Proxy ingress IP is never programmed (LoadBalancerIPMode GA since 1.32)", () => {
     const ips = (r: Report) => r.services.find((s) => s.name === "default/lb:http")?.loadBalancerIPs;
-    const restore = (r: Report) =>
-      r.commands.find((c) => c.argv[0]?.match(/^iptables-(nft|legacy)-restore$/))?.stdin ?? "";
     const on = plan();
     expect(ips(on)).toEqual(["192.0.2.200"]);
-    expect(restore(on)).not.toContain("192.0.2.201");
-    const off = plan("--feature-gates=LoadBalancerIPMode=false");
-    expect(ips(off)).toEqual(["192.0.2.200", "192.0.2.201"]);
-    expect(restore(off)).toContain(
-      '"default/lb:http loadbalancer IP" -m tcp -p tcp -d 192.0.2.201 --dport 80',
-    );
+    expect(restoreOf(on)).not.toContain("192.0.2.201");
+  });
+
+  test("AllowServiceExternalIPs: on by default; off, the externalIP is not programmed, the rest is", () => {
+    expect(restoreOf(plan())).toContain("-d 192.0.2.150");
+    const off = restoreOf(plan("--feature-gates=AllowServiceExternalIPs=false"));
+    expect(off).not.toContain("192.0.2.150");
+    expect(off).toContain("-d 192.0.2.200");
   });
 });
+
+function restoreOf(r: Report): string {
+  return r.commands.find((c) => c.argv[0]?.match(/^iptables-(nft|legacy)-restore$/))?.stdin ?? "";
+}

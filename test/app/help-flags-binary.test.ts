@@ -25,7 +25,7 @@ describe("dist/kube-proxy-ts --help", () => {
 
   test("lists the feature gates it knows, the way upstream's --feature-gates help does", () => {
     const r = runBinary(["--help"]);
-    expect(r.stdout).toContain("TopologyAwareHints=true|false (BETA - default=true)");
+    expect(r.stdout).toContain("ComponentStatusz=true|false (BETA - default=true)");
     expect(r.stdout).toContain("AllBeta=true|false (BETA - default=false)");
   });
 });

@@ -100,7 +100,7 @@ describe("--help", () => {
     expect(help).toContain("--proxy-mode ProxyMode");
     expect(help).not.toContain("--mode ");
     expect(help).not.toContain("--port-range");
-    expect(help).toContain("TopologyAwareHints=true|false (BETA - default=true)");
+    expect(help).toContain("ComponentStatusz=true|false (BETA - default=true)");
     expect(help).toContain("AllAlpha=true|false (ALPHA - default=false)");
     expect(help).not.toContain("KubeProxyDrainingTerminatingNodes=");
     expect(help).toContain("Precedence:");

@@ -34,7 +34,7 @@ describe("precedence: defaults < file < explicit flags", () => {
   });
 
   test("feature gates merge key by key, the flag winning on shared keys", () => {
-    const text = `${HEADER}featureGates:\n  AllAlpha: true\n  AllBeta: true\n`;
+    const text = `${HEADER}featureGates:\n  AllAlpha: false\n  AllBeta: true\n`;
     const result = loadConfig({
       file: { name: "c.yaml", text },
       settings: [
@@ -46,7 +46,7 @@ describe("precedence: defaults < file < explicit flags", () => {
       ],
     });
     expect(result.config?.featureGates).toEqual({
-      AllAlpha: true,
+      AllAlpha: false,
       AllBeta: false,
       LoggingAlphaOptions: true,
     });
@@ -54,7 +54,7 @@ describe("precedence: defaults < file < explicit flags", () => {
       {
         flag: "--feature-gates",
         path: "featureGates",
-        fileValue: { AllAlpha: true, AllBeta: true },
+        fileValue: { AllAlpha: false, AllBeta: true },
         flagValue: { AllBeta: false, LoggingAlphaOptions: true },
       },
     ]);

@@ -134,11 +134,32 @@ describe("initial sync", () => {
   });
 });
 
+describe("ServiceCIDRs (networking.k8s.io/v1)", () => {
+  test("listed and watched cluster-wide, unfiltered: add, update and delete arrive", async () => {
+    const cidr = (name: string, cidrs: string[]) => ({
+      apiVersion: "networking.k8s.io/v1",
+      kind: "ServiceCIDR",
+      metadata: { name },
+      spec: { cidrs },
+    });
+    server.create("ServiceCIDR", cidr("kubernetes", ["198.51.100.0/24"]));
+    await startSource();
+    await synced();
+    await waitFor(() => h.calls.includes("cidr~ kubernetes"), 5000, "the listed ServiceCIDR");
+    expect(server.requestsFor("ServiceCIDR", "list")[0]!.query.labelSelector).toBeUndefined();
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
+    server.create("ServiceCIDR", cidr("extra", ["203.0.113.0/24"]));
+    server.delete("ServiceCIDR", cidr("extra", ["203.0.113.0/24"]));
+    await waitFor(() => h.calls.includes("cidr- extra"), 5000, "the deleted ServiceCIDR");
+    expect(h.matching("cidr")).toEqual(["cidr~ kubernetes", "cidr~ extra", "cidr- extra"]);
+  });
+});
+
 describe("live changes", () => {
   test("create, update (with the previous object) and delete of Services and slices arrive", async () => {
     await startSource();
     await synced();
-    await waitFor(() => server.openWatches === 3, 5000, "three watches");
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
 
     server.create("Service", svc("web"));
     server.create("EndpointSlice", slice("web-abc"));
@@ -168,7 +189,7 @@ describe("live changes", () => {
     server.create("Service", svc("web"));
     await startSource();
     await synced();
-    await waitFor(() => server.openWatches === 3, 5000, "three watches");
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
 
     server.create("Service", svc("mine-not", { [PROXY_NAME]: "other" }));
     server.create("EndpointSlice", slice("dns-1", { [HEADLESS]: "" }));
@@ -182,7 +203,7 @@ describe("live changes", () => {
     server.create("Node", node(NODE));
     await startSource();
     await waitFor(() => h.node !== undefined, 5000, "node");
-    await waitFor(() => server.openWatches === 3, 5000, "three watches");
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
 
     server.create("Node", node("node-b"));
     server.update("Node", node(NODE, "z2"));
@@ -204,7 +225,7 @@ describe("surviving the API server", () => {
     server.create("EndpointSlice", slice("a-1"));
     await startSource();
     await synced();
-    await waitFor(() => server.openWatches === 3, 5000, "three watches");
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
     const watchesBefore = server.requestsFor("Service", "watch").length;
 
     server.disconnectWatches();
@@ -227,13 +248,13 @@ describe("surviving the API server", () => {
     server.create("EndpointSlice", slice("a-1"));
     await startSource();
     await synced();
-    await waitFor(() => server.openWatches === 3, 5000, "three watches");
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
 
     server.compactHistory();
     server.disconnectWatches();
     await waitFor(() => server.requestsFor("Service", "list").length === 2, 5000, "service relist");
     await waitFor(() => server.requestsFor("EndpointSlice", "list").length === 2, 5000, "slice relist");
-    await waitFor(() => server.openWatches === 3, 5000, "watches back");
+    await waitFor(() => server.openWatches === 4, 5000, "watches back");
     expect(server.requestsFor("Service", "list")[0]!.query.resourceVersion).toBe("0");
     expect(server.requestsFor("Service", "list")[1]!.query.resourceVersion).toBe("");
 
@@ -251,7 +272,7 @@ describe("surviving the API server", () => {
     server.create("EndpointSlice", slice("gone-1"));
     await startSource();
     await synced();
-    await waitFor(() => server.openWatches === 3, 5000, "three watches");
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
     const before = h.calls.length;
 
     server.setOutage(true);
@@ -283,13 +304,13 @@ describe("surviving the API server", () => {
     server.create("Service", svc("a"));
     await startSource();
     await synced();
-    await waitFor(() => server.openWatches === 3, 5000, "three watches");
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
     server.expireNextWatch();
     server.disconnectWatches();
     // Whichever watch reconnects first gets the 410 and relists; the others resume.
     const lists = () => server.requests.filter((r) => r.method === "GET" && !r.watch).length;
     await waitFor(() => lists() === 4, 5000, "one relist");
-    await waitFor(() => server.openWatches === 3, 5000, "watches back");
+    await waitFor(() => server.openWatches === 4, 5000, "watches back");
     expect(deletes(h.calls)).toEqual([]);
     expect(log.lines.some((l) => l.includes("Watch expired, relisting"))).toBe(true);
   });
@@ -308,7 +329,7 @@ describe("surviving the API server", () => {
   test("a throwing handler does not stop later deliveries", async () => {
     await startSource();
     await synced();
-    await waitFor(() => server.openWatches === 3, 5000, "three watches");
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
     const original = h.onServiceChange;
     h.onServiceChange = (prev, cur) => {
       original(prev, cur);
@@ -323,7 +344,7 @@ describe("surviving the API server", () => {
   test("stop closes every watch and no handler runs afterwards", async () => {
     await startSource();
     await synced();
-    await waitFor(() => server.openWatches === 3, 5000, "three watches");
+    await waitFor(() => server.openWatches === 4, 5000, "four watches");
     await source!.stop();
     const count = h.calls.length;
     server.create("Service", svc("late"));

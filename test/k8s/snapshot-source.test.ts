@@ -15,6 +15,7 @@ function journal(): ClusterEventHandler & { log: string[] } {
     onServiceChange: (p, c) => log.push(`svc ${name(p)} -> ${name(c)}`),
     onEndpointSliceChange: (s, removed) => log.push(`slice ${name(s)}${removed ? " removed" : ""}`),
     onNodeChange: (n) => log.push(`node ${name(n)}`),
+    onServiceCIDRChange: (c, removed) => log.push(`cidr ${name(c)}${removed ? " removed" : ""}`),
     onServicesSynced: () => log.push("services synced"),
     onEndpointSlicesSynced: () => log.push("slices synced"),
   };

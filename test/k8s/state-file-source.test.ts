@@ -16,6 +16,7 @@ function journal(): ClusterEventHandler & { log: string[] } {
     onServiceChange: (p, c) => log.push(`svc ${n(p)} -> ${n(c)}`),
     onEndpointSliceChange: (s, removed) => log.push(`slice ${n(s)}${removed ? " removed" : ""}`),
     onNodeChange: (node) => log.push(`node ${n(node)}`),
+    onServiceCIDRChange: (c, removed) => log.push(`cidr ${n(c)}${removed ? " removed" : ""}`),
     onServicesSynced: () => log.push("services synced"),
     onEndpointSlicesSynced: () => log.push("slices synced"),
   };

@@ -60,7 +60,7 @@ describe("endpoint model", () => {
       {
         ...ep("192.0.2.1", "node-a"),
         zone: "zone-a",
-        hints: { forZones: [{ name: "zone-a" }, { name: "zone-b" }] },
+        hints: { forZones: [{ name: "zone-a" }, { name: "zone-b" }], forNodes: [{ name: "node-a" }, {}] },
       },
       { ...ep("192.0.2.2", "node-b"), zone: "zone-b" },
     ]);
@@ -77,8 +77,9 @@ describe("endpoint model", () => {
       serving: true,
       terminating: false,
       zoneHints: new Set(["zone-a", "zone-b"]),
+      nodeHints: new Set(["node-a"]),
     });
-    expect(eps[1]).toMatchObject({ isLocal: false, zoneHints: new Set() });
+    expect(eps[1]).toMatchObject({ isLocal: false, zoneHints: new Set(), nodeHints: new Set() });
   });
 
   test("IPv6 slices give IPv6 endpoints in canonical, bracketed form", () => {

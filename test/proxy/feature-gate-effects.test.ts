@@ -1,7 +1,7 @@
-// The v1.31 gates that change what kube-proxy programs, each proven where it takes effect:
-// LoadBalancerIPMode in the service model (which LoadBalancer IPs count), and TopologyAwareHints
-// / ServiceTrafficDistribution in both proxiers' endpoint choice. The gates come in as an
-// effective-gates object, never from global state.
+// The v1.37 gates and GA behaviours that change what kube-proxy programs, each proven where it
+// takes effect: AllowServiceExternalIPs and the (now unconditional) LoadBalancer ipMode in the
+// service model, and PreferSameNode / PreferSameZone hints in every proxier's endpoint choice.
+// The gates come in as an effective-gates object, never from global state.
 import { describe, expect, test } from "bun:test";
 import { DEFAULT_FEATURE_GATES, effectiveFeatureGates } from "../../src/config/feature-gates.ts";
 import type { ServiceObject } from "../../src/k8s/objects.ts";
@@ -11,9 +11,9 @@ import { servicePorts } from "../../src/proxy/service-port.ts";
 import { ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
 import { chainRules, endpointSlice, ep, service, setup } from "../modes/iptables/harness.ts";
 import { setup as ipvsSetup, realsOf } from "../modes/ipvs/harness.ts";
+import { setupNft as nftSetup } from "../modes/nftables/harness.ts";
+import { NODE } from "../support/proxy-cluster.ts";
 import { service as portService } from "./builders.ts";
-
-const ipModeOff = effectiveFeatureGates({ LoadBalancerIPMode: false });
 
 function lbService(): ServiceObject {
   return portService(
@@ -21,6 +21,7 @@ function lbService(): ServiceObject {
     {
       type: "LoadBalancer",
       clusterIP: "198.51.100.10",
+      externalIPs: ["203.0.113.50"],
       ports: [{ name: "http", port: 80, nodePort: 30080 }],
     },
     {
@@ -37,21 +38,16 @@ function lbService(): ServiceObject {
   );
 }
 
-describe("LoadBalancerIPMode", () => {
-  const vips = (gates = DEFAULT_FEATURE_GATES) =>
-    servicePorts(lbService(), "ns", "lb", new ProblemList({ kind: "Service", name: "lb" }), gates)[0]
-      ?.loadBalancerVIPs;
+const portOf = (gates = DEFAULT_FEATURE_GATES) =>
+  servicePorts(lbService(), "ns", "lb", new ProblemList({ kind: "Service", name: "lb" }), gates)[0];
 
-  test("on (the default): an ipMode Proxy ingress IP is not programmed", () => {
-    expect(vips()).toEqual(["203.0.113.100", "203.0.113.101"]);
+describe("LoadBalancer ipMode (LoadBalancerIPMode GA since 1.32, gate gone)", () => {
+  test("an ipMode Proxy ingress IP is never programmed", () => {
+    expect(portOf()?.loadBalancerVIPs).toEqual(["203.0.113.100", "203.0.113.101"]);
   });
 
-  test("off: every ingress IP is programmed, ipMode or not", () => {
-    expect(vips(ipModeOff)).toEqual(["203.0.113.100", "203.0.113.101", "203.0.113.102"]);
-  });
-
-  test("only a missing ipMode or VIP counts as VIP mode while the gate is on", () => {
-    expect([undefined, null, "VIP", "Proxy", "vip", ""].map((m) => isVIPMode(m, true))).toEqual([
+  test("only a missing ipMode or VIP counts as VIP mode", () => {
+    expect([undefined, null, "VIP", "Proxy", "vip", ""].map((m) => isVIPMode(m))).toEqual([
       true,
       true,
       true,
@@ -59,34 +55,43 @@ describe("LoadBalancerIPMode", () => {
       false,
       false,
     ]);
-    expect(isVIPMode("Proxy", false)).toBe(true);
-  });
-
-  test("the service tracker applies the gates it was given", () => {
-    const tracker = new ServiceChangeTracker({ featureGates: ipModeOff });
-    tracker.serviceChanged(undefined, lbService());
-    const change = [...tracker.checkout().values()][0];
-    expect(change?.current.ports[0]?.loadBalancerVIPs).toContain("203.0.113.102");
   });
 });
 
-describe("topology gates in the proxiers", () => {
+describe("AllowServiceExternalIPs (1.36, GA, on by default)", () => {
+  test("on: externalIPs are programmed; off: none is, the rest of the Service is", () => {
+    expect(portOf()?.externalIPs).toEqual(["203.0.113.50"]);
+    const off = portOf(effectiveFeatureGates({ AllowServiceExternalIPs: false }));
+    expect(off?.externalIPs).toEqual([]);
+    expect(off?.loadBalancerVIPs).toEqual(["203.0.113.100", "203.0.113.101"]);
+  });
+
+  test("the service tracker applies the gates it was given", () => {
+    const tracker = new ServiceChangeTracker({
+      featureGates: effectiveFeatureGates({ AllowServiceExternalIPs: false }),
+    });
+    tracker.serviceChanged(undefined, lbService());
+    const change = [...tracker.checkout().values()][0];
+    expect(change?.current.ports[0]?.externalIPs).toEqual([]);
+  });
+});
+
+describe("topology hints in the proxiers (PreferSameNode, then PreferSameZone)", () => {
   const zoneA = { "topology.kubernetes.io/zone": "zone-a" };
-  // trafficDistribution: PreferClose, as the EndpointSlice controller hints it: no annotation.
-  const objects = () => [
-    service("ns1", "svc1", { clusterIP: "198.51.100.41", trafficDistribution: "PreferClose" }),
+  // trafficDistribution: PreferSameNode, as the EndpointSlice controller hints it: node and zone.
+  const objects = (nodeHintsFor = NODE) => [
+    service("ns1", "svc1", { clusterIP: "198.51.100.41", trafficDistribution: "PreferSameNode" }),
     endpointSlice("ns1", "svc1", [
-      ep("192.0.2.11", { zone: "zone-a", hints: ["zone-a"] }),
-      ep("192.0.2.12", { zone: "zone-b", hints: ["zone-b"] }),
+      ep("192.0.2.11", { node: nodeHintsFor, zone: "zone-a", hints: ["zone-a"], nodeHints: [nodeHintsFor] }),
+      ep("192.0.2.12", { node: "node-c", zone: "zone-a", hints: ["zone-a"], nodeHints: ["node-c"] }),
+      ep("192.0.2.13", { node: "node-d", zone: "zone-b", hints: ["zone-b"], nodeHints: ["node-d"] }),
     ]),
   ];
-  const bothOff = effectiveFeatureGates({ TopologyAwareHints: false, ServiceTrafficDistribution: false });
-  const distributionOff = effectiveFeatureGates({ ServiceTrafficDistribution: false });
 
-  async function iptablesEndpoints(gates = DEFAULT_FEATURE_GATES): Promise<string[]> {
-    const s = setup({ deps: { featureGates: gates } });
+  async function iptablesEndpoints(nodeHintsFor = NODE): Promise<string[]> {
+    const s = setup();
     s.cluster.node = { ...s.cluster.node!, labels: zoneA };
-    s.cluster.apply(...objects());
+    s.cluster.apply(...objects(nodeHintsFor));
     const payload = await s.sync();
     const svcChain =
       payload
@@ -99,23 +104,41 @@ describe("topology gates in the proxiers", () => {
       .filter(Boolean);
   }
 
-  test("iptables: hints keep traffic in the zone by default, and are ignored with both gates off", async () => {
+  test("iptables: the endpoint hinted for this node only; none for it: the zone's", async () => {
     expect(await iptablesEndpoints()).toEqual(["192.0.2.11:8080"]);
-    expect(await iptablesEndpoints(bothOff)).toEqual(["192.0.2.11:8080", "192.0.2.12:8080"]);
-    // Without ServiceTrafficDistribution the Service would need the topology-mode annotation.
-    expect(await iptablesEndpoints(distributionOff)).toEqual(["192.0.2.11:8080", "192.0.2.12:8080"]);
+    expect(await iptablesEndpoints("node-e")).toEqual(["192.0.2.11:8080", "192.0.2.12:8080"]);
   });
 
-  async function ipvsReals(gates = DEFAULT_FEATURE_GATES): Promise<string[] | undefined> {
-    const s = ipvsSetup({ deps: { featureGates: gates } });
+  async function ipvsReals(nodeHintsFor = NODE): Promise<string[] | undefined> {
+    const s = ipvsSetup();
     s.cluster.node = { ...s.cluster.node!, labels: zoneA };
-    s.cluster.apply(...objects());
+    s.cluster.apply(...objects(nodeHintsFor));
     await s.sync();
     return realsOf(s.host, "TCP", "198.51.100.41", 80);
   }
 
-  test("ipvs: the same gates decide the real servers", async () => {
+  test("ipvs: the same choice decides the real servers", async () => {
     expect(await ipvsReals()).toEqual(["192.0.2.11:8080 w1"]);
-    expect(await ipvsReals(bothOff)).toEqual(["192.0.2.11:8080 w1", "192.0.2.12:8080 w1"]);
+    expect(await ipvsReals("node-e")).toEqual(["192.0.2.11:8080 w1", "192.0.2.12:8080 w1"]);
+  });
+
+  async function nftDnatTargets(nodeHintsFor = NODE): Promise<string[]> {
+    const s = nftSetup();
+    s.cluster.node = { ...s.cluster.node!, labels: zoneA };
+    s.cluster.apply(...objects(nodeHintsFor));
+    const payload = await s.sync();
+    return [...payload.matchAll(/dnat to (\S+)/g)].map((m) => m[1] ?? "").sort();
+  }
+
+  test("nftables: the same choice decides the DNAT targets", async () => {
+    expect(await nftDnatTargets()).toEqual(["192.0.2.11:8080"]);
+    expect(await nftDnatTargets("node-e")).toEqual(["192.0.2.11:8080", "192.0.2.12:8080"]);
+  });
+
+  test("PreferSameTrafficDistribution is locked on: setting it false is refused", async () => {
+    const { featureGateProblems } = await import("../../src/config/feature-gates.ts");
+    expect(featureGateProblems({ PreferSameTrafficDistribution: false })[0]?.message).toBe(
+      "cannot set feature gate PreferSameTrafficDistribution to false, feature is locked to true",
+    );
   });
 });

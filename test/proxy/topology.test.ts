@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { DEFAULT_FEATURE_GATES, effectiveFeatureGates } from "../../src/config/feature-gates.ts";
 import { usesClusterEndpoints, usesLocalEndpoints } from "../../src/proxy/service-port.ts";
-import { canUseTopology, categorizeEndpoints, ZONE_LABEL } from "../../src/proxy/topology.ts";
+import { categorizeEndpoints, topologyModeFromHints, ZONE_LABEL } from "../../src/proxy/topology.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../src/proxy/types.ts";
 
 interface EpOpts {
@@ -10,6 +10,7 @@ interface EpOpts {
   terminating?: boolean;
   local?: boolean;
   hints?: string[];
+  nodeHints?: string[];
 }
 
 function ep(endpoint: string, o: EpOpts = {}): EndpointInfo {
@@ -27,6 +28,7 @@ function ep(endpoint: string, o: EpOpts = {}): EndpointInfo {
     serving: o.serving ?? ready,
     terminating: o.terminating ?? false,
     zoneHints: new Set(o.hints ?? []),
+    nodeHints: new Set(o.nodeHints ?? []),
   };
 }
 
@@ -76,9 +78,10 @@ function svc(o: SvcOpts = {}): FamilyPort {
 
 const zoneA = { [ZONE_LABEL]: "zone-a" };
 
-/** This node's topology with the v1.31 default gates, or with `gates` set explicitly. */
+/** This node ("this-node") with the v1.37 default gates, or with `gates` set explicitly. */
 function on(nodeLabels: Record<string, string>, gates: Record<string, boolean> = {}) {
   return {
+    nodeName: "this-node",
     nodeLabels,
     featureGates: Object.keys(gates).length === 0 ? DEFAULT_FEATURE_GATES : effectiveFeatureGates(gates),
   };
@@ -548,47 +551,76 @@ describe("traffic policy predicates", () => {
   }
 });
 
-describe("canUseTopology", () => {
-  test("false with no ready endpoints at all", () => {
-    expect(
-      canUseTopology([ep("203.0.113.0:80", { ready: false, hints: ["zone-a"] })], svc(), on(zoneA)),
-    ).toBe(false);
+describe("topologyModeFromHints (upstream 1.37)", () => {
+  const mode = (eps: EndpointInfo[], labels: Record<string, string> = zoneA) =>
+    topologyModeFromHints(eps, on(labels));
+
+  test("no ready endpoint: every hint kind holds vacuously but none is for us, so no topology", () => {
+    expect(mode([ep("203.0.113.0:80", { ready: false, hints: ["zone-a"], nodeHints: ["this-node"] })])).toBe(
+      "",
+    );
   });
-  test("true when every ready endpoint is hinted and one is for this zone", () => {
-    expect(canUseTopology(fourHinted, svc(), on(zoneA))).toBe(true);
+  test("every ready endpoint zone-hinted and one for this zone: PreferSameZone", () => {
+    expect(mode(fourHinted)).toBe("PreferSameZone");
+  });
+  test("node hints on every ready endpoint and one for this node: PreferSameNode", () => {
+    const eps = [
+      ep("203.0.113.1:80", { hints: ["zone-a"], nodeHints: ["this-node"] }),
+      ep("203.0.113.2:80", { hints: ["zone-a"], nodeHints: ["other-node"] }),
+    ];
+    expect(mode(eps)).toBe("PreferSameNode");
+  });
+  test("node hints, none for this node: falls to the zone hints", () => {
+    const eps = [
+      ep("203.0.113.1:80", { hints: ["zone-a"], nodeHints: ["node-x"] }),
+      ep("203.0.113.2:80", { hints: ["zone-b"], nodeHints: ["node-y"] }),
+    ];
+    expect(mode(eps)).toBe("PreferSameZone");
+  });
+  test("one ready endpoint without node hints turns node preference off; unready ones do not count", () => {
+    const eps = [
+      ep("203.0.113.1:80", { hints: ["zone-a"], nodeHints: ["this-node"] }),
+      ep("203.0.113.2:80", { hints: ["zone-a"] }),
+      ep("203.0.113.3:80", { ready: false, hints: [] }),
+    ];
+    expect(mode(eps)).toBe("PreferSameZone");
+  });
+  test("a node without a zone label gets no zone preference", () => {
+    expect(mode(fourHinted, {})).toBe("");
+  });
+  test("a ready endpoint without zone hints turns zone preference off", () => {
+    expect(mode([...fourHinted, ep("203.0.113.9:80")])).toBe("");
   });
 });
 
-// v1.31: TopologyAwareHints and ServiceTrafficDistribution (both beta, on by default) decide
-// whether hints count at all, and whether the topology-mode annotation is still required.
-describe("topology feature gates", () => {
-  const clusterOf = (s: FamilyPort, gates: Record<string, boolean>) =>
-    sorted(categorizeEndpoints(fourHinted, s, on(zoneA, gates)).clusterEndpoints);
+describe("hints decide, not the Service (1.33+: the annotation and trafficDistribution only steer the controller)", () => {
+  const clusterOf = (s: FamilyPort) => sorted(categorizeEndpoints(fourHinted, s, on(zoneA)).clusterEndpoints);
   const sameZone = ["198.51.100.3:80", "198.51.100.6:80"];
-  const everyone = sorted(fourHinted);
 
-  test("defaults: hints are honoured without any annotation (trafficDistribution PreferClose)", () => {
-    expect(clusterOf(svc({ trafficDistribution: "PreferClose" }), {})).toEqual(sameZone);
-  });
-  test("both gates off: hints are ignored, whatever the Service asks for", () => {
-    const off = { TopologyAwareHints: false, ServiceTrafficDistribution: false };
-    expect(clusterOf(svc({ topologyMode: "Auto" }), off)).toEqual(everyone);
-    expect(clusterOf(svc({ trafficDistribution: "PreferClose" }), off)).toEqual(everyone);
-  });
-  test("ServiceTrafficDistribution off: only Services with the topology-mode annotation use hints", () => {
-    const gates = { ServiceTrafficDistribution: false };
-    expect(clusterOf(svc({ trafficDistribution: "PreferClose" }), gates)).toEqual(everyone);
-    expect(clusterOf(svc({ topologyMode: "Auto" }), gates)).toEqual(sameZone);
-    expect(clusterOf(svc({ topologyMode: "auto" }), gates)).toEqual(sameZone);
-    for (const off of ["", "disabled", "Disabled"]) {
-      expect(clusterOf(svc({ topologyMode: off }), gates)).toEqual(everyone);
+  test("whatever the Service asks for, hints alone narrow the endpoints", () => {
+    for (const s of [
+      svc(),
+      svc({ trafficDistribution: "PreferClose" }),
+      svc({ trafficDistribution: "PreferSameZone" }),
+      svc({ topologyMode: "Auto" }),
+      svc({ topologyMode: "Disabled" }),
+    ]) {
+      expect(clusterOf(s)).toEqual(sameZone);
     }
   });
-  test("TopologyAwareHints off alone changes nothing: ServiceTrafficDistribution still honours hints", () => {
-    expect(clusterOf(svc(), { TopologyAwareHints: false })).toEqual(sameZone);
-  });
-  test("AllBeta=false switches both beta gates off; an explicit setting still wins", () => {
-    expect(clusterOf(svc({ topologyMode: "Auto" }), { AllBeta: false })).toEqual(everyone);
-    expect(clusterOf(svc(), { AllBeta: false, ServiceTrafficDistribution: true })).toEqual(sameZone);
+
+  test("PreferSameNode: the endpoint hinted for this node; terminating fallback ignores topology", () => {
+    const eps = [
+      ep("203.0.113.1:80", { hints: ["zone-a"], nodeHints: ["this-node"], local: true }),
+      ep("203.0.113.2:80", { hints: ["zone-a"], nodeHints: ["other-node"] }),
+    ];
+    const got = categorizeEndpoints(eps, svc({ trafficDistribution: "PreferSameNode" }), on(zoneA));
+    expect(sorted(got.clusterEndpoints)).toEqual(["203.0.113.1:80"]);
+    const gone = categorizeEndpoints(
+      [terminating("203.0.113.1:80", { nodeHints: ["other-node"] }), terminating("203.0.113.2:80")],
+      svc(),
+      on(zoneA),
+    );
+    expect(sorted(gone.clusterEndpoints)).toEqual(["203.0.113.1:80", "203.0.113.2:80"]);
   });
 });

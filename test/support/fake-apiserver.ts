@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { tempDir } from "./binary.ts";
 import { parseFieldSelector, parseLabelSelector } from "./selectors.ts";
 
-export type FakeKind = "Service" | "EndpointSlice" | "Node" | "Event";
+export type FakeKind = "Service" | "EndpointSlice" | "Node" | "ServiceCIDR" | "Event";
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
 
 // biome-ignore lint/suspicious/noExplicitAny: stored objects are arbitrary JSON
@@ -56,6 +56,7 @@ const KINDS: Record<FakeKind, KindInfo> = {
   Service: { apiVersion: "v1", namespaced: true },
   EndpointSlice: { apiVersion: "discovery.k8s.io/v1", namespaced: true },
   Node: { apiVersion: "v1", namespaced: false },
+  ServiceCIDR: { apiVersion: "networking.k8s.io/v1", namespaced: false },
   Event: { apiVersion: "events.k8s.io/v1", namespaced: true },
 };
 
@@ -74,6 +75,11 @@ const ROUTES: { re: RegExp; kind: FakeKind; apiVersion: string }[] = [
     apiVersion: "discovery.k8s.io/v1",
   },
   { re: /^\/api\/v1\/nodes(?:\/([^/]+))?$/, kind: "Node", apiVersion: "v1" },
+  {
+    re: /^\/apis\/networking\.k8s\.io\/v1\/servicecidrs(?:\/([^/]+))?$/,
+    kind: "ServiceCIDR",
+    apiVersion: "networking.k8s.io/v1",
+  },
   { re: /^\/api\/v1\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/, kind: "Event", apiVersion: "v1" },
   {
     re: /^\/apis\/events\.k8s\.io\/v1\/(?:namespaces\/([^/]+)\/)?events(?:\/([^/]+))?$/,
@@ -86,7 +92,8 @@ function route(pathname: string): Route | undefined {
   for (const r of ROUTES) {
     const m = r.re.exec(pathname);
     if (!m) continue;
-    if (r.kind === "Node") return { kind: r.kind, apiVersion: r.apiVersion, ...(m[1] ? { name: m[1] } : {}) };
+    if (r.kind === "Node" || r.kind === "ServiceCIDR")
+      return { kind: r.kind, apiVersion: r.apiVersion, ...(m[1] ? { name: m[1] } : {}) };
     return {
       kind: r.kind,
       apiVersion: r.apiVersion,

@@ -65,6 +65,8 @@ export interface EpOpts {
   terminating?: boolean;
   zone?: string;
   hints?: string[];
+  /** hints.forNodes (PreferSameNode). */
+  nodeHints?: string[];
 }
 
 export function ep(ip: string, o: EpOpts = {}): Endpoint {
@@ -74,7 +76,14 @@ export function ep(ip: string, o: EpOpts = {}): Endpoint {
     nodeName: o.node ?? "node-b",
     ...(o.zone ? { zone: o.zone } : {}),
     conditions: { ready, serving: o.serving ?? ready, terminating: o.terminating ?? false },
-    ...(o.hints ? { hints: { forZones: o.hints.map((z) => ({ name: z })) } } : {}),
+    ...(o.hints || o.nodeHints
+      ? {
+          hints: {
+            ...(o.hints ? { forZones: o.hints.map((z) => ({ name: z })) } : {}),
+            ...(o.nodeHints ? { forNodes: o.nodeHints.map((n) => ({ name: n })) } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -91,6 +100,8 @@ export class Cluster {
     podCIDRs: ["192.0.2.0/25", "2001:db8:1::/64"],
     ips: { ordered: [NODE_IP, NODE_IPV6], ipv4: NODE_IP, ipv6: NODE_IPV6 },
   };
+  /** The ServiceCIDRs' CIDRs a sync is given (canonical, sorted). */
+  serviceCIDRs: readonly string[] = [];
 
   apply(...objects: (ServiceObject | EndpointSliceObject)[]): this {
     for (const o of objects) {
@@ -127,6 +138,7 @@ export class Cluster {
       endpointsUpdate: this.endpoints.update(this.endpointsTracker),
       node: this.node,
       nodeName: NODE,
+      serviceCIDRs: this.serviceCIDRs,
     };
   }
 }

@@ -45,6 +45,9 @@ export function recordingHandler(): RecordingHandler {
       calls.push(node ? `node~ ${key(node.metadata)}` : "node-");
       h.node = node;
     },
+    onServiceCIDRChange(cidr, removed) {
+      calls.push(`cidr${removed ? "-" : "~"} ${key(cidr.metadata)}`);
+    },
     onServicesSynced() {
       calls.push("svc synced");
     },

@@ -1,5 +1,5 @@
 // The real IptablesClient: runs the chosen backend's binaries through Exec with upstream's
-// argument order (`-w 5 -W 100000 -N CHAIN -t TABLE`), and turns failures into typed errors.
+// argument order (`-w 5 -N CHAIN -t TABLE`), and turns failures into typed errors.
 
 import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";

@@ -7,17 +7,17 @@ import type { IptablesBackend } from "./types.ts";
 /** -w (wait for the xtables lock) exists from 1.4.20, -w SECONDS from 1.4.22. */
 export const WAIT_MIN_VERSION = "1.4.20";
 export const WAIT_SECONDS_MIN_VERSION = "1.4.22";
-/** -W USECONDS (lock poll interval) from 1.6.1; 1.8.x accepts and ignores it, with a notice. */
-export const WAIT_INTERVAL_MIN_VERSION = "1.6.1";
 /** iptables-restore learned --wait in 1.6.2. */
 export const WAIT_RESTORE_MIN_VERSION = "1.6.2";
 export const RANDOM_FULLY_MIN_VERSION = "1.6.2";
 /** Without -C, upstream falls back to parsing iptables-save; we assume -C (1.4.11, 2011). */
 export const MIN_CHECK_VERSION = "1.4.11";
 
-/** Upstream waits at most 5 s for the lock, polling every 100 ms. */
+/**
+ * Upstream waits at most 5 s for the lock. Since 1.34 it no longer passes -W (the poll interval):
+ * iptables 1.8 ignores it and prints a notice on every call.
+ */
 const WAIT_SECONDS = "5";
-const WAIT_INTERVAL_USECONDS = "100000";
 
 export interface IptablesVersionInfo {
   /** "1.8.9" */
@@ -53,7 +53,6 @@ function parsed(version: string): Version | undefined {
 export function iptablesWaitFlags(version: string): string[] {
   const v = parsed(version);
   if (!v) return [];
-  if (versionAtLeast(v, WAIT_INTERVAL_MIN_VERSION)) return ["-w", WAIT_SECONDS, "-W", WAIT_INTERVAL_USECONDS];
   if (versionAtLeast(v, WAIT_SECONDS_MIN_VERSION)) return ["-w", WAIT_SECONDS];
   if (versionAtLeast(v, WAIT_MIN_VERSION)) return ["-w"];
   return [];
@@ -66,7 +65,7 @@ export function iptablesWaitFlags(version: string): string[] {
 export function restoreWaitFlags(version: string, restoreKnowsVersion: boolean): string[] {
   const v = parsed(version);
   if (v && versionAtLeast(v, WAIT_RESTORE_MIN_VERSION)) {
-    return ["-w", WAIT_SECONDS, "-W", WAIT_INTERVAL_USECONDS];
+    return ["-w", WAIT_SECONDS];
   }
   return restoreKnowsVersion ? ["-w"] : [];
 }

@@ -327,6 +327,7 @@ export class IptablesProxier implements Proxier {
     const nodePortIPs = await this.nodePortIPs();
     const request = {
       ...req,
+      nodeName: this.deps.nodeName,
       nodeLabels: this.book.nodeLabels,
       featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
       largeClusterMode: this.largeClusterMode,

@@ -11,6 +11,13 @@ import { ipvsSysctls } from "./sysctls.ts";
 
 export const ipvsMode: ModeDefinition<"ipvs"> = {
   name: "ipvs",
+  // Upstream 1.35 (kubernetes#134539): logged at start and posted on the Node.
+  deprecation: {
+    message:
+      "The ipvs proxier is now deprecated and may be removed in a future release. Please use 'nftables' instead.",
+    eventReason: "IPVSDeprecation",
+    eventAction: "StartKubeProxy",
+  },
   periods: (config) => config.ipvs,
 
   async prerequisites(host, config, dryRun) {

@@ -386,6 +386,7 @@ export class IpvsProxier implements Proxier {
       family: this.family,
       sets: this.sets,
       scheduler: this.scheduler,
+      nodeName: this.deps.nodeName,
       nodeLabels: this.book.nodeLabels,
       featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
       nodeIP: this.deps.nodeIPs[this.family],

@@ -67,6 +67,7 @@ export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMo
         featureGates: o.featureGates,
         metrics: o.metrics,
         logger: o.log.named(family === "IPv4" ? "nft" : "nft6"),
+        nodeName: o.nodeName,
         nodeIPs: o.nodeIPs,
         nodePortAddresses,
         localAddresses: () => localAddresses(o.exec, o.log),

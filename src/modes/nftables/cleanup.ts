@@ -1,7 +1,7 @@
 // Upstream's nftables mode keeps all of its rules in two tables, `ip kube-proxy` and
 // `ip6 kube-proxy`. A node that moves from it to iptables or ipvs mode (or runs --cleanup) must
 // not keep them: upstream's platformCleanup deletes them whenever the NFTablesProxyMode feature
-// gate is on (the default from v1.31). Best effort: a host without nft, or whose kernel has no
+// gate is on (locked on since v1.33). Best effort: a host without nft, or whose kernel has no
 // nf_tables, has nothing to delete.
 
 import { effectiveFeatureGates } from "../../config/feature-gates.ts";
@@ -18,8 +18,8 @@ export const NFTABLES_MODE_TABLES: readonly NftTable[] = [
 ];
 
 /**
- * The one place cleanup reads the NFTablesProxyMode gate (beta in v1.31, on by default; AllBeta
- * switches it too).
+ * The one place cleanup reads the NFTablesProxyMode gate (GA and locked on since 1.33, so in
+ * practice always on; validation refuses setting it false).
  */
 export function nftablesProxyModeEnabled(featureGates: Readonly<Record<string, boolean>>): boolean {
   return effectiveFeatureGates(featureGates).enabled("NFTablesProxyMode");

@@ -43,6 +43,8 @@ export interface NftablesProxierDeps {
   readonly config: ProxyConfig;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** This node's name: endpoints hinted for it are preferred (PreferSameNode). */
+  readonly nodeName: string;
   readonly nodeIPs: Readonly<Partial<Record<IPFamily, string>>>;
   /** nodePortAddresses in effect (upstream's nftables mode defaults an empty list to "primary"). */
   readonly nodePortAddresses: readonly string[];
@@ -120,6 +122,7 @@ export class NftablesProxier implements Proxier {
           localDetector: this.book.detector,
           nodeIP: this.deps.nodeIPs[this.deps.family],
           topology: {
+            nodeName: this.deps.nodeName,
             nodeLabels: this.book.nodeLabels,
             featureGates: this.deps.featureGates ?? DEFAULT_FEATURE_GATES,
           },

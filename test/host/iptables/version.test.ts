@@ -38,9 +38,9 @@ describe("lock flags by version (upstream's thresholds)", () => {
     ["1.4.21", ["-w"]],
     ["1.4.22", ["-w", "5"]],
     ["1.6.0", ["-w", "5"]],
-    ["1.6.1", ["-w", "5", "-W", "100000"]],
-    ["1.8.9", ["-w", "5", "-W", "100000"]],
-    ["2.0.0", ["-w", "5", "-W", "100000"]],
+    ["1.6.1", ["-w", "5"]],
+    ["1.8.9", ["-w", "5"]],
+    ["2.0.0", ["-w", "5"]],
     ["garbage", []],
   ];
   for (const [version, want] of iptables) {
@@ -50,8 +50,8 @@ describe("lock flags by version (upstream's thresholds)", () => {
   }
 
   test("iptables-restore: full flags from 1.6.2, bare -w when an older restore knows --version", () => {
-    expect(restoreWaitFlags("1.6.2", false)).toEqual(["-w", "5", "-W", "100000"]);
-    expect(restoreWaitFlags("1.8.9", false)).toEqual(["-w", "5", "-W", "100000"]);
+    expect(restoreWaitFlags("1.6.2", false)).toEqual(["-w", "5"]);
+    expect(restoreWaitFlags("1.8.9", false)).toEqual(["-w", "5"]);
     expect(restoreWaitFlags("1.6.1", true)).toEqual(["-w"]);
     expect(restoreWaitFlags("1.6.1", false)).toEqual([]);
     expect(restoreWaitFlags("1.4.21", false)).toEqual([]);

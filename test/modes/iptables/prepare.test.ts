@@ -13,7 +13,7 @@ import { endpointSlice, ep, fakeNfacct, type Setup, service, setup } from "./har
 function ensureCalls(s: Setup): string[] {
   return s.ipt.exec.calls
     .filter((c: ExecRequest) => !c.cmd.includes("restore") && !c.cmd.includes("save"))
-    .map((c) => c.args.filter((a) => !["-w", "5", "-W", "100000"].includes(a)).join(" "))
+    .map((c) => c.args.filter((a) => !["-w", "5"].includes(a)).join(" "))
     .filter((a) => /^-[NCI] /.test(a));
 }
 

@@ -15,6 +15,7 @@ const ep = (n: number): EndpointInfo => ({
   serving: true,
   terminating: false,
   zoneHints: new Set(),
+  nodeHints: new Set(),
 });
 
 describe("ServicePortNames endpoint chain memo", () => {

@@ -28,7 +28,7 @@ function endpointsOf(i: number, n: number) {
 function commandCounts(calls: readonly ExecRequest[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const c of calls) {
-    const args = c.args.filter((a) => !["-w", "5", "-W", "100000"].includes(a));
+    const args = c.args.filter((a) => !["-w", "5"].includes(a));
     // iptables -N/-C/-I calls are counted by verb; everything else by its first two words.
     const words = c.cmd === "iptables-nft" ? 1 : 2;
     const key = `${c.cmd} ${args.slice(0, words).join(" ")}`;

@@ -61,7 +61,7 @@ function populate(s: Setup, services: number, perService: number): void {
 function commandCounts(calls: readonly ExecRequest[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const c of calls) {
-    const verb = c.args.find((a) => !["-w", "5", "-W", "100000", "-o", "-force", "-n"].includes(a)) ?? "";
+    const verb = c.args.find((a) => !["-w", "5", "-o", "-force", "-n"].includes(a)) ?? "";
     const key = `${c.cmd} ${verb}`;
     out[key] = (out[key] ?? 0) + 1;
   }

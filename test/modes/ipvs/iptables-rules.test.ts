@@ -51,7 +51,7 @@ describe("iptables rules", () => {
     smallCluster(s.cluster);
     await s.sync();
     const restore = s.host.exec.callsTo("iptables-nft-restore").at(-1)!;
-    expect(restore.args).toEqual(["-w", "5", "-W", "100000", "--noflush", "--counters"]);
+    expect(restore.args).toEqual(["-w", "5", "--noflush", "--counters"]);
     expect(restore.stdin).toBe(readFileSync(join(FIXTURES, "small-cluster.rules"), "utf8"));
   });
 

@@ -74,6 +74,7 @@ const context = (extra: Partial<PlanContext> = {}): PlanContext => ({
   family: "IPv4",
   sets: setCatalog("IPv4"),
   scheduler: { scheduler: "rr", flags: [] },
+  nodeName: "node-a",
   nodeLabels: {},
   featureGates: DEFAULT_FEATURE_GATES,
   nodeIP: "203.0.113.10",

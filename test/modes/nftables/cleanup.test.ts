@@ -70,10 +70,10 @@ describe("nftables cleanup", () => {
     expect(log.lines.some((l) => l.startsWith("E") && l.includes("Permission denied"))).toBe(true);
   });
 
-  test("the NFTablesProxyMode gate is on unless switched off", () => {
+  test("the NFTablesProxyMode gate is on (GA, locked since 1.33: AllBeta no longer touches it)", () => {
     expect(nftablesProxyModeEnabled({})).toBe(true);
     expect(nftablesProxyModeEnabled({ NFTablesProxyMode: true })).toBe(true);
     expect(nftablesProxyModeEnabled({ NFTablesProxyMode: false })).toBe(false);
-    expect(nftablesProxyModeEnabled({ AllBeta: false })).toBe(false);
+    expect(nftablesProxyModeEnabled({ AllBeta: false })).toBe(true);
   });
 });

@@ -13,7 +13,7 @@ import { NftablesProxier, type NftablesProxierDeps } from "../../../src/modes/nf
 import { createMetrics, type Metrics } from "../../../src/proxy/metrics/metrics.ts";
 import type { IPFamily } from "../../../src/util/net/family.ts";
 import { FakeClock } from "../../../src/util/testing/fake-clock.ts";
-import { Cluster, NODE_IP, NODE_IPV6 } from "../../support/proxy-cluster.ts";
+import { Cluster, NODE, NODE_IP, NODE_IPV6 } from "../../support/proxy-cluster.ts";
 
 /** The real nft client over the stateful fake, keeping every transaction it ran. */
 export class FakeNftHost {
@@ -88,6 +88,7 @@ export function setupNft(
     config,
     metrics,
     logger: opts.logger ?? nullLogger,
+    nodeName: NODE,
     nodeIPs: { IPv4: NODE_IP, IPv6: NODE_IPV6 },
     nodePortAddresses: nftablesNodePortAddresses(config.nodePortAddresses),
     localAddresses: async () => addresses,
