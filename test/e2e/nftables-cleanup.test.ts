@@ -52,7 +52,7 @@ describe("cleanup of upstream's nftables mode on a real kernel", () => {
     expect(inNs([BINARY, "--cleanup", "--dry-run"]).stdout).not.toContain("nft delete");
   });
 
-  test("an iptables-mode start removes them; with NFTablesProxyMode=false it leaves them", () => {
+  test("an iptables-mode start removes them; NFTablesProxyMode=false is refused (locked since 1.33) and changes nothing", () => {
     createUpstreamTables();
     const start = [
       BINARY,
@@ -64,7 +64,10 @@ describe("cleanup of upstream's nftables mode on a real kernel", () => {
       "--conntrack-max-per-core=0",
     ];
     const gatedOff = inNs([...start, "--feature-gates=NFTablesProxyMode=false"]);
-    expect(gatedOff.status).toBe(0);
+    expect(gatedOff.status).toBe(1);
+    expect(gatedOff.stderr).toContain(
+      "cannot set feature gate NFTablesProxyMode to false, feature is locked to true",
+    );
     expect(tables()).toEqual([...UPSTREAM, "table inet other"].sort());
 
     const planned = inNs([BINARY, "--dry-run", "--state", "examples/cluster.yaml", "--output=json"]);
