@@ -9,7 +9,10 @@
 // Run as root (iproute2, iptables, nft, conntrack installed):
 // `node_modules/.bin/bun test test/e2e/nftables.test.ts`.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { renderState, writeStateFile } from "../support/e2e-cluster.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { tempDir } from "../support/binary.ts";
+import { renderState, type ServiceSpec, writeStateFile } from "../support/e2e-cluster.ts";
 import {
   E2E_TEST_TIMEOUT_MS,
   e2eTest,
@@ -17,25 +20,42 @@ import {
   tearDownHarness,
   withDiagnostics,
 } from "../support/e2e-harness.ts";
-import { iptablesSave, rulesView, startKubeProxy } from "../support/e2e-kubeproxy.ts";
+import {
+  iptablesSave,
+  kubeProxyBinary,
+  rulesView,
+  startKubeProxy,
+  waitForView,
+} from "../support/e2e-kubeproxy.ts";
 import { IPTABLES_RULES, type ModeRules, NFTABLES_RULES } from "../support/e2e-mode-rules.ts";
-import { nftTables } from "../support/e2e-nft.ts";
+import {
+  canonicalTable,
+  type NftTableView,
+  nftDiagnostics,
+  nftTables,
+  serviceChainsWithEndpoints,
+  upstreamTableInput,
+} from "../support/e2e-nft.ts";
 import {
   describeServiceSetSwitch,
   describeServiceTraffic,
   firstSync,
+  HTTP,
   NODE,
   NODEPORT,
   PODS,
   setUp,
   WEB,
 } from "../support/e2e-service-cases.ts";
-import { describeSummary, probe, probeOnce } from "../support/e2e-traffic.ts";
+import { describeSummary, probe, probeOnce, startServer } from "../support/e2e-traffic.ts";
 import { scaled } from "../support/kernel-vm.ts";
-import { ADDR } from "../support/netns.ts";
+import { ADDR, createTopology } from "../support/netns.ts";
 
-describeServiceTraffic(NFTABLES_RULES);
-describeServiceSetSwitch(NFTABLES_RULES);
+/** As the shared cases see nftables mode: an endpoint a policy chain DNATs to counts as its chain. */
+const NFT_RULES: ModeRules<NftTableView> = { ...NFTABLES_RULES, serviceChains: serviceChainsWithEndpoints };
+
+describeServiceTraffic(NFT_RULES);
+describeServiceSetSwitch(NFT_RULES);
 
 // ---------------------------------------------------------------------------------------------
 // One node, three daemons in turn: iptables, nftables, iptables again. Each start must clean up
@@ -174,3 +194,141 @@ describe("switching proxy modes on one node leaves no stale rules", () => {
     },
   );
 });
+
+// ---------------------------------------------------------------------------------------------
+// The node itself (and a host-network process on another of its addresses) reaches the
+// LoadBalancer IP of an externalTrafficPolicy: Local Service whose endpoints all run elsewhere:
+// it is DNATed to one of them (the filter checks run after DNAT since upstream 1.34; before,
+// the check for "no local endpoint" dropped it).
+
+const LB_REMOTE: ServiceSpec = {
+  name: "lb-remote",
+  type: "LoadBalancer",
+  clusterIP: "198.51.100.20",
+  ports: [{ ...HTTP, nodePort: 30083 }],
+  loadBalancerIPs: ["192.0.2.202"],
+  externalTrafficPolicy: "Local",
+  // Routed through this node like every pod, but the slice says they run on node-b.
+  endpoints: [
+    { ip: "203.0.113.11", node: "node-b" },
+    { ip: "203.0.113.12", node: "node-b" },
+  ],
+};
+
+describe("nftables mode: the node reaches a Local LoadBalancer with no endpoint of its own", () => {
+  const h: Harness = {};
+
+  beforeAll(async () => {
+    await setUp(h, NFT_RULES, PODS.slice(0, 2), [LB_REMOTE]);
+    await firstSync(h, NFT_RULES, [LB_REMOTE]);
+  }, E2E_TEST_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await tearDownHarness(h);
+  }, E2E_TEST_TIMEOUT_MS);
+
+  e2eTest(h, "from the node's primary address and from another of its addresses", async () => {
+    for (const source of [undefined, ADDR.nodeToClient2]) {
+      const r = await probe(h.topo!, "node", {
+        target: "192.0.2.202:80",
+        count: 5,
+        ...(source ? { source } : {}),
+      });
+      expect(r.ok, `${source ?? "primary"}: ${describeSummary(r)}`).toBe(true);
+    }
+    // From outside, the Local policy still finds no endpoint here: dropped, not served.
+    const outside = await probeOnce(h.topo!, "client", { target: "192.0.2.202:80", timeoutMs: scaled(1000) });
+    expect(outside.ok, JSON.stringify(outside)).toBe(false);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Taking over a node whose `ip kube-proxy` table upstream wrote, in the 1.31 era's layout and in
+// 1.37's: after the first sync and the stale-chain deletion the table is exactly what a fresh
+// node gets, traffic works, and --cleanup leaves no kube-proxy table.
+
+/** Upstream's test addresses -> this topology's (documentation ranges; pods answer on 8080). */
+const UPSTREAM_ADDRESSES: Readonly<Record<string, string>> = {
+  "172.30.0.0/16": ADDR.serviceNet,
+  "10.0.0.0/8": ADDR.podNet,
+  "203.0.113.0/25": ADDR.clientNet,
+  "192.168.0.2": ADDR.node,
+  "1.2.3.4": "192.0.2.204",
+  "5.6.7.8": "192.0.2.205",
+  "192.168.99.22": "192.0.2.222",
+  "192.168.99.33": "192.0.2.233",
+  ...Object.fromEntries([1, 2, 3, 4, 5, 6].map((n) => [`172.30.0.4${n}`, `198.51.100.4${n}`])),
+  ...Object.fromEntries([1, 2, 3, 4, 5].map((n) => [`10.180.0.${n}`, `203.0.113.1${n}`])),
+};
+
+const GOLDEN_DIR = join(import.meta.dir, "..", "modes", "nftables", "golden");
+
+function describeTakeover(title: string, golden: string): void {
+  describe(`nftables mode takes over a table ${title} wrote`, () => {
+    const h: Harness = {};
+    const services = [WEB, NODEPORT];
+
+    beforeAll(async () => {
+      const input = upstreamTableInput(readFileSync(join(GOLDEN_DIR, golden), "utf8"), UPSTREAM_ADDRESSES);
+      h.topo = await createTopology({ pods: SWITCH_PODS, client2: true });
+      h.extraDiagnostics = nftDiagnostics;
+      await Promise.all(SWITCH_PODS.map((p) => startServer(h.topo!, p.name, { tcp: [8080], udp: [5353] })));
+      await h.topo.must("node", ["nft", "-f", "-"], { stdin: input, timeoutMs: 10_000 });
+      h.dir = tempDir("kpts-e2e-");
+      h.stateFile = join(h.dir, "state.yaml");
+      writeStateFile(h.stateFile, renderState(NODE, services));
+      h.kubeProxy = startKubeProxy(h.topo, { stateFile: h.stateFile, mode: "nftables" });
+      await firstSync(h, NFT_RULES, services);
+    }, E2E_TEST_TIMEOUT_MS);
+
+    afterAll(async () => {
+      await tearDownHarness(h);
+    }, E2E_TEST_TIMEOUT_MS);
+
+    e2eTest(h, "traffic works, and the table ends up exactly as a fresh node's", async () => {
+      await switchTrafficWorks(h);
+      // A sync a second or more after the first deletes the flushed stale chains: a Node label
+      // change brings one now rather than at the next periodic sync.
+      await new Promise((r) => setTimeout(r, 1100));
+      writeStateFile(
+        h.stateFile!,
+        renderState({ ...NODE, labels: { "e2e.kube-proxy-ts/takeover": "1" } }, services),
+      );
+      const current = NFT_RULES.source(h.topo!);
+      await waitForView(
+        current,
+        h.kubeProxy,
+        (v) => [...v.chains.keys()].every((c) => !c.includes("/") || /(web|nodeport)\//.test(c)),
+        "no chain of the upstream table's Services",
+        scaled(45_000),
+      );
+      const taken = await canonicalTable(h.topo!);
+      const text = (await NFT_RULES.source(h.topo!).read()).text;
+      for (const gone of ["filter-prerouting ", "filter-output-post-dnat", "mark-for-masquerade", "ns1/svc1"])
+        expect(text).not.toContain(gone);
+      expect(text).toContain(
+        "chain filter-input {\n\t\ttype filter hook input priority filter; policy accept;",
+      );
+
+      // The same daemon on an empty table: what a fresh node gets.
+      await h.kubeProxy!.kill(3000);
+      await h.topo!.must("node", ["nft", "delete", "table", "ip", "kube-proxy"]);
+      h.kubeProxy = startKubeProxy(h.topo!, { stateFile: h.stateFile!, mode: "nftables" });
+      await firstSync(h, NFT_RULES, services);
+      await switchTrafficWorks(h);
+      expect(taken).toEqual(await canonicalTable(h.topo!));
+    });
+
+    e2eTest(h, "--cleanup leaves no kube-proxy table", async () => {
+      await h.kubeProxy!.kill(3000);
+      const r = await h.topo!.run("node", [kubeProxyBinary(), "--cleanup"], {
+        timeoutMs: scaled(30_000),
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect((await nftTables(h.topo!)).filter((t) => t.endsWith(" kube-proxy"))).toEqual([]);
+    });
+  });
+}
+
+describeTakeover("upstream 1.31 (the v1.31-era layout)", "upstream-1.31-era-overall.nft");
+describeTakeover("upstream 1.37", "upstream-1.37-overall.nft");

@@ -8,12 +8,12 @@ import { sha256Base32Prefix } from "../../util/sha256-base32.ts";
 
 export const KUBE_PROXY_TABLE = "kube-proxy";
 
-// Base chains, named "<type>-<hook>".
-export const FILTER_PREROUTING = "filter-prerouting";
+// Base chains, named "<type>-<hook>" (and when they run, for the two filter chains before DNAT).
+export const FILTER_PREROUTING_PRE_DNAT = "filter-prerouting-pre-dnat";
+export const FILTER_OUTPUT_PRE_DNAT = "filter-output-pre-dnat";
 export const FILTER_INPUT = "filter-input";
 export const FILTER_FORWARD = "filter-forward";
 export const FILTER_OUTPUT = "filter-output";
-export const FILTER_OUTPUT_POST_DNAT = "filter-output-post-dnat";
 export const NAT_PREROUTING = "nat-prerouting";
 export const NAT_OUTPUT = "nat-output";
 export const NAT_POSTROUTING = "nat-postrouting";
@@ -38,8 +38,17 @@ export const FIREWALL_IPS_MAP = "firewall-ips";
 export const FIREWALL_CHECK = "firewall-check";
 
 // Masquerading.
-export const MARK_MASQ_CHAIN = "mark-for-masquerade";
 export const MASQUERADING_CHAIN = "masquerading";
+/** Local endpoints as "ip . ip . proto . port": a connection from one to itself is masqueraded. */
+export const HAIRPIN_SET = "hairpin-connections";
+
+/**
+ * Fixed chains of earlier layouts (upstream before 1.34 and 1.36, and ours before 1.37's):
+ * base chains that hooked elsewhere, and the chain that set the mark before the mark was set
+ * inline. A node taken over from such a version still holds them; the first sync deletes them.
+ */
+export const OBSOLETE_BASE_CHAINS = ["filter-prerouting", "filter-output-post-dnat"] as const;
+export const OBSOLETE_CHAINS = ["mark-for-masquerade"] as const;
 
 const CLUSTER_PREFIX = "service-";
 const LOCAL_PREFIX = "local-";

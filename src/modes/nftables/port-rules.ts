@@ -1,8 +1,10 @@
 // Everything one service port puts into a `kube-proxy` table, computed from its family view and
 // endpoints alone: the map and set elements that dispatch its addresses (or drop and reject
-// them when no endpoint can serve), and its chains with their rules: policy chains that pick an
-// endpoint with numgen (after ClientIP affinity), the external chain with its masquerade and
-// short-circuit rules, the source-range firewall, and one DNAT chain per endpoint. Pure.
+// them when no endpoint can serve), its local endpoints in the hairpin set, and its chains with
+// their rules: policy chains that DNAT to an endpoint picked with numgen (with ClientIP
+// affinity: that jump to one chain per endpoint, which records the client and DNATs), the
+// external chain with its masquerade and short-circuit rules, and the source-range firewall.
+// Pure.
 
 import type { NftSet } from "../../host/nft/types.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
@@ -45,7 +47,8 @@ export interface PortRules {
 
 export interface PortRuleSettings {
   readonly words: FamilyWords;
-  readonly masqueradeAll: boolean;
+  /** The masquerade mark, e.g. "0x00004000". */
+  readonly mark: string;
   readonly localDetector: LocalTrafficDetector;
   /** This node's IP of the family: a source range containing it also admits the LB IPs. */
   readonly nodeIP: string | undefined;
@@ -171,22 +174,11 @@ export function portRules(
   if (p.usesExternalTrafficChain) chain(c.external);
   if (usesFirewall) chain(c.firewall);
 
-  if (p.hasInternalEndpoints) {
-    const dest = `${ipX} daddr ${svc.clusterIP} ${proto} dport ${port}`;
-    if (s.masqueradeAll) chain(internalChain).push({ rule: `${dest} jump ${N.MARK_MASQ_CHAIN}` });
-    else if (s.localDetector.implemented) {
-      // Off-cluster traffic to a ClusterIP (a route to the service range via this node) may
-      // leave the node again: masqueraded so replies come back here.
-      const notLocal = s.localDetector.ifNotLocalNFT.join(" ");
-      chain(internalChain).push({ rule: `${dest} ${notLocal} jump ${N.MARK_MASQ_CHAIN}` });
-    }
-  }
-
   if (p.usesExternalTrafficChain) {
     const ext = chain(c.external);
     if (!svc.externalPolicyLocal) {
       // Endpoints may be on other nodes: masquerade so replies come back through this one.
-      ext.push({ rule: `jump ${N.MARK_MASQ_CHAIN}` });
+      ext.push({ rule: `mark set mark or ${s.mark}`, comment: "masquerade" });
     } else {
       if (s.localDetector.implemented) {
         // Pods on this node reach external addresses as if from outside, under neither policy.
@@ -197,7 +189,7 @@ export function portRules(
       }
       // The node itself uses the external IP as source: masquerade, then any endpoint.
       ext.push({
-        rule: `fib saddr type local jump ${N.MARK_MASQ_CHAIN}`,
+        rule: `fib saddr type local mark set mark or ${s.mark}`,
         comment: "masquerade local traffic",
       });
       ext.push({ rule: `fib saddr type local goto ${c.cluster}`, comment: "short-circuit local traffic" });
@@ -229,6 +221,7 @@ export function portRules(
 
   const toEndpoints = (policyChain: string, eps: readonly EndpointInfo[]) => {
     const rules = chain(policyChain);
+    const dnat = (ep: EndpointInfo) => `meta l4proto ${proto} dnat to ${ep.endpoint}`;
     if (affinity) {
       for (const ep of eps) {
         const chain = names.endpointChain(ep, svc);
@@ -236,12 +229,13 @@ export function portRules(
       }
     }
     // Endpoint i of n is taken with probability 1/(n-i) by the time its rule is reached, which
-    // is 1/n overall. Upstream writes one `numgen random mod n vmap { ... }` instead; every such
-    // anonymous verdict map is a set of its own in the table, and loading a table of them grows
-    // with the square of the Services (measured: 4,000 Services x 10 took 22 s against 3.6 s as
-    // rules; 10,000 took over 200 s). Rules load in linear time and choose the same way.
+    // is 1/n overall. Upstream writes one `numgen random mod n map { ... }` (a vmap with
+    // affinity) instead; every such anonymous map is a set of its own in the table, and loading
+    // a table of them grows with the square of the Services (measured: 4,000 Services x 10 took
+    // 22 s against 3.6 s as rules; 10,000 took over 200 s). Rules load in linear time and choose
+    // the same way. One endpoint: its DNAT alone, as upstream's.
     eps.forEach((ep, i) => {
-      const target = `goto ${names.endpointChain(ep, svc)}`;
+      const target = affinity ? `goto ${names.endpointChain(ep, svc)}` : dnat(ep);
       const left = eps.length - i;
       rules.push({ rule: left === 1 ? target : `numgen random mod ${left} 0 ${target}` });
     });
@@ -249,13 +243,20 @@ export function portRules(
   if (p.usesClusterPolicyChain) toEndpoints(c.cluster, p.clusterEndpoints);
   if (p.usesLocalPolicyChain) toEndpoints(c.local, p.localEndpoints);
 
+  // With affinity, one chain per endpoint records the client before it DNATs.
+  if (affinity) {
+    for (const ep of p.allReachableEndpoints) {
+      const epChain = names.endpointChain(ep, svc);
+      chain(epChain).push(
+        { rule: `update @${N.affinitySetOf(epChain)} { ${ipX} saddr }` },
+        { rule: `meta l4proto ${proto} dnat to ${ep.endpoint}` },
+      );
+    }
+  }
+  // Hairpin: a local endpoint that reaches its own service is masqueraded (in postrouting, by
+  // the set) so that its reply comes back through the DNAT.
   for (const ep of p.allReachableEndpoints) {
-    const epChain = names.endpointChain(ep, svc);
-    const rules = chain(epChain);
-    // Hairpin: an endpoint reaching its own service is masqueraded so replies return via us.
-    rules.push({ rule: `${ipX} saddr ${ep.ip} jump ${N.MARK_MASQ_CHAIN}` });
-    if (affinity) rules.push({ rule: `update @${N.affinitySetOf(epChain)} { ${ipX} saddr }` });
-    rules.push({ rule: `meta l4proto ${proto} dnat to ${ep.endpoint}` });
+    if (ep.isLocal) elements.push({ container: N.HAIRPIN_SET, key: [ep.ip, ep.ip, proto, String(ep.port)] });
   }
   names.retain(p.allReachableEndpoints);
 

@@ -22,7 +22,7 @@ import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
 import { isLoopbackLenient } from "../../util/net/address.ts";
-import { type IPFamily, nftFamily } from "../../util/net/family.ts";
+import { familyOf, type IPFamily, nftFamily } from "../../util/net/family.ts";
 import { KUBE_PROXY_TABLE } from "./names.ts";
 import { familyWords } from "./setup.ts";
 import { TableSync } from "./table-sync.ts";
@@ -111,14 +111,18 @@ export class NftablesProxier implements Proxier {
           ? {
               family: this.deps.family,
               mark: this.mark,
+              masqueradeAll: this.deps.config.nftables.masqueradeAll,
+              ifNotLocal: this.book.detector.implemented
+                ? this.book.detector.ifNotLocalNFT.join(" ")
+                : undefined,
               nodePortIPs: await this.nodePortIPs(),
-              serviceCIDRs: [],
             }
           : undefined,
+        serviceCIDRs: familyServiceCIDRs(input.serviceCIDRs, this.deps.family),
         ...(existing ? { existing } : {}),
         rules: {
           words: familyWords(this.deps.family),
-          masqueradeAll: this.deps.config.nftables.masqueradeAll,
+          mark: this.mark,
           localDetector: this.book.detector,
           nodeIP: this.deps.nodeIPs[this.deps.family],
           topology: {
@@ -246,6 +250,14 @@ export class NftablesProxier implements Proxier {
   private observeDuration(start: number, fullSync: boolean): void {
     this.book.observeDuration(Math.max(0, this.clock.now() - start) / 1000, fullSync);
   }
+}
+
+/** Canonical CIDRs arrive here; the shape is checked again, as this text goes into nft input. */
+const CIDR_SHAPE = /^[0-9a-f.:]+\/[0-9]{1,3}$/;
+
+/** This family's ServiceCIDRs. */
+function familyServiceCIDRs(cidrs: readonly string[], family: IPFamily): string[] {
+  return cidrs.filter((cidr) => CIDR_SHAPE.test(cidr) && familyOf(cidr) === family);
 }
 
 function changedServices(input: SyncInput): Set<ServiceKey> {

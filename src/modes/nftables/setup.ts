@@ -1,7 +1,8 @@
 // The fixed part of a `kube-proxy` table, written at the start of every full sync: the table,
 // its base chains (flushed and refilled), the jumps from them, the dispatch and no-endpoint
-// maps, the masquerading chains and the node's NodePort addresses. Pure: it only adds to a
-// transaction.
+// maps, masquerading (the mark, the hairpin set, off-cluster ClusterIP traffic), the checks of
+// ClusterIPs and ServiceCIDRs and the node's NodePort addresses; and the removal of what earlier
+// layouts had that this one has not. Pure: it only adds to a transaction.
 
 import type { NftTransaction } from "../../host/nft/transaction.ts";
 import type { NftChainType, NftHook } from "../../host/nft/types.ts";
@@ -11,6 +12,7 @@ import * as N from "./names.ts";
 // Numeric priorities: names such as "dstnat" are valid only for some hooks (nft rejects
 // "dstnat" on output in the ip family), numbers everywhere.
 const DSTNAT = -100;
+const FILTER = 0;
 const SRCNAT = 100;
 
 interface BaseChain {
@@ -20,16 +22,21 @@ interface BaseChain {
   readonly priority: number;
 }
 
-/** Filtering sees pre-DNAT destinations, so it runs just before DNAT; one check runs after it. */
+/**
+ * The firewall check sees pre-DNAT destinations (a load balancer IP), so it runs just before
+ * DNAT; every other check runs at the usual filter priority, after DNAT and after other
+ * firewalls' DNAT (since upstream 1.34: a packet the node sends to a load balancer IP whose
+ * Local Service has no endpoint here is DNATed to a remote endpoint first, not dropped).
+ */
 export const BASE_CHAINS: readonly BaseChain[] = [
-  { name: N.FILTER_PREROUTING, type: "filter", hook: "prerouting", priority: DSTNAT - 10 },
-  { name: N.FILTER_INPUT, type: "filter", hook: "input", priority: DSTNAT - 10 },
-  { name: N.FILTER_FORWARD, type: "filter", hook: "forward", priority: DSTNAT - 10 },
-  { name: N.FILTER_OUTPUT, type: "filter", hook: "output", priority: DSTNAT - 10 },
-  { name: N.FILTER_OUTPUT_POST_DNAT, type: "filter", hook: "output", priority: DSTNAT + 10 },
-  { name: N.NAT_PREROUTING, type: "nat", hook: "prerouting", priority: DSTNAT },
+  { name: N.FILTER_PREROUTING_PRE_DNAT, type: "filter", hook: "prerouting", priority: DSTNAT - 10 },
+  { name: N.FILTER_OUTPUT_PRE_DNAT, type: "filter", hook: "output", priority: DSTNAT - 10 },
+  { name: N.FILTER_FORWARD, type: "filter", hook: "forward", priority: FILTER },
+  { name: N.FILTER_INPUT, type: "filter", hook: "input", priority: FILTER },
+  { name: N.FILTER_OUTPUT, type: "filter", hook: "output", priority: FILTER },
   { name: N.NAT_OUTPUT, type: "nat", hook: "output", priority: DSTNAT },
   { name: N.NAT_POSTROUTING, type: "nat", hook: "postrouting", priority: SRCNAT },
+  { name: N.NAT_PREROUTING, type: "nat", hook: "prerouting", priority: DSTNAT },
 ];
 
 interface Jump {
@@ -39,19 +46,19 @@ interface Jump {
 }
 
 // reject is only allowed from input, forward and output on kernels before 5.9: the endpoint
-// checks hang there rather than off prerouting, where the firewall check is.
+// checks hang there rather than off prerouting, where the firewall check is. Upstream's order.
 const JUMPS: readonly Jump[] = [
   { to: N.NODEPORT_ENDPOINTS_CHECK, from: N.FILTER_INPUT, newOnly: true },
   { to: N.SERVICE_ENDPOINTS_CHECK, from: N.FILTER_INPUT, newOnly: true },
   { to: N.SERVICE_ENDPOINTS_CHECK, from: N.FILTER_FORWARD, newOnly: true },
   { to: N.SERVICE_ENDPOINTS_CHECK, from: N.FILTER_OUTPUT, newOnly: true },
-  { to: N.FIREWALL_CHECK, from: N.FILTER_PREROUTING, newOnly: true },
-  { to: N.FIREWALL_CHECK, from: N.FILTER_OUTPUT, newOnly: true },
+  { to: N.FIREWALL_CHECK, from: N.FILTER_PREROUTING_PRE_DNAT, newOnly: true },
+  { to: N.FIREWALL_CHECK, from: N.FILTER_OUTPUT_PRE_DNAT, newOnly: true },
   { to: N.SERVICES_CHAIN, from: N.NAT_OUTPUT, newOnly: false },
   { to: N.SERVICES_CHAIN, from: N.NAT_PREROUTING, newOnly: false },
   { to: N.MASQUERADING_CHAIN, from: N.NAT_POSTROUTING, newOnly: false },
   { to: N.CLUSTER_IPS_CHECK, from: N.FILTER_FORWARD, newOnly: true },
-  { to: N.CLUSTER_IPS_CHECK, from: N.FILTER_OUTPUT_POST_DNAT, newOnly: true },
+  { to: N.CLUSTER_IPS_CHECK, from: N.FILTER_OUTPUT, newOnly: true },
 ];
 
 /** The element containers every full sync empties (and the element store then forgets). */
@@ -62,6 +69,7 @@ export const ELEMENT_CONTAINERS = [
   { kind: "map", name: N.NO_ENDPOINT_SERVICES_MAP },
   { kind: "map", name: N.NO_ENDPOINT_NODEPORTS_MAP },
   { kind: "map", name: N.SERVICE_NODEPORTS_MAP },
+  { kind: "set", name: N.HAIRPIN_SET },
 ] as const;
 
 export interface FamilyWords {
@@ -84,6 +92,10 @@ export interface SetupSettings {
   readonly family: IPFamily;
   /** The masquerade mark, e.g. "0x004000". */
   readonly mark: string;
+  /** Masquerade every connection to a ClusterIP (else only those from outside the cluster). */
+  readonly masqueradeAll: boolean;
+  /** How traffic from outside the cluster looks ("ip saddr != 10.0.0.0/8"); undefined: unknown. */
+  readonly ifNotLocal: string | undefined;
   /** The addresses that take NodePorts; undefined when every local address does. */
   readonly nodePortIPs: readonly string[] | undefined;
   /** Service CIDRs of this family: traffic to an unallocated address in them is dropped. */
@@ -95,7 +107,6 @@ export interface SetupSettings {
   readonly recreateBaseChains: boolean;
 }
 
-/** Ensures a regular chain exists and is empty. */
 /**
  * Adds the chain and empties it. `mayExist` false (the chain was listed as absent just before):
  * no flush, as there is nothing to empty; at 10,000 Services that is 110,000 lines less.
@@ -109,6 +120,11 @@ export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
   const w = familyWords(s.family);
   tx.add({ kind: "table", comment: "rules for kube-proxy" });
   if (s.recreateBaseChains) {
+    // Base chains of earlier layouts go too (nothing jumps to a base chain, so they always can).
+    for (const name of N.OBSOLETE_BASE_CHAINS) {
+      tx.add({ kind: "chain", name });
+      tx.delete({ kind: "chain", name });
+    }
     for (const bc of BASE_CHAINS) {
       tx.add({ kind: "chain", name: bc.name });
       tx.delete({ kind: "chain", name: bc.name });
@@ -133,29 +149,29 @@ export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
     ensureOnce(j.to);
     tx.add({ kind: "rule", chain: j.from, rule: `${j.newOnly ? "ct state new " : ""}jump ${j.to}` });
   }
-  for (const name of [N.SERVICES_CHAIN, N.CLUSTER_IPS_CHECK, N.MASQUERADING_CHAIN, N.MARK_MASQ_CHAIN])
-    ensureOnce(name);
+  for (const name of [N.SERVICES_CHAIN, N.CLUSTER_IPS_CHECK, N.MASQUERADING_CHAIN]) ensureOnce(name);
 
-  tx.add({ kind: "rule", chain: N.MARK_MASQ_CHAIN, rule: `mark set mark or ${s.mark}` });
-  tx.add({ kind: "rule", chain: N.MASQUERADING_CHAIN, rule: `mark and ${s.mark} == 0 return` });
-  tx.add({ kind: "rule", chain: N.MASQUERADING_CHAIN, rule: `mark set mark xor ${s.mark}` });
-  tx.add({ kind: "rule", chain: N.MASQUERADING_CHAIN, rule: "masquerade fully-random" });
-
-  tx.add({ kind: "set", name: N.CLUSTER_IPS_SET, type: w.addrType, comment: "Active ClusterIPs" });
+  tx.add({
+    kind: "set",
+    name: N.HAIRPIN_SET,
+    type: `${w.addrType} . ${w.addrType} . inet_proto . inet_service`,
+    comment: "service hairpin connections",
+  });
+  // The mark is cleared as it is acted on: a VXLAN device may hand the same packet on.
   tx.add({
     kind: "rule",
-    chain: N.CLUSTER_IPS_CHECK,
-    rule: `${w.ipX} daddr @${N.CLUSTER_IPS_SET} reject`,
-    comment: "Reject traffic to invalid ports of ClusterIPs",
+    chain: N.MASQUERADING_CHAIN,
+    rule: `mark and ${s.mark} != 0 mark set mark xor ${s.mark} masquerade fully-random`,
   });
-  if (s.serviceCIDRs.length > 0) {
-    tx.add({
-      kind: "rule",
-      chain: N.CLUSTER_IPS_CHECK,
-      rule: `${w.ipX} daddr { ${s.serviceCIDRs.join(", ")} } drop`,
-      comment: "Drop traffic to unallocated ClusterIPs",
-    });
-  }
+  // An endpoint that reached itself through a service: masqueraded so its reply comes back here.
+  tx.add({
+    kind: "rule",
+    chain: N.MASQUERADING_CHAIN,
+    rule: `ct status dnat ${w.ipX} saddr . ${w.ipX} daddr . meta l4proto . th dport @${N.HAIRPIN_SET} masquerade fully-random`,
+  });
+
+  tx.add({ kind: "set", name: N.CLUSTER_IPS_SET, type: w.addrType, comment: "Active ClusterIPs" });
+  writeClusterIPsCheckRules(tx, w, s.serviceCIDRs);
 
   // add then delete: deleting alone fails when the set is not there.
   const nodePortIPs = { kind: "set", name: N.NODEPORT_IPS_SET, type: w.addrType } as const;
@@ -221,6 +237,23 @@ export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
     type: "inet_proto . inet_service : verdict",
     comment: "NodePort traffic",
   });
+  // Off-cluster traffic to a ClusterIP (a route to the service range via this node) may leave
+  // the node again: masqueraded so that replies come back here.
+  if (s.masqueradeAll) {
+    tx.add({
+      kind: "rule",
+      chain: N.SERVICES_CHAIN,
+      rule: `${w.ipX} daddr @${N.CLUSTER_IPS_SET} mark set mark or ${s.mark}`,
+      comment: "masquerade all clusterIP traffic",
+    });
+  } else if (s.ifNotLocal !== undefined) {
+    tx.add({
+      kind: "rule",
+      chain: N.SERVICES_CHAIN,
+      rule: `${w.ipX} daddr @${N.CLUSTER_IPS_SET} ${s.ifNotLocal} mark set mark or ${s.mark}`,
+      comment: "masquerade clusterIP traffic from outside cluster",
+    });
+  }
   tx.add({ kind: "rule", chain: N.SERVICES_CHAIN, rule: `${tuple} vmap @${N.SERVICE_IPS_MAP}` });
   const nodePortMatch =
     s.nodePortIPs === undefined
@@ -233,4 +266,38 @@ export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
   });
 
   for (const c of ELEMENT_CONTAINERS) tx.flush({ kind: c.kind, name: c.name });
+}
+
+/**
+ * The rules of cluster-ips-check (an empty chain): a ClusterIP's unused ports are rejected, an
+ * address of a ServiceCIDR that no Service holds is dropped. The CIDRs joined as upstream's.
+ */
+export function writeClusterIPsCheckRules(
+  tx: NftTransaction,
+  w: FamilyWords,
+  serviceCIDRs: readonly string[],
+): void {
+  tx.add({
+    kind: "rule",
+    chain: N.CLUSTER_IPS_CHECK,
+    rule: `${w.ipX} daddr @${N.CLUSTER_IPS_SET} reject`,
+    comment: "Reject traffic to invalid ports of ClusterIPs",
+  });
+  if (serviceCIDRs.length > 0) {
+    tx.add({
+      kind: "rule",
+      chain: N.CLUSTER_IPS_CHECK,
+      rule: `${w.ipX} daddr { ${serviceCIDRs.join(",")} } drop`,
+      comment: "Drop traffic to unallocated ClusterIPs",
+    });
+  }
+}
+
+/**
+ * Deletes the fixed chains of earlier layouts that a listing found, once nothing refers to
+ * them any more: written after every chain that might jump to them was flushed.
+ */
+export function deleteObsoleteChains(tx: NftTransaction, listedChains: readonly string[]): void {
+  const listed = new Set(listedChains);
+  for (const name of N.OBSOLETE_CHAINS) if (listed.has(name)) tx.delete({ kind: "chain", name });
 }

@@ -11,9 +11,15 @@ import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/t
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { ElementStore } from "./element-store.ts";
-import { isAffinitySetName, isServiceChainName } from "./names.ts";
+import { CLUSTER_IPS_CHECK, isAffinitySetName, isServiceChainName } from "./names.ts";
 import { type PortElement, PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
-import { ensureChain, type SetupSettings, writeSetup } from "./setup.ts";
+import {
+  deleteObsoleteChains,
+  ensureChain,
+  type SetupSettings,
+  writeClusterIPsCheckRules,
+  writeSetup,
+} from "./setup.ts";
 
 /** Full syncs collect young garbage after this many ports (about a millisecond each time). */
 const PORTS_PER_COLLECTION = 256;
@@ -44,7 +50,12 @@ export interface TableSyncRequest {
   /** Services whose ports or endpoints changed since the last successful sync. */
   readonly changedServices: ReadonlySet<ServiceKey>;
   /** Full syncs: the fixed part of the table. */
-  readonly setup: Omit<SetupSettings, "recreateBaseChains"> | undefined;
+  readonly setup: Omit<SetupSettings, "recreateBaseChains" | "serviceCIDRs"> | undefined;
+  /**
+   * This family's ServiceCIDRs: a partial sync rewrites cluster-ips-check when they differ from
+   * what the table holds (upstream waits for its next full sync, up to an hour).
+   */
+  readonly serviceCIDRs: readonly string[];
   /** Full syncs: the table's chains and sets as listed before the sync (undefined: unknown). */
   readonly existing?: { readonly chains: readonly string[]; readonly sets: readonly string[] };
   readonly rules: PortRuleSettings;
@@ -67,6 +78,8 @@ export class TableSync {
   private readonly elements = new ElementStore();
   private readonly staleChains = new Map<string, number>();
   private baseChainsRecreated = false;
+  /** The ServiceCIDRs cluster-ips-check was last written with (undefined: not yet written). */
+  private writtenServiceCIDRs: string | undefined;
   /** During a full sync: the chains the table held before it, listed or recorded (undefined: not known). */
   private listedChains: ReadonlySet<string> | undefined;
   private noLocalInternal = 0;
@@ -92,6 +105,7 @@ export class TableSync {
   /** After a failed transaction nothing recorded can be trusted: the next sync is a full one. */
   forgetStaleChains(): void {
     this.staleChains.clear();
+    this.writtenServiceCIDRs = undefined;
   }
 
   /**
@@ -106,13 +120,24 @@ export class TableSync {
       noLocalInternal: 0,
       noLocalExternal: 0,
     };
+    const cidrs = req.serviceCIDRs.join(",");
     if (!req.fullSync) {
+      if (this.writtenServiceCIDRs !== undefined && this.writtenServiceCIDRs !== cidrs) {
+        tx.flush({ kind: "chain", name: CLUSTER_IPS_CHECK });
+        writeClusterIPsCheckRules(tx, req.rules.words, req.serviceCIDRs);
+        this.writtenServiceCIDRs = cidrs;
+      }
       this.writeChangedPorts(tx, req, result);
       return result;
     }
     if (!req.setup) throw new Error("a full sync needs the table's fixed settings");
-    writeSetup(tx, { ...req.setup, recreateBaseChains: !this.baseChainsRecreated });
+    writeSetup(tx, {
+      ...req.setup,
+      serviceCIDRs: req.serviceCIDRs,
+      recreateBaseChains: !this.baseChainsRecreated,
+    });
     this.baseChainsRecreated = true;
+    this.writtenServiceCIDRs = cidrs;
     // What the table holds (listed, or recorded): when unknown, what the last sync wrote.
     const existing = req.existing ?? this.writtenObjects();
     this.records.clear();
@@ -155,6 +180,8 @@ export class TableSync {
       if (isAffinitySetName(set) && !activeSets.has(set)) deletedSets.push(set);
     for (const name of this.names.keys()) if (!req.input.services.has(name)) this.names.delete(name);
     this.writeStale(tx, req, flushedStale, deletedSets, result);
+    // Last: every chain that could jump to them is rewritten or flushed by now.
+    deleteObsoleteChains(tx, existing.chains);
   }
 
   private writeChangedPorts(

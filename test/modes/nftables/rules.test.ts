@@ -23,11 +23,13 @@ const affinitySet = (ns: string, name: string, ip: string, p = 8080) =>
 
 const clusterIP = (ip: string) => ({ clusterIP: ip, clusterIPs: [ip] });
 
-/** The rules that pick one of `targets` evenly: endpoint i with probability 1/(n-i) when reached. */
-const pick = (...targets: string[]) =>
-  targets.map((t, i) =>
-    i === targets.length - 1 ? `goto ${t}` : `numgen random mod ${targets.length - i} 0 goto ${t}`,
-  );
+/** The rules that pick one of `actions` evenly: endpoint i with probability 1/(n-i) when reached. */
+const pickOf = (...actions: string[]) =>
+  actions.map((a, i) => (i === actions.length - 1 ? a : `numgen random mod ${actions.length - i} 0 ${a}`));
+/** ... jumping to endpoint chains (ClientIP affinity). */
+const pick = (...targets: string[]) => pickOf(...targets.map((t) => `goto ${t}`));
+/** ... DNATing to "ip:port" endpoints. */
+const dnatTo = (...endpoints: string[]) => pickOf(...endpoints.map((e) => `meta l4proto tcp dnat to ${e}`));
 
 describe("nftables: a full sync", () => {
   test("the whole first transaction of a small cluster", async () => {
@@ -46,17 +48,17 @@ describe("nftables: a full sync", () => {
     expect(await s.sync()).toBe(golden("small-cluster.nft"));
   });
 
-  test("base chains hook in before and after DNAT, as upstream's do", async () => {
+  test("base chains: the firewall check before DNAT, the other checks at filter priority (upstream 1.34+)", async () => {
     const s = setupNft();
     await s.sync();
     const dump = s.nft.dump();
     const base = dump.split("\n").filter((l) => l.includes(" hook "));
     expect(base).toEqual([
-      "chain filter-forward { type filter hook forward priority -110 }",
-      "chain filter-input { type filter hook input priority -110 }",
-      "chain filter-output { type filter hook output priority -110 }",
-      "chain filter-output-post-dnat { type filter hook output priority -90 }",
-      "chain filter-prerouting { type filter hook prerouting priority -110 }",
+      "chain filter-forward { type filter hook forward priority 0 }",
+      "chain filter-input { type filter hook input priority 0 }",
+      "chain filter-output { type filter hook output priority 0 }",
+      "chain filter-output-pre-dnat { type filter hook output priority -110 }",
+      "chain filter-prerouting-pre-dnat { type filter hook prerouting priority -110 }",
       "chain nat-output { type nat hook output priority -100 }",
       "chain nat-postrouting { type nat hook postrouting priority 100 }",
       "chain nat-prerouting { type nat hook prerouting priority -100 }",
@@ -71,10 +73,10 @@ describe("nftables: a full sync", () => {
     ]);
     expect(chainIn(dump, "filter-output")).toEqual([
       "ct state new jump service-endpoints-check",
-      "ct state new jump firewall-check",
+      "ct state new jump cluster-ips-check",
     ]);
-    expect(chainIn(dump, "filter-prerouting")).toEqual(["ct state new jump firewall-check"]);
-    expect(chainIn(dump, "filter-output-post-dnat")).toEqual(["ct state new jump cluster-ips-check"]);
+    expect(chainIn(dump, "filter-prerouting-pre-dnat")).toEqual(["ct state new jump firewall-check"]);
+    expect(chainIn(dump, "filter-output-pre-dnat")).toEqual(["ct state new jump firewall-check"]);
     expect(chainIn(dump, "nat-prerouting")).toEqual(["jump services"]);
     expect(chainIn(dump, "nat-output")).toEqual(["jump services"]);
     expect(chainIn(dump, "nat-postrouting")).toEqual(["jump masquerading"]);
@@ -88,12 +90,14 @@ describe("nftables: a full sync", () => {
     });
     await s.sync();
     const dump = s.nft.dump();
-    expect(chainIn(dump, "mark-for-masquerade")).toEqual(["mark set mark or 0x00000400"]);
+    expect(chainIn(dump, "mark-for-masquerade")).toBeUndefined();
     expect(chainIn(dump, "masquerading")).toEqual([
-      "mark and 0x00000400 == 0 return",
-      "mark set mark xor 0x00000400",
-      "masquerade fully-random",
+      "mark and 0x00000400 != 0 mark set mark xor 0x00000400 masquerade fully-random",
+      "ct status dnat ip saddr . ip daddr . meta l4proto . th dport @hairpin-connections masquerade fully-random",
     ]);
+    expect(chainIn(dump, "services")?.[0]).toBe(
+      'ip daddr @cluster-ips ip saddr != 192.0.2.0/24 mark set mark or 0x00000400 comment "masquerade clusterIP traffic from outside cluster"',
+    );
   });
 
   test("nodePortAddresses defaults to the node's primary IP (nodeport-ips)", async () => {
@@ -101,7 +105,7 @@ describe("nftables: a full sync", () => {
     await s.sync();
     const dump = s.nft.dump();
     expect(elementsIn(dump, "set", "nodeport-ips")).toEqual([NODE_IP]);
-    expect(chainIn(dump, "services")).toEqual([
+    expect(chainIn(dump, "services")?.slice(1)).toEqual([
       "ip daddr . meta l4proto . th dport vmap @service-ips",
       "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports",
     ]);
@@ -119,7 +123,7 @@ describe("nftables: a full sync", () => {
     await s.sync();
     const dump = s.nft.dump();
     expect(elementsIn(dump, "set", "nodeport-ips")).toBeUndefined();
-    expect(chainIn(dump, "services")).toEqual([
+    expect(chainIn(dump, "services")?.slice(1)).toEqual([
       "ip daddr . meta l4proto . th dport vmap @service-ips",
       "fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @service-nodeports",
     ]);
@@ -138,6 +142,16 @@ describe("nftables: a full sync", () => {
     expect(elementsIn(s.nft.dump(), "set", "nodeport-ips")).toEqual([NODE_IP]);
   });
 
+  test("ServiceCIDRs of the family: an unallocated ClusterIP is dropped, after the reject", async () => {
+    const s = setupNft();
+    s.cluster.serviceCIDRs = ["198.51.100.0/24", "198.51.101.0/24", "2001:db8:2::/112"];
+    await s.sync();
+    expect(chainIn(s.nft.dump(), "cluster-ips-check")).toEqual([
+      'ip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"',
+      'ip daddr { 198.51.100.0/24,198.51.101.0/24 } drop comment "Drop traffic to unallocated ClusterIPs"',
+    ]);
+  });
+
   test("unused ClusterIP ports are rejected through @cluster-ips", async () => {
     const s = setupNft();
     s.cluster.apply(
@@ -154,26 +168,32 @@ describe("nftables: a full sync", () => {
 });
 
 describe("nftables: service ports", () => {
-  test("ClusterIP: numgen over the endpoints, off-cluster sources masqueraded, hairpin masqueraded", async () => {
+  test("ClusterIP: numgen DNAT over the endpoints, no endpoint chains; local endpoints in the hairpin set", async () => {
     const s = setupNft();
     s.cluster.apply(
       service("ns1", "svc1", clusterIP("198.51.100.1")),
-      endpointSlice("ns1", "svc1", [ep("192.0.2.10"), ep("192.0.2.11")]),
+      endpointSlice("ns1", "svc1", [ep("192.0.2.10"), ep("192.0.2.11", { node: NODE })]),
     );
     await s.sync();
     const dump = s.nft.dump();
     const c = chains("ns1", "svc1");
-    const [e1, e2] = [epChain("ns1", "svc1", "192.0.2.10"), epChain("ns1", "svc1", "192.0.2.11")];
     expect(elementsIn(dump, "map", "service-ips")).toEqual([`198.51.100.1 . tcp . 80 : goto ${c.cluster}`]);
-    expect(chainIn(dump, c.cluster)).toEqual([
-      "ip daddr 198.51.100.1 tcp dport 80 ip saddr != 192.0.2.0/24 jump mark-for-masquerade",
-      ...pick(e1, e2),
-    ]);
-    expect(chainIn(dump, e1)).toEqual([
-      "ip saddr 192.0.2.10 jump mark-for-masquerade",
+    expect(chainIn(dump, c.cluster)).toEqual(dnatTo("192.0.2.10:8080", "192.0.2.11:8080"));
+    expect(chainIn(dump, epChain("ns1", "svc1", "192.0.2.10"))).toBeUndefined();
+    expect(elementsIn(dump, "set", "hairpin-connections")).toEqual(["192.0.2.11 . 192.0.2.11 . tcp . 8080"]);
+    expect(chainIn(dump, c.external)).toBeUndefined();
+  });
+
+  test("one endpoint: its DNAT alone, as upstream's", async () => {
+    const s = setupNft();
+    s.cluster.apply(
+      service("ns1", "svc1", clusterIP("198.51.100.1")),
+      endpointSlice("ns1", "svc1", [ep("192.0.2.10")]),
+    );
+    await s.sync();
+    expect(chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)).toEqual([
       "meta l4proto tcp dnat to 192.0.2.10:8080",
     ]);
-    expect(chainIn(dump, c.external)).toBeUndefined();
   });
 
   test("masqueradeAll masquerades every ClusterIP connection", async () => {
@@ -187,8 +207,8 @@ describe("nftables: service ports", () => {
       endpointSlice("ns1", "svc1", [ep("192.0.2.10")]),
     );
     await s.sync();
-    expect(chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)?.[0]).toBe(
-      "ip daddr 198.51.100.1 tcp dport 80 jump mark-for-masquerade",
+    expect(chainIn(s.nft.dump(), "services")?.[0]).toBe(
+      'ip daddr @cluster-ips mark set mark or 0x00004000 comment "masquerade all clusterIP traffic"',
     );
   });
 
@@ -233,7 +253,10 @@ describe("nftables: service ports", () => {
       `203.0.113.50 . tcp . 80 : goto ${c.external}`,
     ]);
     expect(elementsIn(dump, "map", "service-nodeports")).toEqual([`tcp . 30001 : goto ${c.external}`]);
-    expect(chainIn(dump, c.external)).toEqual(["jump mark-for-masquerade", `goto ${c.cluster}`]);
+    expect(chainIn(dump, c.external)).toEqual([
+      'mark set mark or 0x00004000 comment "masquerade"',
+      `goto ${c.cluster}`,
+    ]);
   });
 
   test("LoadBalancer source ranges: the firewall chain drops other sources", async () => {
@@ -303,14 +326,12 @@ describe("nftables: service ports", () => {
     const c = chains("ns1", "svc1");
     expect(chainIn(dump, c.external)).toEqual([
       `ip saddr 192.0.2.0/24 goto ${c.cluster} comment "short-circuit pod traffic"`,
-      'fib saddr type local jump mark-for-masquerade comment "masquerade local traffic"',
+      'fib saddr type local mark set mark or 0x00004000 comment "masquerade local traffic"',
       `fib saddr type local goto ${c.cluster} comment "short-circuit local traffic"`,
       `goto ${c.local}`,
     ]);
-    expect(chainIn(dump, c.local)).toEqual(pick(epChain("ns1", "svc1", "192.0.2.10")));
-    expect(chainIn(dump, c.cluster)?.slice(-2)).toEqual(
-      pick(epChain("ns1", "svc1", "192.0.2.10"), epChain("ns1", "svc1", "192.0.2.11")),
-    );
+    expect(chainIn(dump, c.local)).toEqual(dnatTo("192.0.2.10:8080"));
+    expect(chainIn(dump, c.cluster)).toEqual(dnatTo("192.0.2.10:8080", "192.0.2.11:8080"));
   });
 
   test("externalTrafficPolicy Local without a local endpoint: external traffic is dropped, ClusterIP served", async () => {
@@ -363,10 +384,7 @@ describe("nftables: service ports", () => {
     const dump = s.nft.dump();
     const c = chains("ns1", "svc1");
     expect(elementsIn(dump, "map", "service-ips")).toEqual([`198.51.100.1 . tcp . 80 : goto ${c.local}`]);
-    expect(chainIn(dump, c.local)).toEqual([
-      "ip daddr 198.51.100.1 tcp dport 80 ip saddr != 192.0.2.0/24 jump mark-for-masquerade",
-      ...pick(epChain("ns1", "svc1", "192.0.2.10")),
-    ]);
+    expect(chainIn(dump, c.local)).toEqual(dnatTo("192.0.2.10:8080"));
     expect(chainIn(dump, c.cluster)).toBeUndefined();
   });
 
@@ -385,13 +403,12 @@ describe("nftables: service ports", () => {
     const c = chains("ns1", "svc1");
     const [a1, a2] = [affinitySet("ns1", "svc1", "192.0.2.10"), affinitySet("ns1", "svc1", "192.0.2.11")];
     const [e1, e2] = [epChain("ns1", "svc1", "192.0.2.10"), epChain("ns1", "svc1", "192.0.2.11")];
-    expect(chainIn(dump, c.cluster)?.slice(1)).toEqual([
+    expect(chainIn(dump, c.cluster)).toEqual([
       `ip saddr @${a1} goto ${e1}`,
       `ip saddr @${a2} goto ${e2}`,
       ...pick(e1, e2),
     ]);
     expect(chainIn(dump, e1)).toEqual([
-      "ip saddr 192.0.2.10 jump mark-for-masquerade",
       `update @${a1} { ip saddr }`,
       "meta l4proto tcp dnat to 192.0.2.10:8080",
     ]);
@@ -408,9 +425,7 @@ describe("nftables: service ports", () => {
       ]),
     );
     await s.sync();
-    expect(chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)?.at(-1)).toBe(
-      `goto ${epChain("ns1", "svc1", "192.0.2.10")}`,
-    );
+    expect(chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)).toEqual(dnatTo("192.0.2.10:8080"));
   });
 
   test("topology hints: only the endpoints hinted for this node's zone", async () => {
@@ -427,9 +442,7 @@ describe("nftables: service ports", () => {
       ]),
     );
     await s.sync();
-    expect(chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)?.at(-1)).toBe(
-      `goto ${epChain("ns1", "svc1", "192.0.2.10")}`,
-    );
+    expect(chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)).toEqual(dnatTo("192.0.2.10:8080"));
   });
 
   test("IPv6: the ip6 table, ipv6_addr keys, bracketed DNAT targets", async () => {
@@ -440,17 +453,23 @@ describe("nftables: service ports", () => {
         clusterIPs: ["2001:db8:2::1"],
         ipFamilies: ["IPv6"],
       }),
-      endpointSlice("ns1", "svc1", [ep("2001:db8:1::10")], { addressType: "IPv6" }),
+      endpointSlice("ns1", "svc1", [ep("2001:db8:1::10", { node: NODE }), ep("2001:db8:1::11")], {
+        addressType: "IPv6",
+      }),
     );
     await s.sync();
     const dump = s.nft.dump("ip6");
-    const e = endpointNames(port("ns1", "svc1"), "tcp", "2001:db8:1::10", 8080).chain;
     expect(dump).toContain("set cluster-ips { type ipv6_addr");
     expect(elementsIn(dump, "set", "cluster-ips")).toEqual(["2001:db8:2::1"]);
-    expect(chainIn(dump, e)).toEqual([
-      "ip6 saddr 2001:db8:1::10 jump mark-for-masquerade",
-      "meta l4proto tcp dnat to [2001:db8:1::10]:8080",
+    expect(chainIn(dump, chains("ns1", "svc1").cluster)).toEqual(
+      dnatTo("[2001:db8:1::10]:8080", "[2001:db8:1::11]:8080"),
+    );
+    expect(elementsIn(dump, "set", "hairpin-connections")).toEqual([
+      "2001:db8:1::10 . 2001:db8:1::10 . tcp . 8080",
     ]);
+    expect(chainIn(dump, "masquerading")?.[1]).toBe(
+      "ct status dnat ip6 saddr . ip6 daddr . meta l4proto . th dport @hairpin-connections masquerade fully-random",
+    );
     expect(s.nft.dump("ip")).toBe("");
   });
 });
@@ -468,17 +487,17 @@ describe("nftables: load balancing", () => {
       ),
     );
     await s.sync();
-    const rules = chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)!.slice(1);
+    const rules = chainIn(s.nft.dump(), chains("ns1", "svc1").cluster)!;
     // The chance of each rule's target: reached (no earlier rule matched) x its own match.
     let reach = 1;
     const shares = rules.map((r) => {
-      const mod = /^numgen random mod (\d+) 0 goto /.exec(r);
+      const mod = /^numgen random mod (\d+) 0 /.exec(r);
       const match = mod ? 1 / Number(mod[1]) : 1;
       const share = reach * match;
       reach -= share;
       return share;
     });
     for (const share of shares) expect(share).toBeCloseTo(1 / ips.length, 12);
-    expect(rules.map((r) => r.split("goto ")[1])).toEqual(ips.map((ip) => epChain("ns1", "svc1", ip)));
+    expect(rules.map((r) => r.split("dnat to ")[1])).toEqual(ips.map((ip) => `${ip}:8080`));
   });
 });

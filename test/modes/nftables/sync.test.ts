@@ -6,7 +6,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { endpointNames, portChainNames } from "../../../src/modes/nftables/names.ts";
-import { endpointSlice, ep, service } from "../../support/proxy-cluster.ts";
+import { endpointSlice, ep, NODE, service } from "../../support/proxy-cluster.ts";
 import { chainIn, elementsIn, serviceChainsIn, setupNft } from "./harness.ts";
 
 const port = (ns: string, name: string) => ({ namespace: ns, name, port: "p80", protocol: "TCP" }) as const;
@@ -15,11 +15,11 @@ const epChain = (ns: string, name: string, ip: string) =>
   endpointNames(port(ns, name), "tcp", ip, 8080).chain;
 const clusterIP = (ip: string) => ({ clusterIP: ip, clusterIPs: [ip] });
 
-/** Two Services with endpoints, synced once (full). */
-async function twoServices() {
+/** Two Services with endpoints, synced once (full); `a` may have more to its spec. */
+async function twoServices(a: Parameters<typeof service>[2] = {}) {
   const s = setupNft();
   s.cluster.apply(
-    service("ns1", "a", clusterIP("198.51.100.1")),
+    service("ns1", "a", { ...clusterIP("198.51.100.1"), ...a }),
     endpointSlice("ns1", "a", [ep("192.0.2.10"), ep("192.0.2.11")]),
     service("ns1", "b", clusterIP("198.51.100.2")),
     endpointSlice("ns1", "b", [ep("192.0.2.20")]),
@@ -43,17 +43,12 @@ describe("nftables: partial syncs", () => {
     const s = await twoServices();
     s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.10"), ep("192.0.2.11"), ep("192.0.2.12")]));
     const tx = await s.sync();
-    expect(touched(tx)).toEqual(
-      [
-        chains("ns1", "a").cluster,
-        epChain("ns1", "a", "192.0.2.10"),
-        epChain("ns1", "a", "192.0.2.11"),
-        epChain("ns1", "a", "192.0.2.12"),
-      ].sort(),
-    );
+    expect(touched(tx)).toEqual([chains("ns1", "a").cluster]);
     expect(tx).not.toContain("add table");
     expect(tx).not.toContain(" element ");
-    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)?.[1]).toContain("numgen random mod 3 0 goto");
+    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)?.[0]).toBe(
+      "numgen random mod 3 0 meta l4proto tcp dnat to 192.0.2.10:8080",
+    );
     expect(s.metrics.syncPartialProxyRulesLatency).toBeDefined();
   });
 
@@ -65,7 +60,7 @@ describe("nftables: partial syncs", () => {
   });
 
   test("a removed endpoint's chain is flushed at once and deleted a second later, on its own", async () => {
-    const s = await twoServices();
+    const s = await twoServices({ sessionAffinity: "ClientIP" });
     const gone = epChain("ns1", "a", "192.0.2.11");
     s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.10")]));
     const tx = await s.sync();
@@ -151,6 +146,51 @@ describe("nftables: partial syncs", () => {
   });
 });
 
+describe("nftables: ServiceCIDRs and the hairpin set across syncs", () => {
+  test("a ServiceCIDR added or removed rewrites cluster-ips-check at the next (partial) sync", async () => {
+    const s = await twoServices();
+    const check = () => chainIn(s.nft.dump(), "cluster-ips-check");
+    const reject = 'ip daddr @cluster-ips reject comment "Reject traffic to invalid ports of ClusterIPs"';
+    expect(check()).toEqual([reject]);
+    s.cluster.serviceCIDRs = ["198.51.100.0/24", "2001:db8:2::/112"];
+    const added = await s.sync();
+    expect(added).not.toContain("add table");
+    expect(check()).toEqual([
+      reject,
+      'ip daddr { 198.51.100.0/24 } drop comment "Drop traffic to unallocated ClusterIPs"',
+    ]);
+    s.cluster.serviceCIDRs = ["2001:db8:2::/112"];
+    await s.sync();
+    expect(check()).toEqual([reject]);
+    // Nothing changed since: no transaction at all.
+    const before = s.nft.transactions.length;
+    await s.sync();
+    expect(s.nft.transactions.length).toBe(before);
+  });
+
+  test("an endpoint that moves to this node enters the hairpin set, and leaves it when it goes", async () => {
+    const s = await twoServices();
+    const hairpin = () => elementsIn(s.nft.dump(), "set", "hairpin-connections");
+    expect(hairpin()).toEqual([]);
+    s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.10", { node: NODE }), ep("192.0.2.11")]));
+    const tx = await s.sync();
+    expect(tx).toContain(
+      "add element ip kube-proxy hairpin-connections { 192.0.2.10 . 192.0.2.10 . tcp . 8080 }",
+    );
+    expect(hairpin()).toEqual(["192.0.2.10 . 192.0.2.10 . tcp . 8080"]);
+    // The same endpoint serving a second Service: one element, kept while either needs it.
+    s.cluster.apply(endpointSlice("ns1", "b", [ep("192.0.2.10", { node: NODE })]));
+    await s.sync();
+    expect(hairpin()).toEqual(["192.0.2.10 . 192.0.2.10 . tcp . 8080"]);
+    s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.11")]));
+    await s.sync();
+    expect(hairpin()).toEqual(["192.0.2.10 . 192.0.2.10 . tcp . 8080"]);
+    s.cluster.apply(endpointSlice("ns1", "b", [ep("192.0.2.20")]));
+    await s.sync();
+    expect(hairpin()).toEqual([]);
+  });
+});
+
 describe("nftables: failures and full syncs", () => {
   test("a failed transaction changes nothing; the next sync is a full one and catches up", async () => {
     const s = await twoServices();
@@ -162,9 +202,9 @@ describe("nftables: failures and full syncs", () => {
     expect(await s.metrics.nftablesSyncFailures.get()).toMatchObject({ values: [{ value: 1 }] });
     const tx = await s.sync();
     expect(tx).toContain("add table ip kube-proxy");
-    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)?.at(-1)).toBe(
-      `goto ${epChain("ns1", "a", "192.0.2.10")}`,
-    );
+    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)).toEqual([
+      "meta l4proto tcp dnat to 192.0.2.10:8080",
+    ]);
   });
 
   test("the table is listed at the first full sync and after a failure, not at a full resync after success", async () => {
@@ -183,7 +223,7 @@ describe("nftables: failures and full syncs", () => {
     await expect(s.sync()).rejects.toThrow();
     await s.sync();
     expect(listings()).toBeGreaterThan(atStart);
-    expect(chainIn(s.nft.dump(), a)?.at(-1)).toBe(`goto ${epChain("ns1", "a", "192.0.2.10")}`);
+    expect(chainIn(s.nft.dump(), a)).toEqual(["meta l4proto tcp dnat to 192.0.2.10:8080"]);
   });
 
   test("a restart finds an earlier run's leftovers: chains flushed then deleted, affinity sets dropped", async () => {
@@ -231,7 +271,7 @@ describe("nftables: failures and full syncs", () => {
     s.proxier.requestFullSync();
     const again = await s.sync();
     expect(again).toContain(`add chain ip kube-proxy ${a}\nflush chain ip kube-proxy ${a}`);
-    expect(chainIn(s.nft.dump(), a)).toHaveLength(3);
+    expect(chainIn(s.nft.dump(), a)).toHaveLength(2);
   });
 
   test("a full sync's service ports are written as nft reads them, not held as text first", async () => {
@@ -261,7 +301,7 @@ describe("nftables: failures and full syncs", () => {
     // Only the fixed part existed when nft was started; the Service's chains came as it read.
     expect(seen).toHaveLength(1);
     expect(seen[0]!.after).toBeGreaterThan(seen[0]!.before);
-    expect(chainIn(s.nft.dump(), epChain("ns1", "a", "192.0.2.10"))).toHaveLength(2);
+    expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)).toHaveLength(2);
   });
 
   test("an hour after the last full sync, a full sync again", async () => {
