@@ -106,7 +106,10 @@ async function runMode(
   const nodeName = resolveNodeName(config.hostnameOverride);
   const modeName = prep.mode;
   // First, so every API request (the Node lookup included) is counted.
-  const { metrics, restClient } = createRunMetrics({ mode: modeName });
+  const { metrics, restClient } = createRunMetrics({
+    mode: modeName,
+    featureGates: effectiveFeatureGates(config.featureGates),
+  });
   const src = openRealSource(config, opts, nodeName, log, restClient);
   if ("error" in src) {
     log.error("Cannot reach the cluster", { err: src.error });
@@ -176,8 +179,10 @@ async function runMode(
     metrics: trackerMetrics(metrics),
     hooks: {
       queued: () => {
-        metrics.syncProxyRulesLastQueuedTimestamp.setToCurrentTime();
-        for (const f of mode.families) health.queuedUpdate(f);
+        for (const f of mode.families) {
+          metrics.syncProxyRulesLastQueuedTimestamp.setToCurrentTime({ ip_family: f });
+          health.queuedUpdate(f);
+        }
       },
       synced: () => {
         for (const f of mode.families) health.updated(f);

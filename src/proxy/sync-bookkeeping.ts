@@ -10,7 +10,7 @@ import type { Logger } from "../log/logger.ts";
 import type { IPFamily } from "../util/net/family.ts";
 import { type ConntrackCleaner, cleanStaleEntries } from "./conntrack-cleanup.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "./local-detect.ts";
-import type { Metrics } from "./metrics/metrics.ts";
+import { familyMetrics, type Metrics } from "./metrics/metrics.ts";
 import { FULL_SYNC_PERIOD_MS, type SyncInput } from "./proxier.ts";
 import { reportServiceHealth, type ServiceHealthSink } from "./service-health-sink.ts";
 
@@ -45,7 +45,11 @@ export class SyncBookkeeping {
   private labels: Readonly<Record<string, string>> = {};
   private localDetector: LocalTrafficDetector;
 
-  constructor(private readonly deps: SyncBookkeepingDeps) {
+  private readonly deps: SyncBookkeepingDeps;
+
+  constructor(deps: SyncBookkeepingDeps) {
+    // Idempotent when the mode already handed its proxier a family view.
+    this.deps = { ...deps, metrics: familyMetrics(deps.metrics, deps.family) };
     this.localDetector = deps.localDetector ?? this.configDetector(undefined);
   }
 

@@ -582,7 +582,7 @@ describe("/healthz and /livez: syncing, a stalled sync, an ineligible node", () 
     await stop(run);
   }, TEST_TIMEOUT_MS);
 
-  const healthz = (done: (r: { status?: number }) => boolean, what: string) =>
+  const healthz = (done: (r: { status?: number; body?: string }) => boolean, what: string) =>
     pollHttp(run.topo!, "node", `${HEALTHZ}/healthz`, done, what, {
       daemon: run.kubeProxy!,
       timeoutMs: 20_000,
@@ -593,17 +593,27 @@ describe("/healthz and /livez: syncing, a stalled sync, an ineligible node", () 
       timeoutMs: 20_000,
     });
 
-  e2eTest(run, "200 with upstream's JSON while syncs keep up", async () => {
-    const hz = await healthz((r) => r.status === 200, "/healthz 200");
-    const h = jsonBody(hz);
-    expect(Object.keys(h)).toEqual(["lastUpdated", "currentTime", "nodeEligible"]);
-    expect(typeof h.lastUpdated).toBe("string");
-    expect(typeof h.currentTime).toBe("string");
-    expect(h.nodeEligible).toBe(true);
-    expect(hz.headers?.["content-type"]).toBe("application/json");
-    const lz = await livez((r) => r.status === 200, "/livez 200");
-    expect(Object.keys(jsonBody(lz))).toEqual(["lastUpdated", "currentTime"]);
-  });
+  e2eTest(
+    run,
+    "200 with upstream's (1.33+) JSON while syncs keep up, each family's state included",
+    async () => {
+      // The status map appears once a family has synced.
+      const hz = await healthz(
+        (r) => r.status === 200 && /"status":/.test(r.body ?? ""),
+        "/healthz 200 with status",
+      );
+      const h = jsonBody(hz);
+      expect(Object.keys(h)).toEqual(["lastUpdated", "currentTime", "nodeEligible", "healthy", "status"]);
+      expect(Number.isNaN(Date.parse(h.lastUpdated as string))).toBe(false);
+      expect(Number.isNaN(Date.parse(h.currentTime as string))).toBe(false);
+      expect(h.nodeEligible).toBe(true);
+      expect(h.healthy).toBe(true);
+      expect((h.status as Record<string, { healthy: boolean }>).IPv4?.healthy).toBe(true);
+      expect(hz.headers?.["content-type"]).toBe("application/json");
+      const lz = await livez((r) => r.status === 200, "/livez 200");
+      expect(Object.keys(jsonBody(lz))).toEqual(["lastUpdated", "currentTime", "healthy", "status"]);
+    },
+  );
 
   e2eTest(
     run,
@@ -619,7 +629,10 @@ describe("/healthz and /livez: syncing, a stalled sync, an ineligible node", () 
         const bad = await healthz((r) => r.status === 503, "/healthz 503 while the sync is stuck");
         expect(jsonBody(bad).nodeEligible, describeHttp(bad)).toBe(true);
         const badLive = await livez((r) => r.status === 503, "/livez 503 while the sync is stuck");
-        expect(Object.keys(jsonBody(badLive))).toEqual(["lastUpdated", "currentTime"]);
+        const live = jsonBody(badLive);
+        expect(Object.keys(live)).toEqual(["lastUpdated", "currentTime", "healthy", "status"]);
+        expect(live.healthy).toBe(false);
+        expect((live.status as Record<string, { healthy: boolean }>).IPv4?.healthy).toBe(false);
         // The sync really is stuck: the new port is not in the rules yet.
         expect(hasAlt(await rulesView(run.topo!))).toBe(false);
       } finally {

@@ -9,6 +9,7 @@ import type { SysctlClient } from "../../host/sysctl/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import { localAddresses } from "../../proxy/local-addresses.ts";
 import { decideLocalhostNodePorts, type LocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";
+import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
 import { applySysctls, ROUTE_LOCALNET, settingsPlan } from "../../proxy/sysctls.ts";
@@ -96,7 +97,7 @@ export async function buildIptablesMode(o: IptablesModeOptions): Promise<Iptable
         family,
         config: o.config,
         featureGates: o.featureGates,
-        metrics: o.metrics,
+        metrics: familyMetrics(o.metrics, family),
         logger: o.log.named(family === "IPv4" ? "iptables" : "ip6tables"),
         nodeName: o.nodeName,
         nodeIPs: o.nodeIPs,

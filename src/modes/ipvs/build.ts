@@ -9,6 +9,7 @@ import { IpvsError } from "../../host/ipvs/errors.ts";
 import type { IpvsClient } from "../../host/ipvs/types.ts";
 import { createNetlinkClient } from "../../host/netlink/client.ts";
 import type { Logger } from "../../log/logger.ts";
+import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
 import type { IPFamily } from "../../util/net/family.ts";
@@ -63,7 +64,7 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
         conntrack,
         config: o.config,
         featureGates: o.featureGates,
-        metrics: o.metrics,
+        metrics: familyMetrics(o.metrics, family),
         logger: o.log.named(family === "IPv4" ? "ipvs" : "ipvs6"),
         family,
         nodeName: o.nodeName,

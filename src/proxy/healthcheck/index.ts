@@ -2,7 +2,7 @@
 // and the per-Service health check ports.
 
 export { CONFIGZ_GROUP, goJSON, kubeProxyConfigz } from "./configz.ts";
-export { formatGoTime, GO_ZERO_TIME } from "./go-time.ts";
+export { formatRFC3339Nano, GO_ZERO_TIME } from "./go-time.ts";
 export { createHealthMetrics, type HealthMetrics } from "./health-metrics.ts";
 export { type HealthzServerOptions, type RunningServer, startHealthzServer } from "./healthz-server.ts";
 export { BindError } from "./http.ts";

@@ -1,11 +1,12 @@
 // The proxier's health as upstream's ProxierHealthServer defines it: a proxier is unhealthy
 // when a change it was told about (queuedUpdate) has waited longer than healthTimeout for a
 // successful sync (updated). Load balancers read this through /healthz, the kubelet through
-// /livez, and the per-service health checks fold it into their answers.
+// /livez, and the per-service health checks fold it into their answers. Since 1.33 the bodies
+// are JSON with each IP family's own state.
 
 import { type Clock, realClock } from "../../util/clock.ts";
 import type { IPFamily } from "../../util/net/family.ts";
-import { formatGoTime } from "./go-time.ts";
+import { formatRFC3339Nano } from "./go-time.ts";
 
 /** The taint the cluster autoscaler puts on a node it is about to delete. */
 export const TO_BE_DELETED_TAINT = "ToBeDeletedByClusterAutoscaler";
@@ -19,11 +20,6 @@ export interface NodeEligibilityInput {
 export interface ProxierHealthOptions {
   healthTimeoutMs: number;
   clock?: Clock;
-  /**
-   * Origin of Go's monotonic " m=+S" suffix in the JSON times. Defaults to the process start
-   * when the real clock is used, and to none with an injected clock (as Go's fake clock).
-   */
-  monotonicOriginMs?: number;
 }
 
 export interface HealthState {
@@ -46,7 +42,6 @@ export interface ProxierHealthChecker {
 export class ProxierHealth implements ProxierHealthChecker {
   private readonly clock: Clock;
   private readonly timeoutMs: number;
-  private readonly monotonicOrigin: number | undefined;
   private readonly lastUpdated = new Map<IPFamily, number>();
   private readonly oldestPendingQueued = new Map<IPFamily, number>();
   // Eligible until a Node event says otherwise, so a starting proxy is not reported unhealthy.
@@ -55,8 +50,6 @@ export class ProxierHealth implements ProxierHealthChecker {
   constructor(opts: ProxierHealthOptions) {
     this.clock = opts.clock ?? realClock;
     this.timeoutMs = opts.healthTimeoutMs;
-    this.monotonicOrigin =
-      opts.monotonicOriginMs ?? (opts.clock === undefined ? performance.timeOrigin : undefined);
   }
 
   /** A Service or EndpointSlice change for this family is waiting to be synced. */
@@ -103,36 +96,44 @@ export class ProxierHealth implements ProxierHealthChecker {
     return this.eligible;
   }
 
-  /** /healthz: proxier health and node eligibility; the body keeps upstream's exact spacing. */
+  /** /healthz: proxier health and node eligibility. */
   healthzResponse(): HealthResponse {
     const eligible = this.eligible;
     const state = this.health();
     const ok = state.healthy && eligible;
-    const { lastUpdated, currentTime } = this.times(state, ok);
-    return {
-      status: ok ? 200 : 503,
-      body: `{"lastUpdated": ${lastUpdated},"currentTime": ${currentTime}, "nodeEligible": ${eligible}}`,
-    };
+    return { status: ok ? 200 : 503, body: this.body(state, ok, eligible) };
   }
 
   /** /livez: proxier health only; a node being drained must not get kube-proxy restarted. */
   livezResponse(): HealthResponse {
     const state = this.health();
-    const { lastUpdated, currentTime } = this.times(state, state.healthy);
-    return {
-      status: state.healthy ? 200 : 503,
-      body: `{"lastUpdated": ${lastUpdated},"currentTime": ${currentTime}}`,
-    };
+    return { status: state.healthy ? 200 : 503, body: this.body(state, state.healthy) };
   }
 
-  private times(state: HealthState, ok: boolean): { lastUpdated: string; currentTime: string } {
+  /** Each family's last successful sync and whether a change has waited too long for one. */
+  private familyStatus(now: number): Record<string, { lastUpdated: string; healthy: boolean }> {
+    const out: Record<string, { lastUpdated: string; healthy: boolean }> = {};
+    for (const family of [...this.lastUpdated.keys()].sort()) {
+      const queuedAt = this.oldestPendingQueued.get(family);
+      out[family] = {
+        lastUpdated: formatRFC3339Nano(this.lastUpdated.get(family)),
+        healthy: queuedAt === undefined || now - queuedAt < this.timeoutMs,
+      };
+    }
+    return out;
+  }
+
+  private body(state: HealthState, ok: boolean, eligible?: boolean): string {
     // Older releases reported the last sync-loop run, which was always recent while healthy;
     // upstream keeps that meaning by echoing the current time whenever it answers 200.
     const lastUpdated = ok ? state.currentTime : state.lastUpdated;
-    // Go quotes with %q; these strings are plain ASCII, where JSON quoting is identical.
-    return {
-      lastUpdated: JSON.stringify(formatGoTime(lastUpdated, this.monotonicOrigin)),
-      currentTime: JSON.stringify(formatGoTime(state.currentTime, this.monotonicOrigin)),
-    };
+    const status = this.familyStatus(state.currentTime);
+    return JSON.stringify({
+      lastUpdated: formatRFC3339Nano(lastUpdated),
+      currentTime: formatRFC3339Nano(state.currentTime),
+      ...(eligible === undefined ? {} : { nodeEligible: eligible }),
+      healthy: ok,
+      ...(Object.keys(status).length > 0 ? { status } : {}),
+    });
   }
 }

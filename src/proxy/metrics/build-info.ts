@@ -6,7 +6,7 @@
 
 import { Gauge, type Registry } from "prom-client";
 import type { VersionInfo } from "../../version.ts";
-import { alpha } from "./metrics.ts";
+import { beta } from "./metrics.ts";
 
 const LABELS = [
   "major",
@@ -58,7 +58,7 @@ export function buildInfoLabels(
 export function registerBuildInfo(registry: Registry, v: VersionInfo): void {
   const g = new Gauge({
     name: "kubernetes_build_info",
-    help: alpha(
+    help: beta(
       "A metric with a constant '1' value labeled by major, minor, git version, git commit, git tree state, build date, Go version, and compiler from which Kubernetes was built, and platform on which it is running.",
     ),
     labelNames: LABELS,

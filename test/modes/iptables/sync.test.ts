@@ -31,7 +31,10 @@ async function value(
   labels = {},
 ) {
   const values = (await metric.get()).values;
-  const match = values.find((v) => JSON.stringify(v.labels) === JSON.stringify(labels));
+  // Every series also carries ip_family; the labels asked for must match.
+  const match = values.find((v) =>
+    Object.entries(labels).every(([k, want]) => (v.labels as Record<string, unknown>)[k] === want),
+  );
   return match?.value ?? 0;
 }
 

@@ -30,17 +30,19 @@ describe("healthz server", () => {
   test("serves /healthz and /livez with upstream's bodies and headers", async () => {
     const clock = new FakeClock(START);
     const url = await start(new ProxierHealth({ healthTimeoutMs: 20_000, clock }));
-    const now = '"2024-05-01 10:00:00 +0000 UTC"';
+    const now = "2024-05-01T10:00:00Z";
 
     const healthz = await get(`${url}/healthz`);
     expect(healthz.status).toBe(200);
     expect(healthz.headers.get("content-type")).toBe("application/json");
     expect(healthz.headers.get("x-content-type-options")).toBe("nosniff");
-    expect(await healthz.text()).toBe(`{"lastUpdated": ${now},"currentTime": ${now}, "nodeEligible": true}`);
+    expect(await healthz.text()).toBe(
+      `{"lastUpdated":"${now}","currentTime":"${now}","nodeEligible":true,"healthy":true}`,
+    );
 
     const livez = await get(`${url}/livez?ignored=1`);
     expect(livez.status).toBe(200);
-    expect(await livez.text()).toBe(`{"lastUpdated": ${now},"currentTime": ${now}}`);
+    expect(await livez.text()).toBe(`{"lastUpdated":"${now}","currentTime":"${now}","healthy":true}`);
   });
 
   test("a late sync makes both 503", async () => {

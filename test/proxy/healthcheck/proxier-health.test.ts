@@ -107,39 +107,42 @@ describe("ProxierHealth state machine", () => {
   test.each(cases)("%s", (_name, steps) => run(steps));
 });
 
-describe("ProxierHealth responses", () => {
-  test("200 bodies echo the current time as lastUpdated, in Go's format", () => {
+describe("ProxierHealth responses (1.33+: JSON with each family's state)", () => {
+  test("200 bodies echo the current time as lastUpdated; no family has synced: no status", () => {
     const clock = new FakeClock(START + 500);
     const health = new ProxierHealth({ healthTimeoutMs: TIMEOUT, clock });
-    const now = '"2024-05-01 10:00:00.5 +0000 UTC"';
+    const now = "2024-05-01T10:00:00.5Z";
     expect(health.healthzResponse()).toEqual({
       status: 200,
-      body: `{"lastUpdated": ${now},"currentTime": ${now}, "nodeEligible": true}`,
+      body: `{"lastUpdated":"${now}","currentTime":"${now}","nodeEligible":true,"healthy":true}`,
     });
     expect(health.livezResponse()).toEqual({
       status: 200,
-      body: `{"lastUpdated": ${now},"currentTime": ${now}}`,
+      body: `{"lastUpdated":"${now}","currentTime":"${now}","healthy":true}`,
     });
   });
 
-  test("503 bodies report the failing family's last sync", () => {
+  test("503 bodies report the failing family's last sync, and each family's own state", () => {
     const clock = new FakeClock(START);
     const health = new ProxierHealth({ healthTimeoutMs: TIMEOUT, clock });
     health.updated("IPv4");
-    health.queuedUpdate("IPv4");
+    health.updated("IPv6");
+    health.queuedUpdate("IPv6");
     clock.advance(25_000);
-    const r = health.livezResponse();
+    health.updated("IPv4");
+    const r = health.healthzResponse();
     expect(r.status).toBe(503);
-    expect(r.body).toBe(
-      '{"lastUpdated": "2024-05-01 10:00:00 +0000 UTC","currentTime": "2024-05-01 10:00:25 +0000 UTC"}',
-    );
-  });
-
-  test("the real clock adds Go's monotonic suffix", () => {
-    const health = new ProxierHealth({ healthTimeoutMs: TIMEOUT });
-    expect(JSON.parse(health.livezResponse().body).currentTime).toMatch(
-      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \+0000 UTC m=\+\d+\.\d{9}$/,
-    );
+    expect(JSON.parse(r.body)).toEqual({
+      lastUpdated: "2024-05-01T10:00:00Z",
+      currentTime: "2024-05-01T10:00:25Z",
+      nodeEligible: true,
+      healthy: false,
+      status: {
+        IPv4: { lastUpdated: "2024-05-01T10:00:25Z", healthy: true },
+        IPv6: { lastUpdated: "2024-05-01T10:00:00Z", healthy: false },
+      },
+    });
+    expect(JSON.parse(health.livezResponse().body).nodeEligible).toBeUndefined();
   });
 });
 

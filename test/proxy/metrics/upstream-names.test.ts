@@ -1,9 +1,10 @@
-// The families upstream kube-proxy v1.31 serves on /metrics in iptables mode that kube-proxy-ts
+// The families upstream kube-proxy v1.37 serves on /metrics in each mode that kube-proxy-ts
 // serves too, with their types, label names, buckets and stability, checked against the registry
 // a real run assembles (src/app/run-metrics.ts plus iptables mode's nfacct counters), so drift
-// in either direction fails here. Sources: pkg/proxy/metrics/metrics.go (kubernetes, v1.31),
-// component-base v0.31 metrics/prometheus/{restclient,version,slis}, client_golang v1.19.1
-// prometheus/process_collector.go.
+// in either direction fails here. Sources: pkg/proxy/metrics/metrics.go (kubernetes, 1.33+: the
+// ip_family labels and the conntrack reconciler), the generated v1.36 metrics reference,
+// component-base v0.37 metrics/prometheus/{restclient,version,slis,feature} (build info and
+// rest_client BETA since 1.36), client_golang prometheus/process_collector.go.
 //
 // Upstream also serves, and kube-proxy-ts does not:
 //  - go_* (the Go runtime collector): there is no Go runtime here.
@@ -15,7 +16,6 @@
 //    rest_client_exec_plugin_ttl_seconds, rest_client_exec_plugin_certificate_rotation_age,
 //    rest_client_exec_plugin_call_total, rest_client_transport_cache_entries,
 //    rest_client_transport_create_calls_total.
-//  - kubernetes_feature_enabled, where the release records its feature gates.
 import { describe, expect, test } from "bun:test";
 import { createRunMetrics } from "../../../src/app/run-metrics.ts";
 import { createNfacctClient } from "../../../src/host/nfacct/client.ts";
@@ -23,6 +23,7 @@ import { FakeNfacct } from "../../../src/host/nfacct/testing/fake.ts";
 import { nullLogger } from "../../../src/log/logger.ts";
 import { registerNfacctMetrics } from "../../../src/modes/iptables/nfacct-metrics.ts";
 import { createSliMetrics } from "../../../src/proxy/healthcheck/slis.ts";
+import { familyMetrics } from "../../../src/proxy/metrics/metrics.ts";
 
 type Type = "counter" | "gauge" | "histogram";
 type Stability = "ALPHA" | "BETA" | "none";
@@ -34,6 +35,8 @@ interface Family {
   readonly stability: Stability;
   /** Registered in ipvs mode as well. */
   readonly ipvs: boolean;
+  /** Registered in nftables mode as well (default: as in ipvs mode). */
+  readonly nftables?: boolean;
 }
 
 const exponential = (start: number, factor: number, count: number) =>
@@ -59,12 +62,17 @@ const kube = (type: Type, ipvs: boolean, extra: Partial<Family> = {}): Family =>
 });
 const proc = (type: Type): Family => ({ type, stability: "none", ipvs: true });
 
-/** Upstream v1.31, iptables mode: every family kube-proxy-ts serves as well. */
+const FAMILY = ["ip_family"];
+
+/** Upstream v1.37, iptables mode: every family kube-proxy-ts serves as well. */
 const UPSTREAM: Readonly<Record<string, Family>> = {
   // pkg/proxy/metrics, all modes
-  kubeproxy_sync_proxy_rules_duration_seconds: kube("histogram", true, { buckets: SYNC_BUCKETS }),
-  kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds: kube("gauge", true),
-  kubeproxy_sync_proxy_rules_last_timestamp_seconds: kube("gauge", true),
+  kubeproxy_sync_proxy_rules_duration_seconds: kube("histogram", true, {
+    buckets: SYNC_BUCKETS,
+    labels: FAMILY,
+  }),
+  kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds: kube("gauge", true, { labels: FAMILY }),
+  kubeproxy_sync_proxy_rules_last_timestamp_seconds: kube("gauge", true, { labels: FAMILY }),
   kubeproxy_sync_proxy_rules_endpoint_changes_pending: kube("gauge", true),
   kubeproxy_sync_proxy_rules_endpoint_changes_total: kube("counter", true),
   kubeproxy_sync_proxy_rules_service_changes_pending: kube("gauge", true),
@@ -73,19 +81,42 @@ const UPSTREAM: Readonly<Record<string, Family>> = {
   kubeproxy_proxy_livez_total: kube("counter", true, { labels: ["code"] }),
   kubeproxy_network_programming_duration_seconds: kube("histogram", true, {
     buckets: NETWORK_PROGRAMMING_BUCKETS,
+    labels: FAMILY,
   }),
-  kubeproxy_sync_proxy_rules_no_local_endpoints_total: kube("gauge", true, { labels: ["traffic_policy"] }),
-  // pkg/proxy/metrics, iptables mode (ipvs keeps the restore failure counter)
+  kubeproxy_sync_proxy_rules_no_local_endpoints_total: kube("gauge", true, {
+    labels: ["ip_family", "traffic_policy"],
+  }),
+  kubeproxy_conntrack_reconciler_sync_duration_seconds: kube("histogram", true, {
+    buckets: SYNC_BUCKETS,
+    labels: FAMILY,
+  }),
+  kubeproxy_conntrack_reconciler_deleted_entries_total: kube("counter", true, { labels: FAMILY }),
+  // pkg/proxy/metrics, iptables mode (ipvs keeps the restore failure counter; nftables the
+  // full/partial latencies)
   kubeproxy_iptables_ct_state_invalid_dropped_packets_total: kube("counter", false),
   kubeproxy_iptables_localhost_nodeports_accepted_packets_total: kube("counter", false),
-  kubeproxy_sync_full_proxy_rules_duration_seconds: kube("histogram", false, { buckets: SYNC_BUCKETS }),
-  kubeproxy_sync_partial_proxy_rules_duration_seconds: kube("histogram", false, { buckets: SYNC_BUCKETS }),
-  kubeproxy_sync_proxy_rules_iptables_restore_failures_total: kube("counter", true),
-  kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total: kube("counter", false),
-  kubeproxy_sync_proxy_rules_iptables_total: kube("gauge", false, { labels: ["table"] }),
-  kubeproxy_sync_proxy_rules_iptables_last: kube("gauge", false, { labels: ["table"] }),
-  // component-base metrics/prometheus/version
+  kubeproxy_sync_full_proxy_rules_duration_seconds: kube("histogram", false, {
+    buckets: SYNC_BUCKETS,
+    labels: FAMILY,
+    nftables: true,
+  }),
+  kubeproxy_sync_partial_proxy_rules_duration_seconds: kube("histogram", false, {
+    buckets: SYNC_BUCKETS,
+    labels: FAMILY,
+    nftables: true,
+  }),
+  kubeproxy_sync_proxy_rules_iptables_restore_failures_total: kube("counter", true, {
+    labels: FAMILY,
+    nftables: false,
+  }),
+  kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total: kube("counter", false, {
+    labels: FAMILY,
+  }),
+  kubeproxy_sync_proxy_rules_iptables_total: kube("gauge", false, { labels: ["ip_family", "table"] }),
+  kubeproxy_sync_proxy_rules_iptables_last: kube("gauge", false, { labels: ["ip_family", "table"] }),
+  // component-base metrics/prometheus/version (BETA since 1.36)
   kubernetes_build_info: kube("gauge", true, {
+    stability: "BETA",
     labels: [
       "build_date",
       "compiler",
@@ -98,9 +129,15 @@ const UPSTREAM: Readonly<Record<string, Family>> = {
       "platform",
     ],
   }),
-  // component-base metrics/prometheus/restclient
-  rest_client_requests_total: kube("counter", true, { labels: ["code", "host", "method"] }),
+  // component-base metrics/prometheus/feature
+  kubernetes_feature_enabled: kube("gauge", true, { stability: "BETA", labels: ["name", "stage"] }),
+  // component-base metrics/prometheus/restclient (BETA since 1.36)
+  rest_client_requests_total: kube("counter", true, {
+    stability: "BETA",
+    labels: ["code", "host", "method"],
+  }),
   rest_client_request_duration_seconds: kube("histogram", true, {
+    stability: "BETA",
     labels: ["host", "verb"],
     buckets: REST_LATENCY_BUCKETS,
   }),
@@ -112,6 +149,12 @@ const UPSTREAM: Readonly<Record<string, Family>> = {
   process_virtual_memory_max_bytes: proc("gauge"),
   process_resident_memory_bytes: proc("gauge"),
   process_start_time_seconds: proc("gauge"),
+};
+
+/** nftables mode's own families (pkg/proxy/metrics, nftables). */
+const UPSTREAM_NFTABLES: Readonly<Record<string, Family>> = {
+  kubeproxy_sync_proxy_rules_nftables_sync_failures_total: kube("counter", false, { labels: FAMILY }),
+  kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total: kube("counter", false, { labels: FAMILY }),
 };
 
 /** /metrics/slis (component-base metrics/prometheus/slis), its own registry. */
@@ -158,7 +201,7 @@ function parse(text: string): Map<string, Scraped> {
 }
 
 /** The registry of a real run in `mode`, with one sample in every family that has labels. */
-async function scrapeRun(mode: "iptables" | "ipvs"): Promise<Map<string, Scraped>> {
+async function scrapeRun(mode: "iptables" | "ipvs" | "nftables"): Promise<Map<string, Scraped>> {
   const run = createRunMetrics({ mode });
   const m = run.metrics;
   if (mode === "iptables") {
@@ -167,9 +210,28 @@ async function scrapeRun(mode: "iptables" | "ipvs"): Promise<Map<string, Scraped
       fake.handle({ cmd: "nfacct", args: ["add", name] });
     registerNfacctMetrics(m.registry, createNfacctClient({ exec: fake.install() }), nullLogger);
   }
-  m.iptablesRulesTotal.set({ table: "nat" }, 3);
-  m.iptablesRulesLastSync.set({ table: "nat" }, 3);
-  m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "internal" }, 0);
+  const v4 = familyMetrics(m, "IPv4");
+  v4.iptablesRulesTotal.set({ table: "nat" }, 3);
+  v4.iptablesRulesLastSync.set({ table: "nat" }, 3);
+  v4.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "internal" }, 0);
+  for (const name of [
+    "syncProxyRulesLastQueuedTimestamp",
+    "syncProxyRulesLastTimestamp",
+    "iptablesRestoreFailures",
+    "iptablesPartialRestoreFailures",
+    "nftablesSyncFailures",
+    "nftablesCleanupFailures",
+    "conntrackReconcilerDeletedEntries",
+  ] as const)
+    (v4[name] as { inc(n?: number): void }).inc(0);
+  for (const name of [
+    "syncProxyRulesLatency",
+    "syncFullProxyRulesLatency",
+    "syncPartialProxyRulesLatency",
+    "networkProgrammingLatency",
+    "conntrackReconcilerSyncDuration",
+  ] as const)
+    v4[name].observe(0.01);
   run.health.healthzTotal.inc({ code: "200" });
   run.health.livezTotal.inc({ code: "200" });
   run.restClient.result(200, "GET", "192.0.2.1:6443");
@@ -200,6 +262,28 @@ describe("upstream metric names, types, labels and buckets", () => {
   test("ipvs mode: the iptables-only families are not registered", async () => {
     const ipvs = Object.fromEntries(Object.entries(UPSTREAM).filter(([, f]) => f.ipvs));
     expectMatches(await scrapeRun("ipvs"), ipvs);
+  });
+
+  test("nftables mode: the shared families, full/partial latency and its own failure counters", async () => {
+    const nft = Object.fromEntries(Object.entries(UPSTREAM).filter(([, f]) => f.nftables ?? f.ipvs));
+    expectMatches(await scrapeRun("nftables"), { ...nft, ...UPSTREAM_NFTABLES });
+  });
+
+  test("kubernetes_feature_enabled: every 1.37 gate with its stage (empty for GA) and value", async () => {
+    const text = await createRunMetrics({ mode: "iptables" }).metrics.registry.metrics();
+    expect(text).toContain('kubernetes_feature_enabled{name="KubeProxyIPVS",stage="DEPRECATED"} 1');
+    expect(text).toContain('kubernetes_feature_enabled{name="NFTablesProxyMode",stage=""} 1');
+    expect(text).toContain('kubernetes_feature_enabled{name="LoggingAlphaOptions",stage="ALPHA"} 0');
+    expect(text).not.toContain('name="AllAlpha"');
+  });
+
+  test("each family's proxier writes its own ip_family series", async () => {
+    const m = createRunMetrics({ mode: "iptables" }).metrics;
+    familyMetrics(m, "IPv4").iptablesRestoreFailures.inc();
+    familyMetrics(m, "IPv6").iptablesRestoreFailures.inc(2);
+    const text = await m.registry.metrics();
+    expect(text).toContain('kubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family="IPv4"} 1');
+    expect(text).toContain('kubeproxy_sync_proxy_rules_iptables_restore_failures_total{ip_family="IPv6"} 2');
   });
 
   test("/metrics/slis serves the healthz SLI families", async () => {
