@@ -166,7 +166,10 @@ async function runMode(
     log.info("Initialization done (--init-only); exiting");
     return 0;
   }
-  const servers = await startServers(config, modeName, health, metrics.registry, log);
+  const servers = await startServers(config, modeName, health, metrics.registry, log, {
+    featureGates,
+    flagValues: opts.flagValues ?? {},
+  });
   const periods = modeNamed(modeName).periods(config);
   const controller = new SyncController({
     nodeName,

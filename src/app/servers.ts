@@ -2,6 +2,7 @@
 // (--bind-address-hard-fail) or logs it and keeps retrying; we do the same.
 
 import type { Registry } from "prom-client";
+import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ModeName } from "../modes/registry.ts";
@@ -11,7 +12,9 @@ import { startHealthzServer } from "../proxy/healthcheck/healthz-server.ts";
 import { startMetricsServer } from "../proxy/healthcheck/metrics-server.ts";
 import type { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { createSliMetrics } from "../proxy/healthcheck/slis.ts";
+import { Flagz } from "../proxy/healthcheck/zpages.ts";
 import { errText } from "../util/err-text.ts";
+import { UPSTREAM_COMPAT, versionInfo } from "../version.ts";
 
 const RETRY_MS = 5_000;
 
@@ -52,12 +55,19 @@ async function keepTrying(
   };
 }
 
+/** What the z-pages show besides the configuration: the gates and the command line's flags. */
+export interface ZpageInputs {
+  readonly featureGates: EffectiveFeatureGates;
+  readonly flagValues: Readonly<Record<string, string>>;
+}
+
 export async function startServers(
   config: ProxyConfig,
   mode: ModeName,
   health: ProxierHealth,
   registry: Registry,
   log: Logger,
+  zpages?: ZpageInputs,
 ): Promise<Servers> {
   const closers: (() => Promise<void>)[] = [];
   const hard = config.bindAddressHardFail;
@@ -77,6 +87,17 @@ export async function startServers(
     const bindAddress = config.metricsBindAddress;
     // Created once, so the check history survives a retried bind.
     const slis = createSliMetrics();
+    const flagz = zpages?.featureGates.enabled("ComponentFlagz") ? new Flagz(zpages.flagValues) : undefined;
+    const version = versionInfo();
+    const statusz = zpages?.featureGates.enabled("ComponentStatusz")
+      ? () => ({
+          startTimeMs: performance.timeOrigin,
+          nowMs: Date.now(),
+          runtime: version.runtime,
+          binaryVersion: version.version,
+          emulationVersion: UPSTREAM_COMPAT.replace(/^v/, ""),
+        })
+      : undefined;
     closers.push(
       await keepTrying(
         "metrics server",
@@ -89,6 +110,8 @@ export async function startServers(
             profiling: config.enableProfiling,
             logger: log,
             slis,
+            ...(flagz ? { flagz } : {}),
+            ...(statusz ? { statusz } : {}),
           }),
         hard,
         log,

@@ -4,6 +4,7 @@
 import { type FlagSetting, loadConfig, type PortSetting } from "../config/load.ts";
 import type { ConfigIssue } from "../config/types.ts";
 import { errText } from "../util/err-text.ts";
+import { flagValueStrings } from "./flag-values.ts";
 import { FLAGS } from "./flags.ts";
 import { renderHelp } from "./help.ts";
 import { type ParsedArgs, parseArgs } from "./parse.ts";
@@ -53,6 +54,7 @@ function runOptions(parsed: ParsedArgs): RunOptions {
     cleanup: bool("cleanup"),
     initOnly: bool("init-only"),
     iptablesBackend: (str("iptables-backend") ?? "auto") as IptablesBackend,
+    flagValues: flagValueStrings(parsed.values),
   };
   const optional: [keyof RunOptions, string][] = [
     ["configFile", "config"],

@@ -18,6 +18,8 @@ export interface RunOptions {
   configFile?: string;
   /** --master: API server URL that overrides the kubeconfig's. */
   master?: string;
+  /** Every flag's value text (given or default), as /flagz shows it. */
+  flagValues?: Readonly<Record<string, string>>;
 }
 
 export type CommandLine =

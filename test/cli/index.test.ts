@@ -54,6 +54,7 @@ describe("resolveCommandLine", () => {
     const result = run([]);
     expect(result.config).toEqual(defaultProxyConfig());
     expect(result.run).toEqual({
+      flagValues: expect.any(Object),
       dryRun: false,
       output: "text",
       cleanup: false,
@@ -82,6 +83,7 @@ describe("resolveCommandLine", () => {
       "--master=https://192.0.2.1:6443",
     ]);
     expect(result.run).toEqual({
+      flagValues: expect.any(Object),
       dryRun: true,
       output: "json",
       stateFile: "cluster.yaml",

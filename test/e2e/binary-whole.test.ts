@@ -84,6 +84,8 @@ const UPSTREAM_METRICS: Readonly<Record<string, string>> = {
   kubeproxy_iptables_localhost_nodeports_accepted_packets_total: "counter",
   kubeproxy_proxy_healthz_total: "counter",
   kubeproxy_proxy_livez_total: "counter",
+  kubeproxy_conntrack_reconciler_sync_duration_seconds: "histogram",
+  kubeproxy_conntrack_reconciler_deleted_entries_total: "counter",
   process_cpu_seconds_total: "counter",
   process_open_fds: "gauge",
   process_max_fds: "gauge",
@@ -425,6 +427,47 @@ describe("what an operator scrapes: /metrics, /metrics/slis, /proxyMode, /config
     expect(served(after, "kubeproxy_sync_proxy_rules_duration_seconds_count")).toBeGreaterThan(
       served(first, "kubeproxy_sync_proxy_rules_duration_seconds_count"),
     );
+  });
+
+  e2eTest(run, "/statusz, /flagz and the ip_family-labelled metrics read back (upstream 1.37)", async () => {
+    const status = await httpGet(run.topo!, "node", `${METRICS}/statusz`);
+    expect(status.status, describeHttp(status)).toBe(200);
+    expect(status.body).toContain(
+      "\nkube-proxy statusz\nWarning: This endpoint is not meant to be machine parseable",
+    );
+    expect(status.body).toMatch(/^Emulation version(:|: |=| ) 1\.37$/m);
+    expect(status.body).toMatch(/^Paths(:|: |=| ) \/configz \/flagz \/healthz \/metrics \/proxyMode$/m);
+    const json = await httpGet(run.topo!, "node", `${METRICS}/statusz`, {
+      accept: "application/json;as=Statusz;g=config.k8s.io;v=v1beta1",
+    });
+    expect(json.headers?.["content-type"]).toBe("application/json;g=config.k8s.io;v=v1beta1;as=Statusz");
+    expect(JSON.parse(json.body ?? "")).toMatchObject({ kind: "Statusz", emulationVersion: "1.37" });
+    expect(
+      (await httpGet(run.topo!, "node", `${METRICS}/statusz`, { accept: "application/xml" })).status,
+    ).toBe(406);
+
+    const flagz = await httpGet(run.topo!, "node", `${METRICS}/flagz`);
+    expect(flagz.status, describeHttp(flagz)).toBe(200);
+    expect(flagz.body).toMatch(/^config-sync-period(:|: |=| )10m0s$/m);
+    expect(flagz.body).toMatch(/^iptables-masquerade-bit(:|: |=| )13$/m);
+    expect(flagz.body).toMatch(/^iptables-sync-period(:|: |=| )30s$/m);
+
+    const s = await scrapeUntil(
+      run,
+      (x) =>
+        (metricValue(x, "kubeproxy_sync_proxy_rules_duration_seconds_count", { ip_family: "IPv4" }) ?? 0) > 0,
+    );
+    expect(
+      served(s, "kubeproxy_sync_proxy_rules_duration_seconds_count", { ip_family: "IPv4" }),
+    ).toBeGreaterThan(0);
+    expect(
+      served(s, "kubeproxy_sync_proxy_rules_last_timestamp_seconds", { ip_family: "IPv4" }),
+    ).toBeGreaterThan(0);
+    expect(
+      served(s, "kubeproxy_sync_proxy_rules_iptables_total", { ip_family: "IPv4", table: "nat" }),
+    ).toBeGreaterThan(0);
+    expect(served(s, "kubernetes_feature_enabled", { name: "ComponentStatusz", stage: "BETA" })).toBe(1);
+    expect(served(s, "kubernetes_feature_enabled", { name: "KubeProxyIPVS", stage: "DEPRECATED" })).toBe(1);
   });
 
   e2eTest(run, "/metrics: the last-sync timestamp advances after a further change", async () => {

@@ -1,5 +1,5 @@
 // One HTTP GET for real-kernel tests, run inside a namespace:
-//   bun test/support/e2e-http-get.ts --url http://IP:PORT/path [--timeout-ms MS]
+//   bun test/support/e2e-http-get.ts --url http://IP:PORT/path [--timeout-ms MS] [--accept TYPE]
 // Prints one JSON line: {"ok":true,"status":200,"headers":{...},"body":"...","ms":N} once the
 // whole answer is in, or {"ok":false,"error":"refused"|"timeout"|...,"ms":N} (see e2e-errors.ts).
 // Header names are lower case. The timeout bounds the whole exchange, not only the connect.
@@ -16,23 +16,25 @@ export interface HttpGetResult {
   ms: number;
 }
 
-function parseArgs(argv: readonly string[]): { url: URL; timeoutMs: number } {
+function parseArgs(argv: readonly string[]): { url: URL; timeoutMs: number; accept?: string } {
   let url: URL | undefined;
   let timeoutMs = 3000;
+  let accept: string | undefined;
   for (let i = 0; i < argv.length; i += 2) {
     const flag = argv[i];
     const value = argv[i + 1] ?? "";
     if (flag === "--url") url = new URL(value);
+    else if (flag === "--accept") accept = value;
     else if (flag === "--timeout-ms") {
       timeoutMs = Number(value);
       if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error(`bad --timeout-ms ${value}`);
     } else throw new Error(`unknown argument ${flag}`);
   }
   if (url?.protocol !== "http:") throw new Error("--url http://... is required");
-  return { url, timeoutMs };
+  return { url, timeoutMs, ...(accept ? { accept } : {}) };
 }
 
-function get(url: URL, timeoutMs: number): Promise<HttpGetResult> {
+function get(url: URL, timeoutMs: number, accept?: string): Promise<HttpGetResult> {
   const t = Date.now();
   return new Promise((resolve) => {
     let settled = false;
@@ -43,7 +45,8 @@ function get(url: URL, timeoutMs: number): Promise<HttpGetResult> {
       req.destroy();
       resolve({ ...r, ms: Date.now() - t });
     };
-    const req = request(url, { method: "GET", agent: false }, (res) => {
+    const headers = accept ? { Accept: accept } : {};
+    const req = request(url, { method: "GET", agent: false, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {
@@ -67,8 +70,8 @@ function get(url: URL, timeoutMs: number): Promise<HttpGetResult> {
 }
 
 async function main(): Promise<void> {
-  const { url, timeoutMs } = parseArgs(process.argv.slice(2));
-  const r = await get(url, timeoutMs);
+  const { url, timeoutMs, accept } = parseArgs(process.argv.slice(2));
+  const r = await get(url, timeoutMs, accept);
   process.stdout.write(`${JSON.stringify(r)}\n`);
   process.exit(0);
 }

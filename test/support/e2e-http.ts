@@ -15,12 +15,17 @@ export async function httpGet(
   topo: Topology,
   ns: NsRef,
   url: string,
-  opts: { timeoutMs?: number } = {},
+  opts: { timeoutMs?: number; accept?: string } = {},
 ): Promise<HttpGetResult> {
   const timeoutMs = opts.timeoutMs ?? 3000;
-  const r = await topo.run(ns, [process.execPath, GET, "--url", url, "--timeout-ms", String(timeoutMs)], {
-    timeoutMs: timeoutMs + 10_000,
-  });
+  const accept = opts.accept ? ["--accept", opts.accept] : [];
+  const r = await topo.run(
+    ns,
+    [process.execPath, GET, "--url", url, "--timeout-ms", String(timeoutMs), ...accept],
+    {
+      timeoutMs: timeoutMs + 10_000,
+    },
+  );
   const last = r.stdout.trim().split("\n").pop() ?? "";
   try {
     return JSON.parse(last) as HttpGetResult;

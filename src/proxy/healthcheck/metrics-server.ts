@@ -1,6 +1,7 @@
 // The metrics server (metricsBindAddress, default 127.0.0.1:10249) with upstream's routes:
 // /metrics, /metrics/slis (the /healthz check results; DELETE resets them), /healthz (the
-// apiserver-style ping check), /proxyMode, /configz, and the profiling routes when
+// apiserver-style ping check), /proxyMode, /configz, /flagz and /statusz (each while its
+// ComponentFlagz / ComponentStatusz gate is on), and the profiling routes when
 // enableProfiling is set. Go's pprof cannot exist here, so those answer 501 and
 // say why rather than serving something that only looks like a profile.
 
@@ -12,6 +13,7 @@ import { CONFIGZ_GROUP, goJSON } from "./configz.ts";
 import type { RunningServer } from "./healthz-server.ts";
 import { boundAddress, closeServer, notFound, reply, serveOn } from "./http.ts";
 import { createSliMetrics, type SliMetrics } from "./slis.ts";
+import { type Flagz, type StatuszInput, statuszResponse, type ZpageResponse } from "./zpages.ts";
 
 export interface MetricsServerOptions {
   bindAddress: string;
@@ -24,6 +26,23 @@ export interface MetricsServerOptions {
   logger: Logger;
   /** Where /healthz records its check results (/metrics/slis); one per process. */
   slis?: SliMetrics;
+  /** /flagz, when ComponentFlagz is on. */
+  flagz?: Flagz;
+  /** /statusz, when ComponentStatusz is on: the page's facts, read per request (the paths are filled in here). */
+  statusz?: () => Omit<StatuszInput, "paths">;
+}
+
+/** The paths this server answers, as /statusz lists them (itself excluded, as upstream). */
+function servedPaths(opts: MetricsServerOptions): string[] {
+  const paths = ["/healthz", "/metrics/slis", "/proxyMode", "/metrics", "/configz"];
+  if (opts.profiling) paths.push("/debug/pprof");
+  if (opts.flagz) paths.push("/flagz");
+  return paths;
+}
+
+function zpage(res: ServerResponse, r: ZpageResponse): void {
+  const { "Content-Type": type = "text/plain; charset=utf-8", ...rest } = r.headers;
+  reply(res, r.status, type, r.body, rest);
 }
 
 const TEXT = "text/plain; charset=utf-8";
@@ -78,6 +97,16 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<Ru
         return reply(res, 200, TEXT, opts.proxyMode);
       case "/configz":
         return reply(res, 200, "application/json", goJSON({ [CONFIGZ_GROUP]: opts.configz() }));
+      case "/flagz":
+        if (opts.flagz) return zpage(res, opts.flagz.response(req.headers.accept));
+        break;
+      case "/statusz":
+        if (opts.statusz)
+          return zpage(
+            res,
+            statuszResponse(req.headers.accept, { ...opts.statusz(), paths: servedPaths(opts) }),
+          );
+        break;
     }
     if (opts.profiling && isProfilingPath(path)) return reply(res, 501, TEXT, PROFILING_UNAVAILABLE);
     notFound(res);
