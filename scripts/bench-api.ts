@@ -400,14 +400,12 @@ async function nftFloors(topo: Topology, server: Parameters<typeof ownNftPayload
   }
   if (!tables.includes("table ip kube-proxy"))
     throw new Error("nft lists no table ip kube-proxy on the node");
-  // What one new endpoint of a new Service adds: two chains, their rules, one map element.
+  // What one new endpoint of a new Service adds in the 1.37 layout: its service chain with the
+  // DNAT, one map element.
   const t = "ip kube-proxy";
   const small = [
-    `add chain ${t} endpoint-bench`,
-    `add rule ${t} endpoint-bench ip saddr 198.19.255.202 jump mark-for-masquerade`,
-    `add rule ${t} endpoint-bench meta l4proto tcp dnat to 198.19.255.202:8080`,
     `add chain ${t} service-bench`,
-    `add rule ${t} service-bench numgen random mod 1 vmap { 0 : goto endpoint-bench }`,
+    `add rule ${t} service-bench meta l4proto tcp dnat to 198.19.255.202:8080`,
     `add element ${t} service-ips { 198.19.255.201 . tcp . 80 : goto service-bench }`,
     "",
   ].join("\n");
@@ -425,8 +423,6 @@ async function nftFloors(topo: Topology, server: Parameters<typeof ownNftPayload
       `delete element ip kube-proxy service-ips { 198.19.255.201 . tcp . 80 }`,
       `flush chain ip kube-proxy service-bench${i}`,
       `delete chain ip kube-proxy service-bench${i}`,
-      `flush chain ip kube-proxy endpoint-bench${i}`,
-      `delete chain ip kube-proxy endpoint-bench${i}`,
       "",
     ].join("\n");
     const u = await must(topo, nft, undo);

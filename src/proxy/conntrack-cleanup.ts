@@ -1,104 +1,152 @@
-// UDP has no connection teardown, so conntrack keeps steering datagrams by stale NAT entries
-// after a Service or endpoint goes away (or before a Service's first endpoint existed, when the
-// entry recorded "no DNAT"). After a successful restore we clear exactly those entries, as
-// upstream's conntrack.CleanStaleEntries does (v1.31).
+// UDP has no teardown, so conntrack keeps sending datagrams where an old entry says: to an
+// endpoint that is gone, or nowhere when the entry was made before the Service's rules existed.
+// After each successful sync this reconciles the whole UDP table of one family against the
+// desired state, as upstream's conntrack reconciler does (1.32+, target ports since 1.34, Services
+// without endpoints since 1.37): a flow to a Service frontend (ClusterIP, externalIP or
+// LoadBalancer IP and port, or any address and the NodePort) whose reply does not come from one
+// of that port's serving endpoints is deleted. A missed event or a failed delete is therefore
+// made good by the next sync. Beyond upstream, flows to the ClusterIP of a UDP Service deleted
+// since the last sync go too (upstream lets them time out, still DNATed to the old endpoints).
+// Failures are logged, never thrown: the rules are already in place.
 
-import type { ConntrackClient } from "../host/conntrack/types.ts";
-import type { KV, Logger } from "../log/logger.ts";
+import type { ConntrackClient, ConntrackFlowEntry, FlowFilter } from "../host/conntrack/types.ts";
+import type { Logger } from "../log/logger.ts";
+import type { Clock } from "../util/clock.ts";
 import { errText } from "../util/err-text.ts";
-import type { IPFamily } from "../util/net/family.ts";
-import { familyOf, ofFamily } from "../util/net/family.ts";
-import type { EndpointsUpdateResult } from "./endpoints-map.ts";
-import type { ServiceUpdateResult } from "./service-map.ts";
-import type { ServicePortInfo } from "./types.ts";
-import { servicePortNameString } from "./types.ts";
+import { familyOf, type IPFamily } from "../util/net/family.ts";
+import type { Metrics } from "./metrics/metrics.ts";
+import type { EndpointsMap as EndpointsMapView, ServicePortMap } from "./types.ts";
 
-/** The conntrack operations the cleanup needs (the host client, or a recorder in dry runs). */
-export type ConntrackCleaner = Pick<
-  ConntrackClient,
-  "clearEntriesForIP" | "clearEntriesForPort" | "clearEntriesForNAT" | "clearEntriesForPortNAT"
->;
+/** What the reconciler needs of the host (the client, or the dry-run recorder behind it). */
+export type ConntrackCleaner = Pick<ConntrackClient, "listFlows" | "deleteFlows">;
 
-export interface StaleEntryInput {
+/** Serving endpoints ("ip|port") by UDP frontend ("ip|port") and by UDP NodePort. */
+export interface UDPDesiredState {
+  readonly frontends: ReadonlyMap<string, ReadonlySet<string>>;
+  readonly nodePorts: ReadonlyMap<number, ReadonlySet<string>>;
+  /** ClusterIPs of UDP Services deleted since the last sync: every flow to them is stale. */
+  readonly deletedIPs: ReadonlySet<string>;
+}
+
+const key = (ip: string, port: number) => `${ip}|${port}`;
+
+/**
+ * The desired state of one family: every UDP service port, its serving endpoints (ready or
+ * terminating: traffic policy and topology are deliberately ignored, as for TCP), an empty set for
+ * a port without any. Linear in services plus endpoints.
+ */
+export function desiredUDPState(
+  services: ServicePortMap,
+  endpoints: EndpointsMapView,
+  family: IPFamily,
+  deletedClusterIPs: Iterable<string> = [],
+): UDPDesiredState {
+  const frontends = new Map<string, Set<string>>();
+  const nodePorts = new Map<number, Set<string>>();
+  for (const [id, svc] of services) {
+    if (svc.protocol !== "UDP") continue;
+    const clusterIP = svc.clusterIPs[family];
+    if (!clusterIP) continue;
+    const serving = new Set<string>();
+    for (const ep of endpoints.get(id) ?? []) {
+      if (ep.serving && ep.family === family) serving.add(key(ep.ip, ep.port));
+    }
+    frontends.set(key(clusterIP, svc.port), serving);
+    for (const ip of svc.externalIPs) if (familyOf(ip) === family) frontends.set(key(ip, svc.port), serving);
+    for (const ip of svc.loadBalancerVIPs)
+      if (familyOf(ip) === family) frontends.set(key(ip, svc.port), serving);
+    if (svc.nodePort !== 0) nodePorts.set(svc.nodePort, serving);
+  }
+  const deletedIPs = new Set([...deletedClusterIPs].filter((ip) => familyOf(ip) === family));
+  return { frontends, nodePorts, deletedIPs };
+}
+
+/** The filters that delete every stale flow of `flows`, without duplicates. */
+export function staleFlowFilters(
+  flows: readonly ConntrackFlowEntry[],
+  desired: UDPDesiredState,
+  family: IPFamily,
+): FlowFilter[] {
+  const out = new Map<string, FlowFilter>();
+  for (const f of flows) {
+    const reply = key(f.replySrc, f.replySport);
+    const frontend = desired.frontends.get(key(f.origDst, f.origDport));
+    const gone = frontend === undefined && desired.deletedIPs.has(f.origDst);
+    if (gone || (frontend && !frontend.has(reply))) {
+      const k = `${f.origDst}|${f.origDport}|${reply}`;
+      if (!out.has(k))
+        out.set(k, {
+          family,
+          protocol: "UDP",
+          origDst: f.origDst,
+          origDport: f.origDport,
+          replySrc: f.replySrc,
+          replySport: f.replySport,
+        });
+      continue;
+    }
+    // A NodePort flow may be addressed to any local address: only the port is matched.
+    const nodePort = desired.nodePorts.get(f.origDport);
+    if (nodePort && !nodePort.has(reply)) {
+      const k = `*|${f.origDport}|${reply}`;
+      if (!out.has(k))
+        out.set(k, {
+          family,
+          protocol: "UDP",
+          origDport: f.origDport,
+          replySrc: f.replySrc,
+          replySport: f.replySport,
+        });
+    }
+  }
+  return [...out.values()];
+}
+
+export interface ReconcileInput {
   readonly family: IPFamily;
-  readonly services: ReadonlyMap<string, ServicePortInfo>;
-  readonly serviceUpdate: ServiceUpdateResult;
-  readonly endpointsUpdate: EndpointsUpdateResult;
+  readonly services: ServicePortMap;
+  readonly endpoints: EndpointsMapView;
+  readonly deletedClusterIPs?: Iterable<string>;
 }
 
-/** "ip:port" or "[ip]:port" -> ip. */
-export function endpointIP(endpoint: string): string {
-  if (endpoint.startsWith("[")) return endpoint.slice(1, endpoint.indexOf("]"));
-  const colon = endpoint.lastIndexOf(":");
-  return colon < 0 ? endpoint : endpoint.slice(0, colon);
-}
-
-/** Service IPs and UDP NodePorts whose conntrack entries predate the current rules. */
-export function staleServiceTargets(input: StaleEntryInput): { ips: string[]; nodePorts: number[] } {
-  const ips = new Set(ofFamily([...input.serviceUpdate.deletedUDPClusterIPs], input.family));
-  const nodePorts = new Set<number>();
-  // A UDP service that just got its first endpoint may have "no DNAT" entries cached.
-  for (const name of input.endpointsUpdate.newlyActiveUDPServices) {
-    const svc = input.services.get(servicePortNameString(name));
-    const clusterIP = svc?.clusterIPs[input.family];
-    if (!svc || !clusterIP) continue;
-    ips.add(clusterIP);
-    for (const ip of ofFamily(svc.externalIPs, input.family)) ips.add(ip);
-    for (const ip of ofFamily(svc.loadBalancerVIPs, input.family)) ips.add(ip);
-    if (svc.protocol === "UDP" && svc.nodePort !== 0) nodePorts.add(svc.nodePort);
-  }
-  return { ips: [...ips].sort(), nodePorts: [...nodePorts].sort((a, b) => a - b) };
-}
-
-async function attempt(logger: Logger, what: string, kv: KV, op: () => Promise<unknown>) {
-  try {
-    await op();
-  } catch (err) {
-    logger.error(what, { ...kv, err: errText(err) });
-  }
-}
-
-async function clearDeletedEndpoints(ct: ConntrackCleaner, input: StaleEntryInput, logger: Logger) {
-  for (const { servicePortName, endpoint } of input.endpointsUpdate.deletedUDPEndpoints) {
-    const svc = input.services.get(servicePortNameString(servicePortName));
-    const clusterIP = svc?.clusterIPs[input.family];
-    const ip = endpointIP(endpoint);
-    if (!svc || !clusterIP || familyOf(ip) !== input.family) continue;
-    const kv = { servicePortName: servicePortNameString(servicePortName), endpoint };
-    if (svc.nodePort !== 0) {
-      await attempt(logger, "Failed to delete nodeport-related endpoint connections", kv, () =>
-        ct.clearEntriesForPortNAT(ip, svc.nodePort, "UDP"),
-      );
-    }
-    const origins = [
-      clusterIP,
-      ...ofFamily(svc.externalIPs, input.family),
-      ...ofFamily(svc.loadBalancerVIPs, input.family),
-    ];
-    for (const origin of origins) {
-      await attempt(logger, "Failed to delete endpoint connections", kv, () =>
-        ct.clearEntriesForNAT(origin, ip, "UDP"),
-      );
-    }
-  }
-}
-
-/** Clears stale UDP entries; failures are logged, never thrown (the rules are already in). */
-export async function cleanStaleEntries(
+/** One reconcile pass; resolves to the number of flows deleted (-1 when the listing failed). */
+export async function reconcileConntrack(
   ct: ConntrackCleaner,
-  input: StaleEntryInput,
-  logger: Logger,
-): Promise<void> {
-  const { ips, nodePorts } = staleServiceTargets(input);
-  for (const ip of ips) {
-    await attempt(logger, "Failed to delete stale service connections", { ip }, () =>
-      ct.clearEntriesForIP(ip, "UDP"),
-    );
+  input: ReconcileInput,
+  deps: { readonly metrics: Metrics; readonly log: Logger; readonly clock: Clock },
+): Promise<number> {
+  const { log, metrics, clock } = deps;
+  const start = clock.now();
+  const desired = desiredUDPState(input.services, input.endpoints, input.family, input.deletedClusterIPs);
+  // Nothing to protect and nothing to clean: no listing at all.
+  if (desired.frontends.size === 0 && desired.nodePorts.size === 0 && desired.deletedIPs.size === 0) return 0;
+  log.v(4).info("Started to reconcile conntrack entries", { ipFamily: input.family });
+  let flows: ConntrackFlowEntry[];
+  try {
+    flows = await ct.listFlows(input.family, "UDP");
+  } catch (err) {
+    log.error("Failed to list conntrack entries", { ipFamily: input.family, err: errText(err) });
+    return -1;
   }
-  for (const port of nodePorts) {
-    await attempt(logger, "Failed to clear udp conntrack", { nodePort: port }, () =>
-      ct.clearEntriesForPort(port, input.family === "IPv6", "UDP"),
-    );
+  let deleted = 0;
+  let failed = false;
+  for (const filter of staleFlowFilters(flows, desired, input.family)) {
+    log.v(6).info("Adding conntrack filter for cleanup", { ...filter });
+    try {
+      deleted += await ct.deleteFlows(filter);
+    } catch (err) {
+      failed = true;
+      log.error("Failed to clear all conntrack entries", { ipFamily: input.family, err: errText(err) });
+    }
   }
-  await clearDeletedEndpoints(ct, input, logger);
+  const took = Math.max(0, clock.now() - start) / 1000;
+  metrics.conntrackReconcilerSyncDuration.observe({ ip_family: input.family }, took);
+  metrics.conntrackReconcilerDeletedEntries.inc({ ip_family: input.family }, deleted);
+  if (!failed)
+    log.v(4).info("Finished reconciling conntrack entries", {
+      ipFamily: input.family,
+      entriesDeleted: deleted,
+      took: `${took}s`,
+    });
+  return deleted;
 }

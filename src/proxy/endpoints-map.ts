@@ -12,19 +12,9 @@ import type { EndpointInfo, EndpointsMap as EndpointsMapView, ServiceKey, Servic
 /** Local ready endpoints of one Service, by IP family (a family with none is absent). */
 export type LocalReadyCounts = Readonly<Partial<Record<IPFamily, number>>>;
 
-/** An endpoint of one service port, e.g. a UDP endpoint whose conntrack entries must go. */
-export interface ServiceEndpoint {
-  readonly servicePortName: ServicePortName;
-  readonly endpoint: string;
-}
-
 export interface EndpointsUpdateResult {
   /** Services whose endpoints were added, changed or removed since the last update. */
   readonly updatedServices: Set<ServiceKey>;
-  /** UDP endpoints that were serving and now are gone or not serving. */
-  readonly deletedUDPEndpoints: ServiceEndpoint[];
-  /** UDP service ports that went from no serving endpoint to at least one. */
-  readonly newlyActiveUDPServices: ServicePortName[];
   readonly lastChangeTriggerTimes: Map<ServiceKey, Date[]>;
 }
 
@@ -53,30 +43,6 @@ function samePort(a: PortEndpoints | undefined, b: PortEndpoints | undefined): b
   return a.endpoints.every((e, i) => sameEndpoint(e, b.endpoints[i]!));
 }
 
-const servingCount = (p: PortEndpoints | undefined) => (p ? p.endpoints.filter((e) => e.serving).length : 0);
-
-/** Upstream's stale-conntrack detection for one service port (UDP only). */
-function detectStaleUDP(
-  old: PortEndpoints | undefined,
-  cur: PortEndpoints | undefined,
-  result: EndpointsUpdateResult,
-): void {
-  if (old?.name.protocol === "UDP") {
-    const stillServing = new Set(
-      cur?.name.protocol === "UDP" ? cur.endpoints.filter((e) => e.serving).map((e) => e.endpoint) : [],
-    );
-    for (const e of old.endpoints) {
-      if (e.serving && !stillServing.has(e.endpoint)) {
-        result.deletedUDPEndpoints.push({ servicePortName: old.name, endpoint: e.endpoint });
-      }
-    }
-  }
-  if (cur?.name.protocol === "UDP") {
-    const before = old?.name.protocol === "UDP" ? servingCount(old) : 0;
-    if (before === 0 && servingCount(cur) > 0) result.newlyActiveUDPServices.push(cur.name);
-  }
-}
-
 export class EndpointsMap implements EndpointsMapView {
   private readonly ports = new Map<string, PortEndpoints>();
   private readonly idsByService = new Map<ServiceKey, readonly string[]>();
@@ -86,8 +52,6 @@ export class EndpointsMap implements EndpointsMapView {
     const { slices, triggerTimes } = tracker.checkout();
     const result: EndpointsUpdateResult = {
       updatedServices: new Set(),
-      deletedUDPEndpoints: [],
-      newlyActiveUDPServices: [],
       lastChangeTriggerTimes: triggerTimes,
     };
     let merged = 0;
@@ -128,14 +92,12 @@ export class EndpointsMap implements EndpointsMapView {
     for (const id of this.idsByService.get(key) ?? []) {
       if (current.has(id)) continue;
       changed = true;
-      detectStaleUDP(this.ports.get(id), undefined, result);
       this.ports.delete(id);
     }
     for (const [id, cur] of current) {
       const old = this.ports.get(id);
       if (samePort(old, cur)) continue;
       changed = true;
-      detectStaleUDP(old, cur, result);
       this.ports.set(id, cur);
     }
     if (current.size > 0) this.idsByService.set(key, [...current.keys()]);

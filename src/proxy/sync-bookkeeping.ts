@@ -2,13 +2,14 @@
 // due (asked for, after a failure, or upstream's hourly FullSyncPeriod), what the Node says
 // (labels for topology; podCIDRs for the NodeCIDR local-traffic detector), and what follows a
 // successful sync (network programming latency, the no-local-endpoints gauges, the last-sync
-// timestamp, service health, stale conntrack entries).
+// timestamp, service health, the conntrack reconciler).
 
 import type { ProxyConfig } from "../config/types.ts";
 import type { NodeInfo } from "../k8s/node-info.ts";
 import type { Logger } from "../log/logger.ts";
+import { type Clock, realClock } from "../util/clock.ts";
 import type { IPFamily } from "../util/net/family.ts";
-import { type ConntrackCleaner, cleanStaleEntries } from "./conntrack-cleanup.ts";
+import { type ConntrackCleaner, reconcileConntrack } from "./conntrack-cleanup.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "./local-detect.ts";
 import { familyMetrics, type Metrics } from "./metrics/metrics.ts";
 import { FULL_SYNC_PERIOD_MS, type SyncInput } from "./proxier.ts";
@@ -25,6 +26,8 @@ export interface SyncBookkeepingDeps {
   readonly conntrack?: ConntrackCleaner;
   /** Wall-clock milliseconds, for network programming latency. */
   readonly wallClock?: () => number;
+  /** Times the conntrack reconciler; the real clock when absent. */
+  readonly clock?: Clock;
 }
 
 /** Services whose traffic policy found no local endpoint, per policy (a gauge each). */
@@ -126,8 +129,17 @@ export class SyncBookkeeping {
     m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
     await reportServiceHealth(this.deps.healthCheck, input, log);
     const conntrack = this.deps.conntrack;
-    if (conntrack)
-      await host(() => cleanStaleEntries(conntrack, { ...input, family: this.deps.family }, log));
+    if (conntrack) {
+      const family = this.deps.family;
+      const deps = { metrics: m, log, clock: this.deps.clock ?? realClock };
+      const what = {
+        family,
+        services: input.services,
+        endpoints: input.endpoints,
+        deletedClusterIPs: input.serviceUpdate.deletedUDPClusterIPs,
+      };
+      await host(() => reconcileConntrack(conntrack, what, deps));
+    }
   }
 
   /** A sync's latency in the histograms (all syncs, and full or partial) and upstream's log line. */

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { createConntrackClient } from "../../src/host/conntrack/client.ts";
 import { type ConntrackFlow, FakeConntrack, flow } from "../../src/host/conntrack/testing/fake.ts";
 import { memoryLogger } from "../../src/log/logger.ts";
-import { endpointIP } from "../../src/proxy/conntrack-cleanup.ts";
+import { desiredUDPState, staleFlowFilters } from "../../src/proxy/conntrack-cleanup.ts";
 import { endpointSlice, ep, NODE_IP, type SetupOptions, service, setup } from "../modes/iptables/harness.ts";
 
 const CLIENT = "192.0.2.200";
@@ -37,19 +37,25 @@ const toService = (dst: string, dport: number, dnatTo?: string): ConntrackFlow =
 const describeFlows = (flows: readonly ConntrackFlow[]) =>
   flows.map((f) => `${f.orig.dst}:${f.orig.dport}${f.reply.src !== f.orig.dst ? ` -> ${f.reply.src}` : ""}`);
 
-describe("stale UDP conntrack entries", () => {
-  test("a UDP service getting its first endpoint drops the entries cached without DNAT", async () => {
+// The conntrack reconciler (upstream 1.32+): after each successful sync, every UDP flow to a
+// Service frontend whose reply does not come from a serving endpoint (IP and target port) goes.
+describe("conntrack reconciler", () => {
+  test("flows cached without DNAT (before the rules existed) go, whether or not endpoints exist yet", async () => {
     const { s, table } = withConntrack();
     s.cluster.apply(udpService());
     await s.sync();
-    table.add(
+    const cached = () => [
       toService("198.51.100.10", 53),
       toService("203.0.113.53", 53),
       toService(NODE_IP, 30053),
       toService("198.51.100.99", 53),
-    );
+    ];
+    table.add(...cached());
+    // No endpoint yet (1.37: reconciled with an empty set): the Service's frontends are cleaned.
     await s.sync();
-    expect(table.flows).toHaveLength(4);
+    expect(describeFlows(table.flows)).toEqual(["198.51.100.99:53"]);
+    table.flows = [];
+    table.add(...cached());
     s.cluster.apply(udpSlice("192.0.2.53"));
     await s.sync();
     expect(describeFlows(table.flows)).toEqual(["198.51.100.99:53"]);
@@ -91,27 +97,60 @@ describe("stale UDP conntrack entries", () => {
     expect(table.flows).toHaveLength(1);
   });
 
-  test("a conntrack failure is logged and the rest of the cleanup still runs", async () => {
+  test("a failed delete is logged, the other filters still run, and the next sync tries again", async () => {
     const logger = memoryLogger();
-    const calls: string[] = [];
+    const table = new FakeConntrack();
+    const real = createConntrackClient({ exec: table.install() });
+    let failOnce = true;
     const conntrack = {
-      clearEntriesForIP: async (ip: string) => {
-        throw new Error(`conntrack -D --orig-dst ${ip}: exit code 2`);
+      listFlows: real.listFlows,
+      deleteFlows: async (f: Parameters<typeof real.deleteFlows>[0]) => {
+        if (failOnce && f.origDst === "198.51.100.10") {
+          failOnce = false;
+          throw new Error("conntrack -D: exit code 2");
+        }
+        return real.deleteFlows(f);
       },
-      clearEntriesForPort: async (port: number) => {
-        calls.push(`port ${port}`);
-        return 0;
-      },
-      clearEntriesForNAT: async () => 0,
-      clearEntriesForPortNAT: async () => 0,
     };
     const s = setup({ logger, deps: { conntrack } });
-    s.cluster.apply(udpService());
+    s.cluster.apply(udpService(), udpSlice("192.0.2.53"));
     await s.sync();
-    s.cluster.apply(udpSlice("192.0.2.53"));
+    table.add(toService("198.51.100.10", 53, "192.0.2.99"), toService("203.0.113.53", 53, "192.0.2.99"));
     await s.sync();
-    expect(calls).toEqual(["port 30053"]);
-    expect(logger.lines.join("\n")).toContain("Failed to delete stale service connections");
+    expect(logger.lines.join("\n")).toContain("Failed to clear all conntrack entries");
+    expect(describeFlows(table.flows)).toEqual(["198.51.100.10:53 -> 192.0.2.99"]);
+    await s.sync();
+    expect(table.flows).toEqual([]);
+  });
+
+  test("a stale flow left by a missed event goes at the next sync, even one with no change", async () => {
+    const { s, table } = withConntrack();
+    s.cluster.apply(udpService(), udpSlice("192.0.2.53"));
+    await s.sync();
+    // DNATed to an endpoint the cluster never told us about, or to the right IP but an old port.
+    table.add(
+      toService("198.51.100.10", 53, "192.0.2.77"),
+      flow(
+        "udp",
+        { src: CLIENT, dst: "198.51.100.10", sport: 40001, dport: 53 },
+        { ip: "192.0.2.53", port: 5353 },
+      ),
+      toService("198.51.100.10", 53, "192.0.2.53"),
+    );
+    await s.sync();
+    expect(describeFlows(table.flows)).toEqual(["198.51.100.10:53 -> 192.0.2.53"]);
+    const deleted = (await s.metrics.conntrackReconcilerDeletedEntries.get()).values;
+    expect(deleted).toContainEqual(expect.objectContaining({ labels: { ip_family: "IPv4" }, value: 2 }));
+  });
+
+  test("a UDP Service whose last endpoint went loses its flows (1.37)", async () => {
+    const { s, table } = withConntrack();
+    s.cluster.apply(udpService(), udpSlice("192.0.2.53"));
+    await s.sync();
+    table.add(toService("198.51.100.10", 53, "192.0.2.53"), toService(NODE_IP, 30053, "192.0.2.53"));
+    s.cluster.apply(udpSlice());
+    await s.sync();
+    expect(table.flows).toEqual([]);
   });
 
   test("TCP services never touch conntrack", async () => {
@@ -127,8 +166,46 @@ describe("stale UDP conntrack entries", () => {
     expect(table.flows).toEqual([tcp]);
   });
 
-  test("endpointIP strips the port, and the brackets of IPv6", () => {
-    expect(endpointIP("192.0.2.1:53")).toBe("192.0.2.1");
-    expect(endpointIP("[2001:db8::1]:53")).toBe("2001:db8::1");
+  test("filters: one per frontend and reply; NodePort flows matched by port alone; no duplicates", () => {
+    const services = new Map([
+      [
+        "ns1/dns:dns",
+        {
+          protocol: "UDP",
+          port: 53,
+          nodePort: 30053,
+          clusterIPs: { IPv4: "198.51.100.10" },
+          externalIPs: ["203.0.113.53", "2001:db8::53"],
+          loadBalancerVIPs: [],
+        },
+      ],
+    ]) as unknown as Parameters<typeof desiredUDPState>[0];
+    const endpoints = new Map([
+      ["ns1/dns:dns", [{ ip: "192.0.2.53", port: 53, serving: true, family: "IPv4" }]],
+    ]) as unknown as Parameters<typeof desiredUDPState>[1];
+    const desired = desiredUDPState(services, endpoints, "IPv4");
+    const f = (origDst: string, origDport: number, replySrc: string, replySport = 53) => ({
+      origDst,
+      origDport,
+      replySrc,
+      replySport,
+    });
+    const filters = staleFlowFilters(
+      [
+        f("198.51.100.10", 53, "192.0.2.53"),
+        f("198.51.100.10", 53, "192.0.2.9"),
+        f("198.51.100.10", 53, "192.0.2.9"),
+        f("203.0.113.53", 53, "203.0.113.53"),
+        f("192.0.2.200", 30053, "192.0.2.9"),
+        f("198.51.100.99", 53, "192.0.2.9"),
+      ],
+      desired,
+      "IPv4",
+    );
+    expect(filters.map((x) => `${x.origDst ?? "*"}:${x.origDport}>${x.replySrc}`)).toEqual([
+      "198.51.100.10:53>192.0.2.9",
+      "203.0.113.53:53>203.0.113.53",
+      "*:30053>192.0.2.9",
+    ]);
   });
 });

@@ -1,13 +1,14 @@
-// Typed client for the conntrack tool: deleting the conntrack entries that would keep sending
-// UDP/SCTP traffic to a Service IP or endpoint that is gone. Command forms follow upstream
-// pkg/proxy/conntrack.
+// Typed client for the conntrack tool: the flow listing and the filtered deletes upstream's
+// conntrack reconciler does over netlink (pkg/proxy/conntrack), as conntrack-tools' command line.
+// Addresses and ports reach argv only after they parse as such.
 
 import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
-import { familyOf } from "../../util/net/family.ts";
+import { parseIPLenient } from "../../util/net/address.ts";
+import type { IPFamily } from "../../util/net/family.ts";
 import { lowerProtocol, type Protocol } from "../../util/net/protocol.ts";
 import { ConntrackError, NO_CONNECTION_TO_DELETE } from "./errors.ts";
-import type { ConntrackClient } from "./types.ts";
+import type { ConntrackClient, ConntrackFlowEntry, FlowFilter } from "./types.ts";
 
 export interface ConntrackClientOptions {
   exec: Exec;
@@ -15,72 +16,82 @@ export interface ConntrackClientOptions {
   timeoutMs?: number;
 }
 
-// conntrack filters IPv4 unless told otherwise.
-function withFamily(v6: boolean, args: string[]): string[] {
-  return v6 ? [...args, "-f", "ipv6"] : args;
-}
+const familyArg = (family: IPFamily) => ["-f", family === "IPv6" ? "ipv6" : "ipv4"];
 
-function checkPort(port: number): void {
+function checkPort(port: number): string {
   if (!Number.isInteger(port) || port <= 0 || port > 65535) {
     throw new RangeError(`invalid port ${port}: must be 1-65535`);
   }
+  return String(port);
+}
+
+function checkIP(ip: string, family: IPFamily): string {
+  const parsed = parseIPLenient(ip);
+  if (parsed?.family !== family) throw new RangeError(`invalid ${family} address ${JSON.stringify(ip)}`);
+  return parsed.ip;
 }
 
 /** The command lines the client runs (exported so callers can log or dry-run them). */
 export const conntrackArgs = {
-  forIP: (ip: string, p: Protocol) =>
-    withFamily(familyOf(ip) === "IPv6", ["-D", "--orig-dst", ip, "-p", lowerProtocol(p)]),
-  forPort: (port: number, v6: boolean, p: Protocol) =>
-    withFamily(v6, ["-D", "-p", lowerProtocol(p), "--dport", String(port)]),
-  forNAT: (origin: string, dest: string, p: Protocol) =>
-    withFamily(familyOf(origin) === "IPv6", [
-      "-D",
-      "--orig-dst",
-      origin,
-      "--dst-nat",
-      dest,
-      "-p",
-      lowerProtocol(p),
-    ]),
-  forPortNAT: (dest: string, port: number, p: Protocol) =>
-    withFamily(familyOf(dest) === "IPv6", [
-      "-D",
-      "-p",
-      lowerProtocol(p),
-      "--dport",
-      String(port),
-      "--dst-nat",
-      dest,
-    ]),
+  list: (family: IPFamily, p: Protocol) => ["-L", ...familyArg(family), "-p", lowerProtocol(p)],
+  delete: (f: FlowFilter) => [
+    "-D",
+    ...familyArg(f.family),
+    "-p",
+    lowerProtocol(f.protocol),
+    ...(f.origDst !== undefined ? ["--orig-dst", checkIP(f.origDst, f.family)] : []),
+    "--orig-port-dst",
+    checkPort(f.origDport),
+    "--reply-src",
+    checkIP(f.replySrc, f.family),
+    "--reply-port-src",
+    checkPort(f.replySport),
+  ],
 };
+
+// "udp 17 29 src=A dst=B sport=1 dport=2 [UNREPLIED] src=C dst=D sport=3 dport=4 mark=0 use=1":
+// the first tuple is the original direction, the second the reply.
+const FLOW = /\bsrc=\S+ dst=(\S+) sport=\d+ dport=(\d+)\b.*?\bsrc=(\S+) dst=\S+ sport=(\d+) dport=\d+/;
+
+/** The flows of a `conntrack -L` listing; lines that are not flows are skipped. */
+export function parseFlows(text: string): ConntrackFlowEntry[] {
+  const out: ConntrackFlowEntry[] = [];
+  let from = 0;
+  while (from < text.length) {
+    let to = text.indexOf("\n", from);
+    if (to < 0) to = text.length;
+    const m = FLOW.exec(text.slice(from, to));
+    if (m) out.push({ origDst: m[1]!, origDport: Number(m[2]), replySrc: m[3]!, replySport: Number(m[4]) });
+    from = to + 1;
+  }
+  return out;
+}
 
 export function createConntrackClient(opts: ConntrackClientOptions): ConntrackClient {
   const log = (opts.logger ?? nullLogger).named("conntrack");
   const timeoutMs = opts.timeoutMs ?? 60_000;
 
-  async function del(args: string[]): Promise<number> {
-    log.v(4).info("Clearing conntrack entries", { args });
-    const res: ExecResult = await opts.exec.run({ cmd: "conntrack", args, timeoutMs });
-    const out = res.stderr + res.stdout;
-    if (res.code !== 0 && !out.includes(NO_CONNECTION_TO_DELETE)) {
-      throw new ConntrackError(args, res.code, res.stderr || res.stdout);
-    }
-    const n = /(\d+) flow entries have been deleted/.exec(out);
-    const deleted = n ? Number(n[1]) : 0;
-    log.v(4).info("Conntrack entries deleted", { args, deleted });
-    return deleted;
+  async function run(args: string[]): Promise<ExecResult> {
+    return opts.exec.run({ cmd: "conntrack", args, timeoutMs });
   }
 
   return {
-    clearEntriesForIP: (ip, p) => del(conntrackArgs.forIP(ip, p)),
-    clearEntriesForPort: async (port, v6, p) => {
-      checkPort(port);
-      return del(conntrackArgs.forPort(port, v6, p));
+    async listFlows(family, protocol) {
+      const args = conntrackArgs.list(family, protocol);
+      const res = await run(args);
+      if (res.code !== 0) throw new ConntrackError(args, res.code, res.stderr || res.stdout);
+      return parseFlows(res.stdout);
     },
-    clearEntriesForNAT: (origin, dest, p) => del(conntrackArgs.forNAT(origin, dest, p)),
-    clearEntriesForPortNAT: async (dest, port, p) => {
-      checkPort(port);
-      return del(conntrackArgs.forPortNAT(dest, port, p));
+    async deleteFlows(filter) {
+      const args = conntrackArgs.delete(filter);
+      log.v(6).info("Deleting conntrack flows", { args });
+      const res = await run(args);
+      const out = res.stderr + res.stdout;
+      if (res.code !== 0 && !out.includes(NO_CONNECTION_TO_DELETE)) {
+        throw new ConntrackError(args, res.code, res.stderr || res.stdout);
+      }
+      const n = /(\d+) flow entries have been deleted/.exec(out);
+      return n ? Number(n[1]) : 0;
     },
   };
 }

@@ -1,15 +1,33 @@
-// What the conntrack client offers: deleting the entries of a Service IP, a NodePort, or a
-// DNAT to an endpoint that is gone.
+// What the conntrack client offers: listing one family's flows of a protocol, and deleting the
+// flows a filter names (upstream's reconciler: a frontend, or a NodePort, and the endpoint the
+// flow was DNATed to, seen as the reply's source).
 
+import type { IPFamily } from "../../util/net/family.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
 
+/** The parts of a flow the reconciler reads: where it was sent, and who answers it. */
+export interface ConntrackFlowEntry {
+  readonly origDst: string;
+  readonly origDport: number;
+  /** The reply's source: the endpoint a DNATed flow was sent to, else the original destination. */
+  readonly replySrc: string;
+  readonly replySport: number;
+}
+
+/** Flows of `protocol` in `family` with these reply source and, when given, original destination. */
+export interface FlowFilter {
+  readonly family: IPFamily;
+  readonly protocol: Protocol;
+  /** Absent for a NodePort: any local address. */
+  readonly origDst?: string;
+  readonly origDport: number;
+  readonly replySrc: string;
+  readonly replySport: number;
+}
+
 export interface ConntrackClient {
-  /** Entries whose original destination is the (Service) IP. Resolves to the number deleted. */
-  clearEntriesForIP(ip: string, protocol: Protocol): Promise<number>;
-  /** Entries to a (NodePort) port on any address of the family. */
-  clearEntriesForPort(port: number, isIPv6: boolean, protocol: Protocol): Promise<number>;
-  /** Entries to `origin` that were DNATed to `dest` (a Service IP to a gone endpoint). */
-  clearEntriesForNAT(origin: string, dest: string, protocol: Protocol): Promise<number>;
-  /** Entries to a port that were DNATed to `dest` (a NodePort to a gone endpoint). */
-  clearEntriesForPortNAT(dest: string, port: number, protocol: Protocol): Promise<number>;
+  /** Every flow of `protocol` in `family`'s table. */
+  listFlows(family: IPFamily, protocol: Protocol): Promise<ConntrackFlowEntry[]>;
+  /** Deletes the flows `filter` names; resolves to the number deleted (0 when none matched). */
+  deleteFlows(filter: FlowFilter): Promise<number>;
 }

@@ -7,6 +7,7 @@ import { createNftClient } from "../../host/nft/client.ts";
 import { NftTransaction } from "../../host/nft/transaction.ts";
 import type { NftClient } from "../../host/nft/types.ts";
 import { localAddresses } from "../../proxy/local-addresses.ts";
+import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { NODEPORT_ADDRESSES_PRIMARY } from "../../proxy/nodeport-addresses.ts";
 import { type IPFamily, nftFamily } from "../../util/net/family.ts";
@@ -65,7 +66,7 @@ export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMo
         family,
         config: o.config,
         featureGates: o.featureGates,
-        metrics: o.metrics,
+        metrics: familyMetrics(o.metrics, family),
         logger: o.log.named(family === "IPv4" ? "nft" : "nft6"),
         nodeName: o.nodeName,
         nodeIPs: o.nodeIPs,

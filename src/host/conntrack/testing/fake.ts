@@ -44,6 +44,8 @@ interface Filter {
   dport?: number;
   /** undefined: no filter; "": any DNATed flow; else DNATed to this address. */
   dstNat?: string;
+  replySrc?: string;
+  replySport?: number;
   v6: boolean;
 }
 
@@ -79,6 +81,8 @@ export class FakeConntrack {
     if (filter.origDst !== undefined && f.orig.dst !== filter.origDst) return false;
     if (filter.origSrc !== undefined && f.orig.src !== filter.origSrc) return false;
     if (filter.dport !== undefined && f.orig.dport !== filter.dport) return false;
+    if (filter.replySrc !== undefined && f.reply.src !== filter.replySrc) return false;
+    if (filter.replySport !== undefined && f.reply.sport !== filter.replySport) return false;
     if (filter.dstNat !== undefined) {
       const dnat = f.reply.src !== f.orig.dst;
       if (!dnat || (filter.dstNat !== "" && f.reply.src !== filter.dstNat)) return false;
@@ -110,6 +114,8 @@ export class FakeConntrack {
       } else if (a === "-d" || a === "--orig-dst" || a === "--dst") filter.origDst = next();
       else if (a === "-s" || a === "--orig-src" || a === "--src") filter.origSrc = next();
       else if (a === "--dport" || a === "--orig-port-dst") filter.dport = Number(next());
+      else if (a === "--reply-src") filter.replySrc = next();
+      else if (a === "--reply-port-src") filter.replySport = Number(next());
       else if (a === "--dst-nat") {
         // The address is optional: a bare --dst-nat matches any DNATed flow.
         const v = args[i + 1];
