@@ -10,7 +10,7 @@ import { API_PATHS } from "./api-access.ts";
 import { type ApiClient, kubeApiClient } from "./api-client.ts";
 import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 import { Reflector } from "./reflector.ts";
-import { nodeFieldSelector, SERVICE_AND_SLICE_SELECTOR } from "./selectors.ts";
+import { nodeFieldSelector, SERVICE_AND_SLICE_SELECTOR, SERVICE_FIELD_SELECTOR } from "./selectors.ts";
 import type { ClusterEventHandler, ClusterSource } from "./source.ts";
 
 export interface ApiSourceOptions {
@@ -47,6 +47,7 @@ export function createApiSource(opts: ApiSourceOptions): ClusterSource {
           apiVersion: "v1",
           path: API_PATHS.services,
           labelSelector: SERVICE_AND_SLICE_SELECTOR,
+          fieldSelector: SERVICE_FIELD_SELECTOR,
           logger: log.named("services"),
         },
         {

@@ -66,10 +66,13 @@ export function settingsPlan(settings: SysctlSetting[]): SysctlPlan {
   return { settings, expectations: [], notes: [] };
 }
 
+/** Upstream 1.36 caps the per-core-scaled nf_conntrack_max here (big nodes asked for gigabytes). */
+export const CONNTRACK_MAX_SCALED_CAP = 1_048_576;
+
 function conntrackSettings(ct: ConntrackSettings, cpus: number): SysctlSetting[] {
   const out: SysctlSetting[] = [];
   if (ct.maxPerCore > 0) {
-    const max = Math.max(ct.maxPerCore * cpus, ct.min);
+    const max = Math.max(Math.min(ct.maxPerCore * cpus, CONNTRACK_MAX_SCALED_CAP), ct.min);
     out.push({
       name: "net/netfilter/nf_conntrack_max",
       value: max,

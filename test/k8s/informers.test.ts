@@ -96,6 +96,8 @@ describe("initial sync", () => {
     server.create("Service", svc("web"));
     server.create("Service", svc("other-proxy", { [PROXY_NAME]: "cilium" }));
     server.create("Service", svc("dns", { [HEADLESS]: "" }));
+    // Headless without the label: only the field selector keeps it out.
+    server.create("Service", { ...svc("headless"), spec: { clusterIP: "None", ports: [{ port: 80 }] } });
     server.create("EndpointSlice", slice("web-abc"));
     server.create("EndpointSlice", slice("dns-xyz", { [HEADLESS]: "" }));
     server.create("EndpointSlice", slice("other-1", { [PROXY_NAME]: "cilium" }));
@@ -118,6 +120,7 @@ describe("initial sync", () => {
     // The selectors went to the server, as upstream sends them.
     const list = server.requestsFor("Service", "list")[0]!;
     expect(list.query.labelSelector).toBe(`!${HEADLESS},!${PROXY_NAME}`);
+    expect(list.query.fieldSelector).toBe("spec.clusterIP!=None");
     expect(server.requestsFor("EndpointSlice", "list")[0]!.query.labelSelector).toBe(
       `!${HEADLESS},!${PROXY_NAME}`,
     );

@@ -82,7 +82,7 @@ export async function applyLocalhostNodePorts(
 }
 
 export async function buildIptablesMode(o: IptablesModeOptions): Promise<IptablesMode> {
-  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend);
+  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend, o.sysctl);
   const nfacctClient = createNfacctClient({ exec: o.exec, logger: o.log });
   const hasNfacct = o.nfacct ?? (await nfacctClient.available());
   // Once per process, not per family: the nfacct objects are shared by both.

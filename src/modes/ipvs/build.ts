@@ -47,7 +47,7 @@ function emptyWhenUnavailable(client: IpvsClient, log: Logger): IpvsClient {
 }
 
 export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
-  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend);
+  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend, o.sysctl);
   // One client each: ipvs, ipset and the dummy device are shared by both families' proxiers.
   const live = createIpvsClient({ exec: o.exec, logger: o.log });
   const ipvs = o.dryRun ? emptyWhenUnavailable(live, o.log) : live;

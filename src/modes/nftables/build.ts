@@ -9,6 +9,7 @@ import type { NftClient } from "../../host/nft/types.ts";
 import { localAddresses } from "../../proxy/local-addresses.ts";
 import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
+import { withKernelSupport } from "../../proxy/netfilter/families.ts";
 import { NODEPORT_ADDRESSES_PRIMARY } from "../../proxy/nodeport-addresses.ts";
 import { type IPFamily, nftFamily } from "../../util/net/family.ts";
 import type { ModeBuildOptions } from "../types.ts";
@@ -51,7 +52,7 @@ export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMo
     });
   const clients = { IPv4: client("IPv4"), IPv6: client("IPv6") };
   const families: IPFamily[] = [];
-  for (const family of ["IPv4", "IPv6"] as const) {
+  for (const family of await withKernelSupport(["IPv4", "IPv6"], o.sysctl, o.log)) {
     if (await familyUsable(clients[family], family)) families.push(family);
     else o.log.info("nftables cannot hold this family's table; not proxying it", { ipFamily: family });
   }
