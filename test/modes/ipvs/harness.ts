@@ -36,8 +36,11 @@ export interface Host {
   readonly ipt: Record<IPFamily, FakeIptables>;
 }
 
-/** A node with eth0 and eth1 carrying both families, and nothing of kube-proxy's yet. */
-export function fakeHost(): Host {
+/**
+ * A node with eth0 and eth1 carrying both families, and nothing of kube-proxy's yet; or, given
+ * `addresses` (with prefix lengths), one eth0 carrying exactly those.
+ */
+export function fakeHost(addresses?: string[]): Host {
   const exec = new FakeExec();
   const ipvs = new FakeIpvs();
   const ipset = new FakeIpset();
@@ -48,6 +51,10 @@ export function fakeHost(): Host {
   net.install(exec);
   ipt.IPv4.install(exec, "IPv4");
   ipt.IPv6.install(exec, "IPv6");
+  if (addresses) {
+    net.addDevice("eth0", "ether", { addresses });
+    return { exec, ipvs, ipset, net, ipt };
+  }
   net.addDevice("eth0", "ether", { addresses: [`${NODE_IP}/24`, `${NODE_IPV6}/64`] });
   net.addDevice("eth1", "ether", { addresses: [`${NODE_IP_2}/24`, `${NODE_IPV6_2}/64`] });
   return { exec, ipvs, ipset, net, ipt };
