@@ -72,6 +72,15 @@ describe("nftables mode: the dry run", () => {
     expect(check(report, "nftables kernel version")?.ok).toBe(true);
   });
 
+  test("an empty KUBE_PROXY_NFTABLES_SKIP_KERNEL_VERSION_CHECK does not skip it (1.33)", () => {
+    const { code, report } = dryRun(["--state", stateFile("kernelVersion: 5.10.0")], {
+      ...process.env,
+      KUBE_PROXY_NFTABLES_SKIP_KERNEL_VERSION_CHECK: "",
+    });
+    expect(code).toBe(3);
+    expect(check(report, "nftables kernel version")?.ok).toBe(false);
+  });
+
   test("an nft older than 1.0.1: exit 3", () => {
     const { code, report } = dryRun(["--state", stateFile("nftVersion: 0.9.8")]);
     expect(code).toBe(3);

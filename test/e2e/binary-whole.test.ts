@@ -554,16 +554,19 @@ describe("what an operator scrapes: /metrics, /metrics/slis, /proxyMode, /config
     expect(Object.keys(body)).toEqual(["kubeproxy.config.k8s.io"]);
     // biome-ignore lint/suspicious/noExplicitAny: a JSON document read field by field
     const c = body["kubeproxy.config.k8s.io"] as any;
-    expect(c.Mode).toBe("iptables");
-    expect(c.HostnameOverride).toBe(NODE_NAME);
-    expect(c.ClientConnection.Kubeconfig).toBe(run.api!.kubeconfig);
-    expect(c.MetricsBindAddress).toBe("127.0.0.1:10249");
-    expect(c.HealthzBindAddress).toBe("127.0.0.1:10256");
-    expect(c.ClusterCIDR).toBe("203.0.113.0/24");
-    expect(c.ConfigSyncPeriod).toBe("10m0s");
-    expect(c.IPTables.MasqueradeBit).toBe(13);
-    expect(c.IPTables.SyncPeriod).toBe("30s");
-    expect(c.Conntrack.MaxPerCore).toBe(0);
+    // 1.36+: the public v1alpha1 document, kind and apiVersion included.
+    expect(c.kind).toBe("KubeProxyConfiguration");
+    expect(c.apiVersion).toBe("kubeproxy.config.k8s.io/v1alpha1");
+    expect(c.mode).toBe("iptables");
+    expect(c.hostnameOverride).toBe(NODE_NAME);
+    expect(c.clientConnection.kubeconfig).toBe(run.api!.kubeconfig);
+    expect(c.metricsBindAddress).toBe("127.0.0.1:10249");
+    expect(c.healthzBindAddress).toBe("127.0.0.1:10256");
+    expect(c.clusterCIDR).toBe("203.0.113.0/24");
+    expect(c.configSyncPeriod).toBe("10m0s");
+    expect(c.iptables.masqueradeBit).toBe(13);
+    expect(c.iptables.syncPeriod).toBe("30s");
+    expect(c.conntrack.maxPerCore).toBe(0);
   });
 
   e2eTest(run, "the birth cry: a Normal Starting event on the Node reaches the API server", async () => {

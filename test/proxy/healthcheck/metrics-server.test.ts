@@ -90,7 +90,7 @@ describe("metrics server", () => {
     expect(await res.text()).toBe("iptables");
   });
 
-  test("/configz nests the config under its API group, shaped like upstream's internal struct", async () => {
+  test("/configz nests the v1alpha1 config, kind and apiVersion included, under its API group (1.36+)", async () => {
     const url = await start();
     const res = await get(`${url}/configz`);
     expect(res.status).toBe(200);
@@ -98,19 +98,20 @@ describe("metrics server", () => {
     const body = (await res.json()) as Record<string, Record<string, unknown>>;
     expect(Object.keys(body)).toEqual(["kubeproxy.config.k8s.io"]);
     const cfg = body["kubeproxy.config.k8s.io"]!;
-    expect(cfg.HealthzBindAddress).toBe("0.0.0.0:10256");
-    expect(cfg.MetricsBindAddress).toBe("127.0.0.1:10249");
-    expect(cfg.Mode).toBe("iptables");
-    expect(cfg.IPTables).toEqual({
-      MasqueradeBit: 14,
-      MasqueradeAll: false,
-      LocalhostNodePorts: true,
-      SyncPeriod: "30s",
-      MinSyncPeriod: "1s",
+    expect(Object.keys(cfg).slice(0, 2)).toEqual(["kind", "apiVersion"]);
+    expect(cfg.kind).toBe("KubeProxyConfiguration");
+    expect(cfg.apiVersion).toBe("kubeproxy.config.k8s.io/v1alpha1");
+    expect(cfg.healthzBindAddress).toBe("0.0.0.0:10256");
+    expect(cfg.metricsBindAddress).toBe("127.0.0.1:10249");
+    expect(cfg.mode).toBe("iptables");
+    expect(cfg.iptables).toMatchObject({
+      masqueradeBit: 14,
+      masqueradeAll: false,
+      syncPeriod: "30s",
+      minSyncPeriod: "1s",
     });
-    expect(cfg.ConfigSyncPeriod).toBe("15m0s");
-    expect(cfg.NodePortAddresses).toBeNull();
-    expect((cfg.Logging as Record<string, unknown>).flushFrequency).toBe("5s");
+    expect(cfg.configSyncPeriod).toBe("15m0s");
+    expect((cfg.logging as Record<string, unknown>).flushFrequency).toBe("5s");
   });
 
   test("/configz escapes like Go's json.Marshal", async () => {
