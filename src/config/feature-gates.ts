@@ -168,6 +168,8 @@ export const GATE_EFFECTS: readonly { readonly name: FeatureGateName; readonly e
     name: "NFTablesProxyMode",
     effect: 'Locked on: mode "nftables" runs, and starts in the other modes delete nftables mode\'s tables.',
   },
+  { name: "ComponentStatusz", effect: "On by default: the metrics port serves /statusz. Off: 404." },
+  { name: "ComponentFlagz", effect: "On by default: the metrics port serves /flagz. Off: 404." },
   {
     name: "LoggingAlphaOptions",
     effect: "Allows the --log-*-split-stream and --log-*-info-buffer-size options.",

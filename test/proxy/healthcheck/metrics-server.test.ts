@@ -8,6 +8,7 @@ import {
   type MetricsServerOptions,
   startMetricsServer,
 } from "../../../src/proxy/healthcheck/metrics-server.ts";
+import { Flagz } from "../../../src/proxy/healthcheck/zpages.ts";
 import { createMetrics } from "../../../src/proxy/metrics/metrics.ts";
 import { get, occupy } from "./support.ts";
 
@@ -112,6 +113,28 @@ describe("metrics server", () => {
     });
     expect(cfg.configSyncPeriod).toBe("15m0s");
     expect((cfg.logging as Record<string, unknown>).flushFrequency).toBe("5s");
+  });
+
+  test("/statusz and /flagz answer only when given (their gates on); otherwise 404", async () => {
+    const off = await start();
+    expect((await get(`${off}/statusz`)).status).toBe(404);
+    expect((await get(`${off}/flagz`)).status).toBe(404);
+    const on = await start({
+      flagz: new Flagz({ v: "2" }),
+      statusz: () => ({
+        startTimeMs: Date.now(),
+        nowMs: Date.now(),
+        runtime: "bun",
+        binaryVersion: "v0",
+        emulationVersion: "1.37",
+      }),
+    });
+    const status = await get(`${on}/statusz`);
+    expect(status.status).toBe(200);
+    expect(await status.text()).toMatch(
+      /^Paths(:|: |=| ) \/configz \/flagz \/healthz \/metrics \/proxyMode$/m,
+    );
+    expect(await (await get(`${on}/flagz`)).text()).toMatch(/^v(:|: |=| )2$/m);
   });
 
   test("/configz escapes like Go's json.Marshal", async () => {
