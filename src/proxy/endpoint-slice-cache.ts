@@ -104,6 +104,9 @@ function endpointInfo(e: SliceEndpoint, port: number, nodeName: string): Endpoin
   };
 }
 
+/** 2: ready; 1: serving (terminating); 0: neither. */
+const usability = (ep: EndpointInfo) => (ep.ready ? 2 : ep.serving ? 1 : 0);
+
 function addPort(
   target: MergeTarget,
   port: SlicePort,
@@ -113,9 +116,11 @@ function addPort(
   for (const e of endpoints) {
     const info = endpointInfo(e, port.port, nodeName);
     const seen = target.byEndpoint.get(info.endpoint);
-    // An endpoint listed by two slices (mid-move): the first slice by name wins, except that a
-    // copy on this node beats one that is not, as upstream favours isLocal.
-    if (!seen || (info.isLocal && !seen.isLocal)) target.byEndpoint.set(info.endpoint, info);
+    // One IP:port listed twice: an endpoint moving between slices, or (upstream 1.36,
+    // kubernetes#135593) a pod IP reused by a new pod while the old one still terminates. The
+    // more usable copy wins (ready, then serving), so a ghost terminating pod never hides the
+    // live one; between equals, the first slice by name.
+    if (!seen || usability(info) > usability(seen)) target.byEndpoint.set(info.endpoint, info);
   }
 }
 

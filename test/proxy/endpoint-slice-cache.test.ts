@@ -99,12 +99,34 @@ describe("EndpointSliceCache merging", () => {
     expect(map.get("ns/web:http")![0]!.ready).toBe(true);
   });
 
-  test("of duplicates, a copy on this node beats one that is not", () => {
+  test("of duplicates, the more usable copy wins: a reused pod IP's ghost never hides the live pod (1.36)", () => {
+    const ghost = { ready: false, serving: false, terminating: true };
+    const draining = { ready: false, serving: true, terminating: true };
+    for (const [first, second] of [
+      [ghost, undefined],
+      [undefined, ghost],
+    ] as const) {
+      const { map } = run([
+        [slice("web-a", [ep("192.0.2.1", "node-a", first)]), false],
+        [slice("web-b", [ep("192.0.2.1", "node-c", second)]), false],
+      ]);
+      expect(map.get("ns/web:http")![0]!).toMatchObject({
+        ready: true,
+        nodeName: first ? "node-c" : "node-a",
+      });
+    }
     const { map } = run([
-      [slice("web-a", [ep("192.0.2.1", "node-b")]), false],
-      [slice("web-b", [ep("192.0.2.1", "node-a")]), false],
+      [slice("web-a", [ep("192.0.2.1", "node-a", ghost), ep("192.0.2.1", "node-c", draining)]), false],
     ]);
-    expect(map.get("ns/web:http")![0]!).toMatchObject({ nodeName: "node-a", isLocal: true });
+    expect(map.get("ns/web:http")![0]!).toMatchObject({ serving: true, nodeName: "node-c" });
+  });
+
+  test("of equally usable duplicates, the first slice by name wins, local or not", () => {
+    const { map } = run([
+      [slice("web-b", [ep("192.0.2.1", "node-a")]), false],
+      [slice("web-a", [ep("192.0.2.1", "node-b")]), false],
+    ]);
+    expect(map.get("ns/web:http")![0]!).toMatchObject({ nodeName: "node-b", isLocal: false });
   });
 
   test("an endpoint moving between slices stays", () => {
