@@ -58,6 +58,34 @@ describe("snapshot source", () => {
   });
 });
 
+describe("ServiceCIDRs in a snapshot", () => {
+  const text = [
+    "apiVersion: networking.k8s.io/v1",
+    "kind: ServiceCIDR",
+    "metadata: { name: kubernetes }",
+    "spec: { cidrs: [198.51.100.0/24, 2001:db8:5::/112] }",
+    "---",
+    "apiVersion: v1",
+    "kind: Service",
+    "metadata: { name: web, namespace: default }",
+    "spec: { clusterIP: 198.51.100.10, ports: [{ port: 80 }] }",
+  ].join("\n");
+
+  test("are read, not ignored, delivered before the Services, and written back by --dump-state", async () => {
+    const parsed = parseStateDocuments(text, "snap.yaml");
+    expect(parsed.serviceCIDRs).toHaveLength(1);
+    expect(parsed.ignored).toEqual([]);
+    const j = journal();
+    const { handler, store } = recordingHandler(j);
+    await createSnapshotSource(parsed, "node-a").start(handler);
+    expect(j.log[0]).toBe("cidr kubernetes");
+    const dumped = renderStateFile(store);
+    expect(dumped).toContain("kind: ServiceCIDR");
+    const again = parseStateDocuments(dumped, "dump.yaml");
+    expect(again.serviceCIDRs.map((c) => c.metadata?.name)).toEqual(["kubernetes"]);
+  });
+});
+
 describe("object store and --dump-state rendering", () => {
   test("tracks adds, updates and deletes, and forwards every call", () => {
     const j = journal();

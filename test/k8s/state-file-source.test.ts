@@ -65,4 +65,30 @@ describe("--state file source for real runs", () => {
     await source.stop();
     expect(readFileSync(file, "utf8")).toContain("broken");
   });
+
+  test("a ServiceCIDR added to or removed from the file is delivered like a watch event", async () => {
+    const file = join(tempDir(), "state.yaml");
+    const cidr = {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "ServiceCIDR",
+      metadata: { name: "extra" },
+      spec: { cidrs: ["203.0.113.0/24"] },
+    };
+    write(file, [svc("a", "198.51.100.1")]);
+    const j = journal();
+    const source = createStateFileSource({
+      path: file,
+      nodeName: "node-a",
+      logger: memoryLogger(),
+      pollMs: 20,
+    });
+    await source.start(j);
+    j.log.length = 0;
+    write(file, [svc("a", "198.51.100.1"), cidr]);
+    await waitFor(() => j.log.includes("cidr extra"), 10_000, "ServiceCIDR added");
+    write(file, [svc("a", "198.51.100.1")]);
+    await waitFor(() => j.log.includes("cidr extra removed"), 10_000, "ServiceCIDR removed");
+    expect(j.log).toEqual(["cidr extra", "cidr extra removed"]);
+    await source.stop();
+  });
 });
