@@ -1,28 +1,29 @@
-// Upstream v1.37's TestNodePortIPv4 (pkg/proxy/ipvs/proxier_test.go @
+// Upstream v1.37's TestNodePortIPv4 and TestNodePortIPv6 (pkg/proxy/ipvs/proxier_test.go @
 // 531be81208e2274ef42e72525a26610a9622bcdf), transcribed: each case's Services, EndpointSlices,
 // node addresses and nodePortAddresses go through our proxier's first sync on a fake node, and
 // the IPVS table (every virtual server, scheduler, real servers and weights), the ipset members
 // and the KUBE-* iptables chains it checks must be upstream's expectations. Upstream's iptables
 // expectations name a rule's target and match-set only and its ipset expectations the members;
-// they are checked the same way here (rules in upstream's order, as a subsequence of the chain's
-// rules in nat then filter, as upstream's fake lists a chain name).
+// they are checked the same way here (the chain's rules in nat then filter, as upstream's fake
+// lists a chain name: the same count, each in upstream's order; see upstream-checks.ts).
 // The addresses are upstream's own (no local-traffic detector: upstream's fake has none).
 
 import { describe, expect, test } from "bun:test";
 import type { EndpointSliceObject, ServiceObject } from "../../../src/k8s/objects.ts";
-import { endpointSlice, ep, fakeHost, type Host, NODE, service, setup } from "./harness.ts";
+import type { IPFamily } from "../../../src/util/net/family.ts";
+import { endpointSlice, ep, NODE, service, setup } from "./harness.ts";
+import {
+  chainRules,
+  expectedTable,
+  ipvsTable,
+  matchesExactly,
+  nodeWith,
+  type Rule,
+  r80,
+  type VS,
+  vs,
+} from "./upstream-checks.ts";
 
-interface VS {
-  proto: string;
-  ip: string;
-  port: number;
-  reals: string[];
-}
-interface Rule {
-  jump: string;
-  set?: string;
-  source?: string;
-}
 interface Case {
   name: string;
   objects: (ServiceObject | EndpointSliceObject)[];
@@ -47,8 +48,7 @@ const slice = (protocol: string, eps: [string, string?][], addressType = "IPv4",
     eps.map(([ip, node]) => ep(ip, { node: node ?? "" })),
     { ports: [{ name: "p80", port: 80, protocol }], addressType, suffix: String(n) },
   );
-const vs = (proto: string, ip: string, port: number, reals: string[]): VS => ({ proto, ip, port, reals });
-const r = (ip: string) => `${ip}:80 w1`;
+const r = r80;
 
 const CASES: Case[] = [
   {
@@ -146,60 +146,91 @@ const CASES: Case[] = [
   },
 ];
 
-/** A node whose eth0 carries exactly the case's addresses (upstream's fake netlink handle). */
-const nodeWith = (addresses: string[]): Host =>
-  fakeHost(addresses.map((a) => (a.includes(":") ? `${a}/64` : `${a}/24`)));
-
-/** Whether `rules` holds each expected rule, in order. */
-function holdsInOrder(rules: string[], expected: Rule[]): boolean {
-  let i = 0;
-  for (const rule of rules) {
-    const e = expected[i];
-    if (!e) break;
-    const jump = new RegExp(`-j ${e.jump}(\\s|$)`).test(rule);
-    const set = e.set ? rule.includes(`--match-set ${e.set} `) : !rule.includes("--match-set");
-    const source = e.source ? rule.includes(`-s ${e.source}`) : true;
-    if (jump && set && source) i++;
+/** One case through a first sync of the `family` proxier, checked as upstream checks it. */
+async function runCase(c: Case, family: IPFamily): Promise<void> {
+  const host = nodeWith(c.nodeIPs);
+  const s = setup({
+    host,
+    family,
+    config: (cfg) => {
+      cfg.clusterCIDRs = [];
+      cfg.nodePortAddresses = c.nodePortAddresses;
+    },
+    deps: {
+      nodeIPs: {
+        IPv4: c.nodeIPs.find((a) => !a.includes(":")) ?? "",
+        IPv6: c.nodeIPs.find((a) => a.includes(":")) ?? "",
+      },
+    },
+  });
+  s.cluster.apply(...c.objects);
+  await s.sync();
+  expect(ipvsTable(host)).toEqual(expectedTable(c.ipvs));
+  for (const [set, members] of Object.entries(c.ipsets ?? {})) {
+    expect({ set, members: [...(host.ipset.entries(set) ?? [])].sort() }).toEqual({
+      set,
+      members: [...members].sort(),
+    });
   }
-  return i === expected.length;
+  for (const [chain, rules] of Object.entries(c.chains ?? {})) {
+    const got = chainRules(host, chain, family);
+    expect({ chain, rules: got, matches: matchesExactly(got, rules) }).toMatchObject({ matches: true });
+  }
 }
 
 describe("ipvs: upstream v1.37's TestNodePortIPv4", () => {
-  for (const c of CASES) {
-    test(c.name, async () => {
-      const host = nodeWith(c.nodeIPs);
-      const s = setup({
-        host,
-        config: (cfg) => {
-          cfg.clusterCIDRs = [];
-          cfg.nodePortAddresses = c.nodePortAddresses;
-        },
-        deps: { nodeIPs: { IPv4: c.nodeIPs[0]!, IPv6: c.nodeIPs.find((a) => a.includes(":")) ?? "" } },
-      });
-      s.cluster.apply(...c.objects);
-      await s.sync();
-      const got = host.ipvs
-        .services()
-        .map((v) => ({
-          proto: v.server.protocol.toUpperCase(),
-          ip: v.server.address,
-          port: v.server.port,
-          scheduler: v.server.scheduler,
-          reals: v.reals.map((x) => `${x.address}:${x.port} w${x.weight}`).sort(),
-        }))
-        .sort((a, b) => `${a.proto} ${a.ip} ${a.port}`.localeCompare(`${b.proto} ${b.ip} ${b.port}`));
-      const want = c.ipvs
-        .map((v) => ({ ...v, scheduler: "rr", reals: [...v.reals].sort() }))
-        .sort((a, b) => `${a.proto} ${a.ip} ${a.port}`.localeCompare(`${b.proto} ${b.ip} ${b.port}`));
-      expect(got).toEqual(want);
-      for (const [set, members] of Object.entries(c.ipsets ?? {})) {
-        expect([...(host.ipset.entries(set) ?? [])].sort()).toEqual([...members].sort());
-      }
-      for (const [chain, rules] of Object.entries(c.chains ?? {})) {
-        // Upstream's fake answers a chain's rules across tables (nat first, then filter).
-        const table = [...host.ipt.IPv4.rules("nat", chain), ...host.ipt.IPv4.rules("filter", chain)];
-        expect({ chain, rules: table, holds: holdsInOrder(table, rules) }).toMatchObject({ holds: true });
-      }
-    });
-  }
+  for (const c of CASES) test(c.name, () => runCase(c, "IPv4"));
+});
+
+// TestNodePortIPv6. Upstream's fake proxier names its ipsets without the family prefix whatever
+// the family; a real IPv6 proxier (upstream's and ours) names them KUBE-6-..., which is what is
+// checked here, with upstream's members.
+const svc6 = (protocol: string, clusterIP = "2020::1") =>
+  service("ns1", "svc1", {
+    type: "NodePort",
+    clusterIP,
+    ports: [{ name: "p80", port: 80, protocol, nodePort: 3001 }],
+  });
+
+const CASES_V6: Case[] = [
+  {
+    name: "1 service with node port, has 2 endpoints",
+    objects: [svc6("TCP"), slice("TCP", [["10.180.0.1"]]), slice("TCP", [["1002:ab8::2:10"]], "IPv6", 2)],
+    nodeIPs: ["100.101.102.103", "2001:db8::1:1"],
+    nodePortAddresses: [],
+    ipvs: [
+      vs("TCP", "2001:db8::1:1", 3001, [r("1002:ab8::2:10")]),
+      vs("TCP", "2020::1", 80, [r("1002:ab8::2:10")]),
+    ],
+  },
+  {
+    name: "1 UDP service with node port, has endpoints (no action on IPv6 Proxier)",
+    objects: [svc6("UDP", "10.20.30.41"), slice("UDP", [["10.180.0.1"]], "IPv6")],
+    nodeIPs: ["100.101.102.103"],
+    nodePortAddresses: ["0.0.0.0/0"],
+    ipvs: [],
+  },
+  {
+    name: "service has node port but no endpoints",
+    objects: [svc6("TCP")],
+    nodeIPs: ["100.101.102.103", "2001:db8::1:1"],
+    nodePortAddresses: [],
+    ipvs: [vs("TCP", "2001:db8::1:1", 3001, []), vs("TCP", "2020::1", 80, [])],
+  },
+  {
+    name: "node port service with protocol sctp on a node with multiple nodeIPs",
+    objects: [svc6("SCTP"), slice("SCTP", [["2001::1"]], "IPv6")],
+    nodeIPs: ["2001:db8::1:1", "2001:db8::1:2"],
+    nodePortAddresses: [],
+    ipvs: [
+      vs("SCTP", "2001:db8::1:1", 3001, [r("2001::1")]),
+      vs("SCTP", "2001:db8::1:2", 3001, [r("2001::1")]),
+      vs("SCTP", "2020::1", 80, [r("2001::1")]),
+    ],
+    ipsets: { "KUBE-6-NODE-PORT-SCTP-HASH": ["2001:db8::1:1,sctp:3001", "2001:db8::1:2,sctp:3001"] },
+  },
+];
+
+describe("ipvs: upstream v1.37's TestNodePortIPv6", () => {
+  for (const c of CASES_V6) test(c.name, () => runCase(c, "IPv6"));
 });
