@@ -5,7 +5,8 @@
 // by the node like the other, so it is reachable). With the hints the EndpointSlice controller
 // writes for PreferSameNode (each endpoint forNodes its own node and forZones its own zone), every
 // connection from a pod on this node lands on the local endpoint; the hints removed through the
-// API, connections spread over both; the hints back, they stay local again.
+// API, connections spread over both; the hints back, they stay local again; a node hint on the
+// local endpoint only (a slice the controller has not finished) is no topology: they spread.
 //
 // Run as root (iproute2, iptables installed):
 // `node_modules/.bin/bun test --timeout 60000 test/e2e/topology-same-node.test.ts`.
