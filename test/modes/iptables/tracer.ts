@@ -1,0 +1,221 @@
+// A packet-flow tracer for tests: walks the first packet of a NEW connection through the nat
+// and filter tables of an iptables-save text (tracer-rules.ts) the way the kernel's hooks
+// would, and reports what kube-proxy's rules do with it, in the terms of upstream's
+// iptables proxier tests: the DNAT targets reachable (every branch of a -m statistic rule is
+// followed), or "DROP" / "REJECT" / "ACCEPT" from a filter rule, or "" when the rules leave
+// the packet alone; and whether it is masqueraded.
+//
+// The model: a packet whose source is a local address (loopback, or one of the node IPs) is
+// locally originated and takes nat OUTPUT, filter OUTPUT, nat POSTROUTING and, when its
+// (possibly translated) destination is local, filter INPUT; any other packet takes nat
+// PREROUTING and then filter INPUT (local destination) or filter FORWARD and nat
+// POSTROUTING. Conntrack state is NEW (plus DNAT once translated); -m recent --rcheck (session
+// affinity) never matches, as on a first connection; MARK, KUBE-MARK-MASQ and the mark
+// matches are evaluated on a packet mark. "Masqueraded" is what nat POSTROUTING does with the
+// packet as it leaves the tables (for a dropped or locally delivered packet: would do).
+
+import { cidrContains, isLoopback } from "../../../src/util/net/address.ts";
+import { joinHostPort, splitHostPort } from "../../../src/util/net/host-port.ts";
+import { type Match, parseRuleTables, type Rule, type RuleTables } from "./tracer-rules.ts";
+
+export interface FlowPacket {
+  readonly source: string;
+  readonly protocol?: string;
+  readonly destination: string;
+  readonly port: number;
+}
+
+export interface FlowResult {
+  readonly output: string;
+  readonly masq: boolean;
+  /** Every rule that matched, for failure messages. */
+  readonly matched: readonly string[];
+}
+
+interface Packet {
+  readonly src: string;
+  readonly proto: string;
+  readonly dst: string;
+  readonly dport: number;
+  readonly mark: number;
+  readonly dnat?: string;
+  readonly masqueraded: boolean;
+}
+
+type Verdict = "ACCEPT" | "DROP" | "REJECT";
+
+/** One way a chain can end for a packet: a terminal verdict, a DNAT, or back to the caller. */
+interface Branch {
+  readonly pkt: Packet;
+  readonly end: Verdict | "DNAT" | "MASQUERADE" | "continue";
+}
+
+const MAX_DEPTH = 32;
+
+export class IptablesTracer {
+  private readonly tables: RuleTables;
+  private readonly localIPs: ReadonlySet<string>;
+  private matched: string[] = [];
+
+  /** `rules`: iptables-save text holding the nat and filter tables; `localIPs`: the node's own IPs. */
+  constructor(rules: string, localIPs: readonly string[]) {
+    this.tables = parseRuleTables(rules);
+    for (const t of ["nat", "filter"]) if (!this.tables.has(t)) throw new Error(`no ${t} table in the rules`);
+    this.localIPs = new Set(localIPs);
+  }
+
+  private isLocal(ip: string): boolean {
+    return this.localIPs.has(ip) || isLoopback(ip);
+  }
+
+  trace(p: FlowPacket): FlowResult {
+    this.matched = [];
+    const start: Packet = {
+      src: p.source,
+      proto: (p.protocol ?? "tcp").toLowerCase(),
+      dst: p.destination,
+      dport: p.port,
+      mark: 0,
+      masqueraded: false,
+    };
+    const outputs: string[] = [];
+    let masq = false;
+    const localOrigin = this.isLocal(start.src);
+    for (const b of this.hook("nat", localOrigin ? "OUTPUT" : "PREROUTING", start)) {
+      const pkt = b.pkt;
+      const filterHooks = localOrigin ? ["OUTPUT"] : [this.isLocal(pkt.dst) ? "INPUT" : "FORWARD"];
+      if (localOrigin && this.isLocal(pkt.dst)) filterHooks.push("INPUT");
+      let verdict: Verdict | undefined;
+      let cur = pkt;
+      for (const h of filterHooks) {
+        const ends = this.hook("filter", h, cur);
+        if (ends.length !== 1) throw new Error(`filter ${h} branched (a -m statistic rule in filter?)`);
+        const e = ends[0]!;
+        cur = e.pkt;
+        if (e.end === "DROP" || e.end === "REJECT") {
+          verdict = e.end;
+          break;
+        }
+        // An explicit ACCEPT of a packet nat left alone (e.g. a health-check NodePort).
+        if (e.end === "ACCEPT" && !cur.dnat) verdict = "ACCEPT";
+      }
+      // What nat POSTROUTING does (or would do) with the packet as it leaves.
+      for (const post of this.hook("nat", "POSTROUTING", cur)) masq ||= post.pkt.masqueraded;
+      const out = verdict === "DROP" || verdict === "REJECT" ? verdict : (cur.dnat ?? verdict ?? "");
+      if (out !== "" && !outputs.includes(out)) outputs.push(out);
+    }
+    return { output: outputs.join(", "), masq, matched: this.matched };
+  }
+
+  /** A built-in chain's rules; "continue" means its policy (ACCEPT) applies. */
+  private hook(table: string, chain: string, pkt: Packet): Branch[] {
+    if (!this.tables.get(table)!.has(chain)) return [{ pkt, end: "continue" }];
+    return this.run(table, chain, pkt, 0);
+  }
+
+  private run(table: string, chain: string, pkt: Packet, depth: number): Branch[] {
+    if (depth > MAX_DEPTH) throw new Error(`jump depth over ${MAX_DEPTH} at ${table}/${chain}`);
+    const rules = this.tables.get(table)!.get(chain);
+    if (!rules) throw new Error(`jump to a chain that does not exist: ${table}/${chain}`);
+    return this.from(table, rules, 0, pkt, depth);
+  }
+
+  /** Runs rules[i..] for pkt; every branch ends in a verdict or falls off the end ("continue"). */
+  private from(table: string, rules: readonly Rule[], i: number, pkt: Packet, depth: number): Branch[] {
+    for (; i < rules.length; i++) {
+      const rule = rules[i]!;
+      if (!rule.matches.every((m) => this.matches(m, pkt))) continue;
+      this.matched.push(rule.raw);
+      const t = rule.target;
+      if (t.kind === "none") continue;
+      if (t.kind === "MARK") {
+        if (rule.matches.some((m) => m.kind === "statistic"))
+          throw new Error(`-m statistic on a MARK rule: ${rule.raw}`);
+        pkt = { ...pkt, mark: t.op === "or" ? (pkt.mark | t.value) >>> 0 : (pkt.mark ^ t.value) >>> 0 };
+        continue;
+      }
+      const next = i + 1;
+      const taken = this.take(table, rule, pkt, depth, (p) => this.from(table, rules, next, p, depth));
+      // A random-probability rule both may and may not match: the "not taken" path follows.
+      if (rule.matches.some((m) => m.kind === "statistic"))
+        taken.push(...this.from(table, rules, i + 1, pkt, depth));
+      return taken;
+    }
+    return [{ pkt, end: "continue" }];
+  }
+
+  /** The branches of a matched rule's (non-MARK) target; `rest` runs the rules after it. */
+  private take(
+    table: string,
+    rule: Rule,
+    pkt: Packet,
+    depth: number,
+    rest: (p: Packet) => Branch[],
+  ): Branch[] {
+    const t = rule.target;
+    switch (t.kind) {
+      case "RETURN":
+        return [{ pkt, end: "continue" }];
+      case "ACCEPT":
+      case "DROP":
+      case "REJECT":
+        if (table !== "filter") throw new Error(`${t.kind} outside the filter table: ${rule.raw}`);
+        return [{ pkt, end: t.kind }];
+      case "DNAT": {
+        if (table !== "nat") throw new Error(`DNAT outside the nat table: ${rule.raw}`);
+        const hp = splitHostPort(t.to);
+        if (!hp.ok) throw new Error(`bad --to-destination (${hp.error}): ${rule.raw}`);
+        const to = joinHostPort(hp.host, hp.port);
+        return [{ pkt: { ...pkt, dst: hp.host, dport: Number(hp.port), dnat: to }, end: "DNAT" }];
+      }
+      case "MASQUERADE":
+        if (table !== "nat") throw new Error(`MASQUERADE outside the nat table: ${rule.raw}`);
+        return [{ pkt: { ...pkt, masqueraded: true }, end: "MASQUERADE" }];
+      case "jump": {
+        const out: Branch[] = [];
+        for (const b of this.run(table, t.chain, pkt, depth + 1)) {
+          // Back from the called chain: continue after the jump with the packet as it returned.
+          if (b.end === "continue") out.push(...rest(b.pkt));
+          else out.push(b);
+        }
+        return out;
+      }
+      default:
+        throw new Error(`unexpected target in rule: ${rule.raw}`);
+    }
+  }
+
+  private matches(m: Match, pkt: Packet): boolean {
+    switch (m.kind) {
+      case "src":
+      case "dst": {
+        const ip = m.kind === "src" ? pkt.src : pkt.dst;
+        const cidr = m.cidr.includes("/") ? m.cidr : `${m.cidr}/${m.cidr.includes(":") ? 128 : 32}`;
+        return cidrContains(cidr, ip) !== m.neg;
+      }
+      case "proto":
+        return (pkt.proto === m.proto) !== m.neg;
+      case "dport":
+        return (pkt.dport === m.port) !== m.neg;
+      case "addrtype": {
+        if (m.type !== "LOCAL") throw new Error(`unsupported addrtype ${m.type}`);
+        return this.isLocal(m.dir === "src" ? pkt.src : pkt.dst) !== m.neg;
+      }
+      case "ctstate": {
+        const states = pkt.dnat ? ["NEW", "DNAT"] : ["NEW"];
+        return m.states.some((s) => states.includes(s)) !== m.neg;
+      }
+      case "mark":
+        return ((pkt.mark & m.mask) >>> 0 === m.value) !== m.neg;
+      case "statistic":
+        return true;
+      case "recent":
+        return !m.check;
+    }
+  }
+}
+
+/** Traces one packet through `rules` (iptables-save text) on a node with `localIPs`. */
+export function tracePacket(rules: string, localIPs: readonly string[], p: FlowPacket): FlowResult {
+  return new IptablesTracer(rules, localIPs).trace(p);
+}
