@@ -48,19 +48,21 @@ const POKE: ServiceSpec = {
   ports: [{ name: "http", port: 80, targetPort: 8080 }],
 };
 
-const flow = (dst: string, dport: number, replySrc: string, sport: number): UdpFlow => ({
+const flow = (dst: string, dport: number, replySrc: string, sport: number, replySport = 5353): UdpFlow => ({
   src: CLIENT_POD,
   sport,
   dst,
   dport,
   replySrc,
-  replySport: 5353,
+  replySport,
 });
 
 /** To the ClusterIP, answered by an endpoint that is gone: stale. */
 const STALE_CLUSTER_IP = flow(DNS.clusterIP, 53, GONE, 40001);
 /** To the NodePort on the node's address, answered by the gone endpoint: stale. */
 const STALE_NODEPORT = flow(ADDR.node, 30053, GONE, 40002);
+/** To the ClusterIP, answered by the serving endpoint's address but another port (an old targetPort): stale. */
+const STALE_PORT = flow(DNS.clusterIP, 53, SERVING, 40005, 5300);
 /** To the ClusterIP, answered by the serving endpoint: kept. */
 const LIVE = flow(DNS.clusterIP, 53, SERVING, 40003);
 /** To an address of the service range that no Service holds: not the reconciler's business. */
@@ -77,39 +79,45 @@ describe("conntrack reconciler: a stale UDP flow left by a missed event goes at 
     await tearDownApiRun(h);
   }, E2E_TEST_TIMEOUT_MS);
 
-  e2eTest(h, "stale ClusterIP and NodePort flows are deleted; live and unrelated flows stay", async () => {
-    for (const f of [STALE_CLUSTER_IP, STALE_NODEPORT, LIVE, UNRELATED]) await insertUdpFlow(h, f);
-    const planted = await listUdpFlows(h);
-    for (const f of [STALE_CLUSTER_IP, STALE_NODEPORT, LIVE, UNRELATED]) {
+  e2eTest(
+    h,
+    "stale ClusterIP, NodePort and old-port flows are deleted; live and unrelated flows stay",
+    async () => {
+      for (const f of [STALE_CLUSTER_IP, STALE_NODEPORT, STALE_PORT, LIVE, UNRELATED])
+        await insertUdpFlow(h, f);
+      const planted = await listUdpFlows(h);
+      for (const f of [STALE_CLUSTER_IP, STALE_NODEPORT, STALE_PORT, LIVE, UNRELATED]) {
+        expect(
+          planted.some((l) => isFlow(l, f)),
+          `planted ${JSON.stringify(f)}\n${planted.join("\n")}`,
+        ).toBe(true);
+      }
+
+      // Any sync runs the reconciler; a new Service delivered by the watch causes one.
+      const poke = serviceObjects(POKE, NODE_NAME);
+      h.api!.server.create("Service", poke.service);
+
+      const limitMs = scaled(20_000);
+      const deadline = Date.now() + limitMs;
+      let flows = planted;
+      const staleLeft = () =>
+        flows.some((l) => [STALE_CLUSTER_IP, STALE_NODEPORT, STALE_PORT].some((f) => isFlow(l, f)));
+      for (let i = 0; i < 200 && staleLeft() && Date.now() < deadline; i++) {
+        await new Promise((r) => setTimeout(r, 200));
+        flows = await listUdpFlows(h);
+      }
+      const listing = `conntrack -L (node):\n${flows.join("\n")}`;
+      expect(staleLeft(), `stale flows still there after ${limitMs} ms\n${listing}`).toBe(false);
       expect(
-        planted.some((l) => isFlow(l, f)),
-        `planted ${JSON.stringify(f)}\n${planted.join("\n")}`,
+        flows.some((l) => isFlow(l, LIVE)),
+        `the flow to the serving endpoint went\n${listing}`,
       ).toBe(true);
-    }
-
-    // Any sync runs the reconciler; a new Service delivered by the watch causes one.
-    const poke = serviceObjects(POKE, NODE_NAME);
-    h.api!.server.create("Service", poke.service);
-
-    const limitMs = scaled(20_000);
-    const deadline = Date.now() + limitMs;
-    let flows = planted;
-    const staleLeft = () => flows.some((l) => isFlow(l, STALE_CLUSTER_IP) || isFlow(l, STALE_NODEPORT));
-    for (let i = 0; i < 200 && staleLeft() && Date.now() < deadline; i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      flows = await listUdpFlows(h);
-    }
-    const listing = `conntrack -L (node):\n${flows.join("\n")}`;
-    expect(staleLeft(), `stale flows still there after ${limitMs} ms\n${listing}`).toBe(false);
-    expect(
-      flows.some((l) => isFlow(l, LIVE)),
-      `the flow to the serving endpoint went\n${listing}`,
-    ).toBe(true);
-    expect(
-      flows.some((l) => isFlow(l, UNRELATED)),
-      `the flow to no Service went\n${listing}`,
-    ).toBe(true);
-  });
+      expect(
+        flows.some((l) => isFlow(l, UNRELATED)),
+        `the flow to no Service went\n${listing}`,
+      ).toBe(true);
+    },
+  );
 
   e2eTest(h, "/metrics counts the deletions for IPv4 and times the reconciler", async () => {
     const s = await scrapeNode(h);
@@ -119,7 +127,7 @@ describe("conntrack reconciler: a stale UDP flow left by a missed event goes at 
     expect(
       deleted,
       "kubeproxy_conntrack_reconciler_deleted_entries_total{ip_family=IPv4}",
-    ).toBeGreaterThanOrEqual(2);
+    ).toBeGreaterThanOrEqual(3);
     const passes = metricValue(s, "kubeproxy_conntrack_reconciler_sync_duration_seconds_count", {
       ip_family: "IPv4",
     });
