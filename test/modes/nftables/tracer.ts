@@ -88,9 +88,11 @@ export function tracePacket(table: FakeNftTable, packet: Packet, opts: TraceOpti
   return new Tracer(table, packet, opts).run();
 }
 
+/** Rules parsed once per family and text (traces re-read the same tables many times). */
+const PARSED = { ip: new Map<string, Term[]>(), ip6: new Map<string, Term[]>() };
+
 class Tracer {
   private readonly local: Set<string>;
-  private readonly parsed = new Map<string, Term[]>();
 
   constructor(
     private readonly table: FakeNftTable,
@@ -198,10 +200,11 @@ class Tracer {
   }
 
   private termsOf(rule: string): Term[] {
-    let terms = this.parsed.get(rule);
+    const parsed = PARSED[this.opts.family];
+    let terms = parsed.get(rule);
     if (!terms) {
       terms = parseRule(rule, this.opts.family);
-      this.parsed.set(rule, terms);
+      parsed.set(rule, terms);
     }
     return terms;
   }
@@ -429,8 +432,14 @@ function numgenBranches(
   return { hit, miss };
 }
 
+const CANONICAL = new Map<string, string | undefined>();
+
 function canonicalIP(text: string, what: string): string {
-  const ip = parseIPLenient(text)?.ip;
+  let ip = CANONICAL.get(text);
+  if (ip === undefined && !CANONICAL.has(text)) {
+    ip = parseIPLenient(text)?.ip;
+    CANONICAL.set(text, ip);
+  }
   if (ip === undefined) throw new Error(`packet tracer: ${what} is not an IP: ${text}`);
   return ip;
 }
