@@ -98,6 +98,19 @@ describe("packet tracer", () => {
     );
     expect(tracePacket(t, pkt("203.0.113.2", "172.30.0.1"), opts).output).toBe("10.0.0.1:80");
     expect(tracePacket(t, pkt("203.0.113.2", "172.30.0.1", 81), opts).output).toBe("10.0.0.7:80");
+    const nodePorts = table(
+      {
+        pre: {
+          base: NAT_PRE,
+          rules: ["fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @np"],
+        },
+        s1: { rules: ["meta l4proto tcp dnat to 10.0.0.1:80"] },
+      },
+      { maps: { np: { "tcp . 3001": "goto s1" } } },
+    );
+    expect(tracePacket(nodePorts, pkt("203.0.113.2", NODE, 3001), opts).output).toBe("10.0.0.1:80");
+    expect(tracePacket(nodePorts, pkt("203.0.113.2", "127.0.0.1", 3001), opts).output).toBe("");
+    expect(tracePacket(nodePorts, pkt("203.0.113.2", "192.168.7.7", 3001), opts).output).toBe("");
   });
 
   test("a local source takes output, others prerouting; after DNAT, input or forward by the destination", () => {
@@ -161,6 +174,8 @@ describe("packet tracer", () => {
     expect(() => run(["accept drop"])).toThrow(UnsupportedRuleError);
     expect(() => run(["jump nowhere"])).toThrow("missing chain");
     expect(() => run(["ip daddr @nowhere accept"])).toThrow(UnsupportedRuleError);
+    const unreached = table({ c: { base: NAT_PRE }, other: { rules: ['oifname "eth0" accept'] } });
+    expect(() => tracePacket(unreached, pkt("203.0.113.2", "10.1.1.1"), opts)).toThrow(UnsupportedRuleError);
   });
 
   test("comments, counters, affinity updates and ct state new do not change the outcome", () => {

@@ -9,7 +9,7 @@
 // other through prerouting, then input when its destination (after DNAT) is local, else forward
 // and postrouting. At each hook the table's base chains run in priority order. Where a rule picks
 // at random (numgen), every branch is followed, so every endpoint shows up, as in upstream's
-// tracer. Rule syntax the tracer does not know throws (trace-rule.ts).
+// tracer. Rule syntax the tracer does not know throws (trace-rule.ts), wherever it is in the table.
 
 import type { FakeNftTable } from "../../../src/host/nft/testing/fake.ts";
 import { cidrContains, isLoopbackLenient, parseIPLenient } from "../../../src/util/net/address.ts";
@@ -100,6 +100,11 @@ class Tracer {
     private readonly opts: TraceOptions,
   ) {
     this.local = new Set(opts.localIPs.map((ip) => canonicalIP(ip, "a local IP of the test")));
+    // Every rule and verdict is read up front: one the tracer does not know throws even when
+    // this packet would not reach it.
+    for (const chain of table.chains.values()) for (const rule of chain.rules) this.termsOf(rule);
+    for (const map of table.maps.values())
+      if (map.type.endsWith(": verdict")) for (const v of map.elements.values()) parseVerdict(v);
   }
 
   run(): TraceResult {
