@@ -61,7 +61,12 @@ export function desiredUDPState(
   return { frontends, nodePorts, deletedIPs };
 }
 
-/** The filters that delete every stale flow of `flows`, without duplicates. */
+/**
+ * The filters that delete every stale flow of `flows`, without duplicates: each names the
+ * frontend (or, for a NodePort, only the port) and the reply's source, so that no flow to
+ * anything but a Service frontend is touched (a pod's direct flows stay), as upstream's do. Each
+ * filter costs the conntrack tool one walk of the table.
+ */
 export function staleFlowFilters(
   flows: readonly ConntrackFlowEntry[],
   desired: UDPDesiredState,
@@ -70,33 +75,19 @@ export function staleFlowFilters(
   const out = new Map<string, FlowFilter>();
   for (const f of flows) {
     const reply = key(f.replySrc, f.replySport);
+    const base = { family, protocol: "UDP" as const, replySrc: f.replySrc, replySport: f.replySport };
     const frontend = desired.frontends.get(key(f.origDst, f.origDport));
     const gone = frontend === undefined && desired.deletedIPs.has(f.origDst);
     if (gone || (frontend && !frontend.has(reply))) {
       const k = `${f.origDst}|${f.origDport}|${reply}`;
-      if (!out.has(k))
-        out.set(k, {
-          family,
-          protocol: "UDP",
-          origDst: f.origDst,
-          origDport: f.origDport,
-          replySrc: f.replySrc,
-          replySport: f.replySport,
-        });
+      if (!out.has(k)) out.set(k, { ...base, origDst: f.origDst, origDport: f.origDport });
       continue;
     }
     // A NodePort flow may be addressed to any local address: only the port is matched.
-    const nodePort = desired.nodePorts.get(f.origDport);
+    const nodePort = frontend === undefined ? desired.nodePorts.get(f.origDport) : undefined;
     if (nodePort && !nodePort.has(reply)) {
       const k = `*|${f.origDport}|${reply}`;
-      if (!out.has(k))
-        out.set(k, {
-          family,
-          protocol: "UDP",
-          origDport: f.origDport,
-          replySrc: f.replySrc,
-          replySport: f.replySport,
-        });
+      if (!out.has(k)) out.set(k, { ...base, origDport: f.origDport });
     }
   }
   return [...out.values()];
@@ -109,14 +100,21 @@ export interface ReconcileInput {
   readonly deletedClusterIPs?: Iterable<string>;
 }
 
+export interface ReconcileDeps {
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly clock: Clock;
+}
+
 /** One reconcile pass; resolves to the number of flows deleted (-1 when the listing failed). */
 export async function reconcileConntrack(
   ct: ConntrackCleaner,
   input: ReconcileInput,
-  deps: { readonly metrics: Metrics; readonly log: Logger; readonly clock: Clock },
+  deps: ReconcileDeps,
 ): Promise<number> {
   const { log, metrics, clock } = deps;
   const start = clock.now();
+  // Synchronous: a consistent view of the maps, whatever a later sync changes meanwhile.
   const desired = desiredUDPState(input.services, input.endpoints, input.family, input.deletedClusterIPs);
   // Nothing to protect and nothing to clean: no listing at all.
   if (desired.frontends.size === 0 && desired.nodePorts.size === 0 && desired.deletedIPs.size === 0) return 0;
@@ -128,16 +126,15 @@ export async function reconcileConntrack(
     log.error("Failed to list conntrack entries", { ipFamily: input.family, err: errText(err) });
     return -1;
   }
+  const filters = staleFlowFilters(flows, desired, input.family);
+  for (const filter of filters) log.v(6).info("Adding conntrack filter for cleanup", { ...filter });
   let deleted = 0;
   let failed = false;
-  for (const filter of staleFlowFilters(flows, desired, input.family)) {
-    log.v(6).info("Adding conntrack filter for cleanup", { ...filter });
-    try {
-      deleted += await ct.deleteFlows(filter);
-    } catch (err) {
-      failed = true;
-      log.error("Failed to clear all conntrack entries", { ipFamily: input.family, err: errText(err) });
-    }
+  try {
+    if (filters.length > 0) deleted = await ct.deleteFlows(filters);
+  } catch (err) {
+    failed = true;
+    log.error("Failed to clear all conntrack entries", { ipFamily: input.family, err: errText(err) });
   }
   const took = Math.max(0, clock.now() - start) / 1000;
   metrics.conntrackReconcilerSyncDuration.observe({ ip_family: input.family }, took);
@@ -149,4 +146,57 @@ export async function reconcileConntrack(
       took: `${took}s`,
     });
   return deleted;
+}
+
+/** Every client's reconcilers, so tests can wait for the passes a sync started. */
+const running = new WeakMap<ConntrackCleaner, Set<ConntrackReconciler>>();
+
+/**
+ * Runs reconcile passes for one family after the syncs that ask for them, off the sync's path:
+ * listing a big conntrack table takes the tool far longer than the 100 ms a sync may spend on it,
+ * and rules must not wait for flow cleanup. One pass at a time; requests during a pass coalesce
+ * into one more pass with the newest state.
+ */
+export class ConntrackReconciler {
+  private current: Promise<void> | undefined;
+  private pending: ReconcileInput | undefined;
+
+  constructor(
+    private readonly ct: ConntrackCleaner,
+    private readonly deps: ReconcileDeps,
+  ) {
+    let set = running.get(ct);
+    if (!set) running.set(ct, (set = new Set()));
+    set.add(this);
+  }
+
+  request(input: ReconcileInput): void {
+    this.pending = input;
+    if (!this.current) this.current = this.drain();
+  }
+
+  /** Resolves once no pass is running or pending. */
+  async settled(): Promise<void> {
+    while (this.current) await this.current;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.pending) {
+        const input = this.pending;
+        this.pending = undefined;
+        await reconcileConntrack(this.ct, input, this.deps);
+      }
+    } catch (err) {
+      // reconcileConntrack logs its own failures; anything else must not kill the process.
+      this.deps.log.error("Conntrack reconcile pass failed", { err: errText(err) });
+    } finally {
+      this.current = undefined;
+    }
+  }
+}
+
+/** Resolves once every reconciler over `ct` is idle (tests: the passes their syncs started). */
+export async function conntrackSettled(ct: ConntrackCleaner): Promise<void> {
+  for (const r of running.get(ct) ?? []) await r.settled();
 }

@@ -9,11 +9,14 @@ import type { NodeInfo } from "../k8s/node-info.ts";
 import type { Logger } from "../log/logger.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import type { IPFamily } from "../util/net/family.ts";
-import { type ConntrackCleaner, reconcileConntrack } from "./conntrack-cleanup.ts";
+import { type ConntrackCleaner, ConntrackReconciler } from "./conntrack-cleanup.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "./local-detect.ts";
 import { familyMetrics, type Metrics } from "./metrics/metrics.ts";
 import { FULL_SYNC_PERIOD_MS, type SyncInput } from "./proxier.ts";
 import { reportServiceHealth, type ServiceHealthSink } from "./service-health-sink.ts";
+
+/** How often a conntrack reconcile pass runs when no change asked for one (upstream's syncPeriod). */
+export const RECONCILE_PERIOD_MS = 30_000;
 
 export interface SyncBookkeepingDeps {
   readonly family: IPFamily;
@@ -49,6 +52,8 @@ export class SyncBookkeeping {
   private localDetector: LocalTrafficDetector;
 
   private readonly deps: SyncBookkeepingDeps;
+  private reconciler: ConntrackReconciler | undefined;
+  private lastReconcile = Number.NEGATIVE_INFINITY;
 
   constructor(deps: SyncBookkeepingDeps) {
     // Idempotent when the mode already handed its proxier a family view.
@@ -108,12 +113,13 @@ export class SyncBookkeeping {
 
   /**
    * After a successful sync: latency of the changes it programmed, the gauges, service health,
-   * then stale conntrack entries (`host` times the host-tool part, when the proxier counts it).
+   * then a conntrack reconcile pass, started in the background. (`_host` timed that pass's host
+   * tools when it ran inline; callers still pass it.)
    */
   async afterSuccess(
     input: SyncInput,
     noLocal: NoLocalEndpoints,
-    host: <T>(op: () => Promise<T>) => Promise<T> = (op) => op(),
+    _host: <T>(op: () => Promise<T>) => Promise<T> = (op) => op(),
   ): Promise<void> {
     const { metrics: m, log } = this.deps;
     const wallNow = (this.deps.wallClock ?? Date.now)();
@@ -129,17 +135,32 @@ export class SyncBookkeeping {
     m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
     await reportServiceHealth(this.deps.healthCheck, input, log);
     const conntrack = this.deps.conntrack;
-    if (conntrack) {
-      const family = this.deps.family;
-      const deps = { metrics: m, log, clock: this.deps.clock ?? realClock };
-      const what = {
-        family,
+    if (conntrack && this.reconcileDue(input)) {
+      this.lastReconcile = (this.deps.clock ?? realClock).now();
+      this.reconciler ??= new ConntrackReconciler(conntrack, {
+        metrics: m,
+        log,
+        clock: this.deps.clock ?? realClock,
+      });
+      // Started, not awaited: the flows of a big table are listed after the sync returns.
+      this.reconciler.request({
+        family: this.deps.family,
         services: input.services,
         endpoints: input.endpoints,
-        deletedClusterIPs: input.serviceUpdate.deletedUDPClusterIPs,
-      };
-      await host(() => reconcileConntrack(conntrack, what, deps));
+        deletedClusterIPs: [...input.serviceUpdate.deletedUDPClusterIPs],
+      });
     }
+  }
+
+  /**
+   * A reconcile pass lists the whole UDP table (about a second of the tool's time at 100,000
+   * flows), so it follows the syncs that changed a Service or its endpoints, and otherwise runs
+   * at most every RECONCILE_PERIOD_MS, which catches what a missed event left behind.
+   */
+  private reconcileDue(input: SyncInput): boolean {
+    if (input.serviceUpdate.updatedServices.size > 0 || input.endpointsUpdate.updatedServices.size > 0)
+      return true;
+    return (this.deps.clock ?? realClock).now() - this.lastReconcile >= RECONCILE_PERIOD_MS;
   }
 
   /** A sync's latency in the histograms (all syncs, and full or partial) and upstream's log line. */

@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { createConntrackClient } from "../../src/host/conntrack/client.ts";
 import { type ConntrackFlow, FakeConntrack, flow } from "../../src/host/conntrack/testing/fake.ts";
 import { memoryLogger } from "../../src/log/logger.ts";
-import { desiredUDPState, staleFlowFilters } from "../../src/proxy/conntrack-cleanup.ts";
+import { conntrackSettled, desiredUDPState, staleFlowFilters } from "../../src/proxy/conntrack-cleanup.ts";
+import { RECONCILE_PERIOD_MS } from "../../src/proxy/sync-bookkeeping.ts";
 import { endpointSlice, ep, NODE_IP, type SetupOptions, service, setup } from "../modes/iptables/harness.ts";
 
 const CLIENT = "192.0.2.200";
@@ -23,12 +24,20 @@ const udpSlice = (...ips: string[]) =>
     { ports: udp },
   );
 
-/** A proxier whose conntrack is the real client over a stateful fake flow table. */
+/**
+ * A proxier whose conntrack is the real client over a stateful fake flow table; `s.sync()` also
+ * waits for the reconcile pass the sync started in the background.
+ */
 function withConntrack(opts: SetupOptions = {}) {
   const table = new FakeConntrack();
   const conntrack = createConntrackClient({ exec: table.install() });
-  const s = setup({ ...opts, deps: { ...opts.deps, conntrack } });
-  return { s, table };
+  const inner = setup({ ...opts, deps: { ...opts.deps, conntrack } });
+  const sync = async () => {
+    const out = await inner.sync();
+    await conntrackSettled(conntrack);
+    return out;
+  };
+  return { s: { ...inner, sync }, table };
 }
 
 const toService = (dst: string, dport: number, dnatTo?: string): ConntrackFlow =>
@@ -51,7 +60,9 @@ describe("conntrack reconciler", () => {
       toService("198.51.100.99", 53),
     ];
     table.add(...cached());
-    // No endpoint yet (1.37: reconciled with an empty set): the Service's frontends are cleaned.
+    // No endpoint yet (1.37: reconciled with an empty set): the Service's frontends are cleaned
+    // by the periodic pass (no change asked for one).
+    s.clock.advance(RECONCILE_PERIOD_MS);
     await s.sync();
     expect(describeFlows(table.flows)).toEqual(["198.51.100.99:53"]);
     table.flows = [];
@@ -97,7 +108,7 @@ describe("conntrack reconciler", () => {
     expect(table.flows).toHaveLength(1);
   });
 
-  test("a failed delete is logged, the other filters still run, and the next sync tries again", async () => {
+  test("a failed delete is logged and the next sync's pass deletes what is still stale", async () => {
     const logger = memoryLogger();
     const table = new FakeConntrack();
     const real = createConntrackClient({ exec: table.install() });
@@ -105,25 +116,31 @@ describe("conntrack reconciler", () => {
     const conntrack = {
       listFlows: real.listFlows,
       deleteFlows: async (f: Parameters<typeof real.deleteFlows>[0]) => {
-        if (failOnce && f.origDst === "198.51.100.10") {
+        if (failOnce) {
           failOnce = false;
-          throw new Error("conntrack -D: exit code 2");
+          throw new Error("conntrack --load-file: exit code 2");
         }
         return real.deleteFlows(f);
       },
     };
     const s = setup({ logger, deps: { conntrack } });
+    const sync = async () => {
+      await s.sync();
+      await conntrackSettled(conntrack);
+    };
     s.cluster.apply(udpService(), udpSlice("192.0.2.53"));
-    await s.sync();
+    await sync();
     table.add(toService("198.51.100.10", 53, "192.0.2.99"), toService("203.0.113.53", 53, "192.0.2.99"));
-    await s.sync();
+    s.clock.advance(RECONCILE_PERIOD_MS);
+    await sync();
     expect(logger.lines.join("\n")).toContain("Failed to clear all conntrack entries");
-    expect(describeFlows(table.flows)).toEqual(["198.51.100.10:53 -> 192.0.2.99"]);
-    await s.sync();
+    expect(table.flows).toHaveLength(2);
+    s.clock.advance(RECONCILE_PERIOD_MS);
+    await sync();
     expect(table.flows).toEqual([]);
   });
 
-  test("a stale flow left by a missed event goes at the next sync, even one with no change", async () => {
+  test("a stale flow left by a missed event goes at the next change's sync, or within the period without one", async () => {
     const { s, table } = withConntrack();
     s.cluster.apply(udpService(), udpSlice("192.0.2.53"));
     await s.sync();
@@ -137,6 +154,11 @@ describe("conntrack reconciler", () => {
       ),
       toService("198.51.100.10", 53, "192.0.2.53"),
     );
+    // A sync with no change, before the period is up: no pass (listing a big table costs).
+    await s.sync();
+    expect(table.flows).toHaveLength(3);
+    // Once the period is up, the next sync's pass removes them.
+    s.clock.advance(RECONCILE_PERIOD_MS);
     await s.sync();
     expect(describeFlows(table.flows)).toEqual(["198.51.100.10:53 -> 192.0.2.53"]);
     const deleted = (await s.metrics.conntrackReconcilerDeletedEntries.get()).values;
@@ -166,7 +188,7 @@ describe("conntrack reconciler", () => {
     expect(table.flows).toEqual([tcp]);
   });
 
-  test("filters: one per frontend and reply; NodePort flows matched by port alone; no duplicates", () => {
+  test("filters: one per frontend and reply, NodePorts by port; no duplicates; never a flow to no frontend", () => {
     const services = new Map([
       [
         "ns1/dns:dns",
@@ -202,10 +224,10 @@ describe("conntrack reconciler", () => {
       desired,
       "IPv4",
     );
-    expect(filters.map((x) => `${x.origDst ?? "*"}:${x.origDport}>${x.replySrc}`)).toEqual([
-      "198.51.100.10:53>192.0.2.9",
-      "203.0.113.53:53>203.0.113.53",
-      "*:30053>192.0.2.9",
-    ]);
+    // Each names its frontend (a NodePort only by its port); the flow to 198.51.100.99, no
+    // frontend, stays whoever answers it.
+    expect(
+      filters.map((x) => `${x.origDst ?? "*"}:${x.origDport ?? "*"}>${x.replySrc}:${x.replySport}`),
+    ).toEqual(["198.51.100.10:53>192.0.2.9:53", "203.0.113.53:53>203.0.113.53:53", "*:30053>192.0.2.9:53"]);
   });
 });

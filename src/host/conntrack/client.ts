@@ -1,7 +1,13 @@
 // Typed client for the conntrack tool: the flow listing and the filtered deletes upstream's
 // conntrack reconciler does over netlink (pkg/proxy/conntrack), as conntrack-tools' command line.
-// Addresses and ports reach argv only after they parse as such.
+// Several deletes go as one `conntrack --load-file FILE` batch (conntrack cannot read a batch
+// from the socket our children get as stdin), through a private temporary file; where none can
+// be written, one `conntrack -D` each. Addresses and ports reach argv or the batch only after
+// they parse as such.
 
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { parseIPLenient } from "../../util/net/address.ts";
@@ -40,8 +46,7 @@ export const conntrackArgs = {
     "-p",
     lowerProtocol(f.protocol),
     ...(f.origDst !== undefined ? ["--orig-dst", checkIP(f.origDst, f.family)] : []),
-    "--orig-port-dst",
-    checkPort(f.origDport),
+    ...(f.origDport !== undefined ? ["--orig-port-dst", checkPort(f.origDport)] : []),
     "--reply-src",
     checkIP(f.replySrc, f.family),
     "--reply-port-src",
@@ -75,6 +80,34 @@ export function createConntrackClient(opts: ConntrackClientOptions): ConntrackCl
     return opts.exec.run({ cmd: "conntrack", args, timeoutMs });
   }
 
+  async function deleteOne(args: string[]): Promise<number> {
+    const res = await run(args);
+    const out = res.stderr + res.stdout;
+    if (res.code !== 0 && !out.includes(NO_CONNECTION_TO_DELETE)) {
+      throw new ConntrackError(args, res.code, res.stderr || res.stdout);
+    }
+    const n = /(\d+) flow entries have been deleted/.exec(out);
+    return n ? Number(n[1]) : 0;
+  }
+
+  /** The batch in a file only this process can read; undefined when none can be written. */
+  function writeBatch(
+    filters: readonly FlowFilter[],
+  ): { path: string; text: string; remove(): void } | undefined {
+    const text = filters.map((f) => `${conntrackArgs.delete(f).join(" ")}\n`).join("");
+    try {
+      const dir = mkdtempSync(join(tmpdir(), "kube-proxy-ts-conntrack-"));
+      const path = join(dir, "delete");
+      writeFileSync(path, text, { mode: 0o600 });
+      return { path, text, remove: () => rmSync(dir, { recursive: true, force: true }) };
+    } catch (err) {
+      log
+        .v(2)
+        .info("Cannot write a conntrack batch file; deleting one filter at a time", { err: String(err) });
+      return undefined;
+    }
+  }
+
   return {
     async listFlows(family, protocol) {
       const args = conntrackArgs.list(family, protocol);
@@ -82,16 +115,27 @@ export function createConntrackClient(opts: ConntrackClientOptions): ConntrackCl
       if (res.code !== 0) throw new ConntrackError(args, res.code, res.stderr || res.stdout);
       return parseFlows(res.stdout);
     },
-    async deleteFlows(filter) {
-      const args = conntrackArgs.delete(filter);
-      log.v(6).info("Deleting conntrack flows", { args });
-      const res = await run(args);
-      const out = res.stderr + res.stdout;
-      if (res.code !== 0 && !out.includes(NO_CONNECTION_TO_DELETE)) {
-        throw new ConntrackError(args, res.code, res.stderr || res.stdout);
+    async deleteFlows(filters) {
+      if (filters.length === 0) return 0;
+      log.v(6).info("Deleting conntrack flows", { filters: filters.length });
+      const batch = filters.length > 1 ? writeBatch(filters) : undefined;
+      if (!batch) {
+        let deleted = 0;
+        for (const f of filters) deleted += await deleteOne(conntrackArgs.delete(f));
+        return deleted;
       }
-      const n = /(\d+) flow entries have been deleted/.exec(out);
-      return n ? Number(n[1]) : 0;
+      try {
+        const args = ["--load-file", batch.path];
+        // The lines go as stdin too: conntrack reads the file, a dry run records them.
+        const res = await opts.exec.run({ cmd: "conntrack", args, stdin: batch.text, timeoutMs });
+        if (res.code !== 0 && !(res.stderr + res.stdout).includes(NO_CONNECTION_TO_DELETE)) {
+          throw new ConntrackError(args, res.code, res.stderr || res.stdout);
+        }
+        // A batch prints each flow it deleted, and no total.
+        return parseFlows(res.stdout).length;
+      } finally {
+        batch.remove();
+      }
     },
   };
 }

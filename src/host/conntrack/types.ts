@@ -14,13 +14,16 @@ export interface ConntrackFlowEntry {
   readonly replySport: number;
 }
 
-/** Flows of `protocol` in `family` with these reply source and, when given, original destination. */
+/**
+ * Flows of `protocol` in `family` answered from replySrc:replySport and, when given, sent to
+ * origDst (absent: any address, e.g. a NodePort on any local address) and origDport (absent:
+ * any port, for an endpoint no Service serves any more).
+ */
 export interface FlowFilter {
   readonly family: IPFamily;
   readonly protocol: Protocol;
-  /** Absent for a NodePort: any local address. */
   readonly origDst?: string;
-  readonly origDport: number;
+  readonly origDport?: number;
   readonly replySrc: string;
   readonly replySport: number;
 }
@@ -28,6 +31,9 @@ export interface FlowFilter {
 export interface ConntrackClient {
   /** Every flow of `protocol` in `family`'s table. */
   listFlows(family: IPFamily, protocol: Protocol): Promise<ConntrackFlowEntry[]>;
-  /** Deletes the flows `filter` names; resolves to the number deleted (0 when none matched). */
-  deleteFlows(filter: FlowFilter): Promise<number>;
+  /**
+   * Deletes the flows the filters name, all in one conntrack run (each filter still costs the
+   * tool one walk of the table); resolves to the number deleted.
+   */
+  deleteFlows(filters: readonly FlowFilter[]): Promise<number>;
 }

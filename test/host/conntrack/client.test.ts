@@ -139,9 +139,10 @@ describe("conntrack client against FakeConntrack", () => {
   test("deleteFlows: exactly the flows named; a filter matching nothing is 0, not an error", async () => {
     const { fake, client } = world();
     const f = { family: "IPv4" as const, protocol: "UDP" as const, replySrc: "203.0.113.5", replySport: 53 };
-    expect(await client.deleteFlows({ ...f, origDst: "198.51.100.10", origDport: 53 })).toBe(1);
-    expect(await client.deleteFlows({ ...f, origDport: 30053 })).toBe(1);
-    expect(await client.deleteFlows({ ...f, origDport: 30053 })).toBe(0);
+    expect(await client.deleteFlows([{ ...f, origDst: "198.51.100.10", origDport: 53 }])).toBe(1);
+    expect(await client.deleteFlows([{ ...f, origDport: 30053 }])).toBe(1);
+    expect(await client.deleteFlows([{ ...f, origDport: 30053 }])).toBe(0);
+    expect(await client.deleteFlows([])).toBe(0);
     expect(fake.flows.map((x) => `${x.protocol} ${x.reply.src}`)).toEqual([
       "udp 203.0.113.9",
       "tcp 203.0.113.5",
@@ -158,7 +159,7 @@ describe("conntrack client against FakeConntrack", () => {
       }),
     });
     const err = await denied
-      .deleteFlows({ family: "IPv4", protocol: "UDP", origDport: 53, replySrc: "192.0.2.5", replySport: 53 })
+      .deleteFlows([{ family: "IPv4", protocol: "UDP", origDport: 53, replySrc: "192.0.2.5", replySport: 53 }])
       .catch((e) => e);
     expect(err).toBeInstanceOf(ConntrackError);
     expect(err.exitCode).toBe(1);
@@ -223,10 +224,13 @@ async function steps(exec: Exec): Promise<unknown[]> {
   const f = { family: "IPv4" as const, protocol: "UDP" as const, replySrc: "203.0.113.5", replySport: 53 };
   return [
     await seen(),
-    await client.deleteFlows({ ...f, origDst: "198.51.100.10", origDport: 53 }),
+    await client.deleteFlows([{ ...f, origDst: "198.51.100.10", origDport: 53 }]),
     await seen(),
-    await client.deleteFlows({ ...f, origDport: 30053 }),
-    await client.deleteFlows({ ...f, origDport: 30053 }),
+    await client.deleteFlows([{ ...f, origDport: 30053 }, { ...f, origDport: 30053 }]),
+    await client.deleteFlows([{ ...f, origDport: 30053 }]),
+    await seen(),
+    // Endpoint-wide: every flow answered by 203.0.113.9:53, whatever it was sent to.
+    await client.deleteFlows([{ family: "IPv4", protocol: "UDP", replySrc: "203.0.113.9", replySport: 53 }]),
     await seen(),
   ];
 }
@@ -241,6 +245,8 @@ describe("FakeConntrack against the real conntrack in a netns", () => {
       await insert(new FakeExec(), fake);
       expect(await steps(fake.install())).toEqual(real);
       expect(real[5]).toEqual(["198.51.100.10:53>203.0.113.9:53"]);
+      expect(real[6]).toBe(1);
+      expect(real[7]).toEqual([]);
     } finally {
       await ns.remove();
     }

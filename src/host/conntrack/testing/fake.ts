@@ -96,7 +96,28 @@ export class FakeConntrack {
   }
 
   handle(req: ExecRequest): ExecResult {
-    const args = req.args;
+    if (req.args[0] === "--load-file" || req.args[0] === "-R") return this.batch(req);
+    return this.command(req.args);
+  }
+
+  /**
+   * `--load-file FILE`: each line is a command; deleted flows are printed, without totals. The
+   * fake reads the lines from stdin, where the client also puts them.
+   */
+  private batch(req: ExecRequest): ExecResult {
+    if (!req.args[1]) return this.usage(2, "--load-file needs a file");
+    const text = typeof req.stdin === "string" ? req.stdin : "";
+    let stdout = "";
+    for (const line of text.split("\n")) {
+      if (line.trim() === "") continue;
+      const r = this.command(line.trim().split(/\s+/));
+      if (r.code > 1) return { code: r.code, stdout, stderr: r.stderr };
+      stdout += r.stdout;
+    }
+    return { code: 0, stdout, stderr: "" };
+  }
+
+  private command(args: readonly string[]): ExecResult {
     let command: "-D" | "-L" | undefined;
     const filter: Filter = { v6: false };
     for (let i = 0; i < args.length; i++) {
