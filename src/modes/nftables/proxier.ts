@@ -58,6 +58,9 @@ export interface NftablesProxierDeps {
   readonly featureGates?: EffectiveFeatureGates;
 }
 
+/** A failed transaction is written to the log at verbosity 4 at most this often. */
+export const FAILED_TRANSACTION_DUMP_INTERVAL_MS = 24 * 60 * 60 * 1000;
+
 export class NftablesProxier implements Proxier {
   private readonly log: Logger;
   private readonly clock: Clock;
@@ -69,6 +72,7 @@ export class NftablesProxier implements Proxier {
    * failure, when only a listing tells what an earlier run or a failed delete left.
    */
   private recordTrusted = false;
+  private lastTransactionDump = Number.NEGATIVE_INFINITY;
   private readonly mark: string;
   private readonly nodePorts: NodePortAddresses;
 
@@ -179,8 +183,28 @@ export class NftablesProxier implements Proxier {
     } catch (err) {
       this.log.error("nftables sync failed", { ipFamily: this.deps.family, err: errText(err) });
       this.deps.metrics.nftablesSyncFailures.inc();
+      this.dumpFailedTransaction(tx);
       throw err;
     }
+  }
+
+  /**
+   * At verbosity 4, the whole failed transaction, at most once a day (upstream 1.33): enough to
+   * debug a rejected sync without writing tens of MB to the log at every retry.
+   */
+  private dumpFailedTransaction(tx: NftTransaction): void {
+    const v4 = this.log.v(4);
+    const now = this.clock.now();
+    if (!v4.enabled || now - this.lastTransactionDump < FAILED_TRANSACTION_DUMP_INTERVAL_MS) return;
+    this.lastTransactionDump = now;
+    let transaction: string;
+    try {
+      transaction = tx.render();
+    } catch {
+      // A full sync's input is made as nft reads it and not kept (tens of MB at 10,000 Services).
+      transaction = "(a full sync's input is not kept; nft's error above quotes the failing line)";
+    }
+    v4.info("Failed nftables transaction", { ipFamily: this.deps.family, transaction });
   }
 
   /** Chains flushed a second or more ago; a failure is logged and they are found again later. */

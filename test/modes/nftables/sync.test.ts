@@ -5,7 +5,9 @@
 // leftovers of an earlier run are found by listing the table at a full sync.
 
 import { describe, expect, test } from "bun:test";
+import { memoryLogger } from "../../../src/log/logger.ts";
 import { endpointNames, portChainNames } from "../../../src/modes/nftables/names.ts";
+import { FAILED_TRANSACTION_DUMP_INTERVAL_MS } from "../../../src/modes/nftables/proxier.ts";
 import { endpointSlice, ep, NODE, service } from "../../support/proxy-cluster.ts";
 import { chainIn, elementsIn, serviceChainsIn, setupNft } from "./harness.ts";
 
@@ -205,6 +207,40 @@ describe("nftables: failures and full syncs", () => {
     expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)).toEqual([
       "meta l4proto tcp dnat to 192.0.2.10:8080",
     ]);
+  });
+
+  test("at verbosity 4 a failed transaction is logged whole, at most once a day (1.33)", async () => {
+    const logger = memoryLogger({ verbosity: 4 });
+    const s = setupNft({ logger });
+    s.cluster.apply(
+      service("ns1", "a", clusterIP("198.51.100.1")),
+      endpointSlice("ns1", "a", [ep("192.0.2.10")]),
+    );
+    const fail = async () => {
+      s.nft.failNext = "/dev/stdin:3:1-10: Error: Could not process rule: Device or resource busy\nx\n^\n";
+      await expect(s.sync()).rejects.toThrow(/line 3/);
+    };
+    const dumps = () => logger.lines.filter((l) => l.includes("Failed nftables transaction"));
+    await s.sync();
+    // A partial sync's transaction is kept and written whole.
+    s.cluster.apply(endpointSlice("ns1", "a", [ep("192.0.2.11")]));
+    await fail();
+    expect(dumps()).toHaveLength(1);
+    expect(dumps()[0]).toContain("192.0.2.11");
+    await fail();
+    expect(dumps()).toHaveLength(1);
+    // A day later; the retry is a full sync, whose input is not kept: said so.
+    s.clock.advance(FAILED_TRANSACTION_DUMP_INTERVAL_MS);
+    await fail();
+    expect(dumps()).toHaveLength(2);
+    expect(dumps()[1]).toContain("not kept");
+    // At the default verbosity only the error line is written.
+    const quiet = memoryLogger();
+    const q = setupNft({ logger: quiet });
+    q.cluster.apply(service("ns1", "a", clusterIP("198.51.100.1")));
+    q.nft.failNext = "/dev/stdin:3:1-10: Error: Could not process rule: Device or resource busy\nx\n^\n";
+    await expect(q.sync()).rejects.toThrow();
+    expect(quiet.lines.some((l) => l.includes("Failed nftables transaction"))).toBe(false);
   });
 
   test("the table is listed at the first full sync and after a failure, not at a full resync after success", async () => {
