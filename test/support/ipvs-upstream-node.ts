@@ -159,23 +159,28 @@ export const UPSTREAM_IPVS_JUMPS: readonly (readonly [string, string, string, st
 
 /**
  * Loads the upstream node state into the topology's node namespace with the real tools (iptables
- * through the nft backend, as a current node's iptables is).
+ * through the nft backend, as a current node's iptables is). The jumps go in with the chains, as
+ * "-I <chain> 1" lines (what upstream's prepending EnsureRule leaves), in one restore.
  */
 export async function loadUpstreamIpvsNode(topo: Topology): Promise<void> {
   const t = { timeoutMs: 20_000 };
-  await topo.must("node", ["ip", "link", "add", "kube-ipvs0", "type", "dummy"], t);
-  for (const a of UPSTREAM_BOUND)
-    await topo.must("node", ["ip", "addr", "add", `${a}/32`, "dev", "kube-ipvs0"], t);
+  const dummy = [
+    "link add kube-ipvs0 type dummy",
+    ...UPSTREAM_BOUND.map((a) => `addr add ${a}/32 dev kube-ipvs0`),
+  ];
+  await topo.must("node", ["ip", "-batch", "-"], { ...t, stdin: `${dummy.join("\n")}\n` });
   await topo.must("node", ["ipset", "restore"], { ...t, stdin: UPSTREAM_IPSETS });
   await topo.must("node", ["ipvsadm", "-R"], { ...t, stdin: UPSTREAM_IPVSADM });
-  await topo.must("node", ["iptables-nft-restore", "--noflush"], { ...t, stdin: UPSTREAM_IPTABLES });
-  for (const [table, chain, comment, target] of UPSTREAM_IPVS_JUMPS) {
-    await topo.must(
-      "node",
-      ["iptables-nft", "-t", table, "-I", chain, "-m", "comment", "--comment", comment, "-j", target],
-      t,
+  const jumps = (table: string) =>
+    UPSTREAM_IPVS_JUMPS.filter(([tb]) => tb === table).map(
+      ([, chain, comment, target]) => `-I ${chain} 1 -m comment --comment "${comment}" -j ${target}`,
     );
-  }
+  const withJumps = UPSTREAM_IPTABLES.replace(
+    /^\*(nat|filter)\n((?:.*\n)*?)COMMIT$/gm,
+    (_, table: string, body: string) =>
+      [`*${table}`, `${body}${jumps(table).join("\n")}`, "COMMIT"].join("\n"),
+  );
+  await topo.must("node", ["iptables-nft-restore", "--noflush"], { ...t, stdin: withJumps });
 }
 
 /** Every KUBE- set's members in the node namespace (`ipset save`), each list sorted. */
