@@ -71,14 +71,16 @@ export function staleFlowFilters(
   flows: readonly ConntrackFlowEntry[],
   desired: UDPDesiredState,
   family: IPFamily,
-): FlowFilter[] {
+): { filters: FlowFilter[]; staleFlows: number } {
   const out = new Map<string, FlowFilter>();
+  let staleFlows = 0;
   for (const f of flows) {
     const reply = key(f.replySrc, f.replySport);
     const base = { family, protocol: "UDP" as const, replySrc: f.replySrc, replySport: f.replySport };
     const frontend = desired.frontends.get(key(f.origDst, f.origDport));
     const gone = frontend === undefined && desired.deletedIPs.has(f.origDst);
     if (gone || (frontend && !frontend.has(reply))) {
+      staleFlows++;
       const k = `${f.origDst}|${f.origDport}|${reply}`;
       if (!out.has(k)) out.set(k, { ...base, origDst: f.origDst, origDport: f.origDport });
       continue;
@@ -86,11 +88,12 @@ export function staleFlowFilters(
     // A NodePort flow may be addressed to any local address: only the port is matched.
     const nodePort = frontend === undefined ? desired.nodePorts.get(f.origDport) : undefined;
     if (nodePort && !nodePort.has(reply)) {
+      staleFlows++;
       const k = `*|${f.origDport}|${reply}`;
       if (!out.has(k)) out.set(k, { ...base, origDport: f.origDport });
     }
   }
-  return [...out.values()];
+  return { filters: [...out.values()], staleFlows };
 }
 
 export interface ReconcileInput {
@@ -106,27 +109,34 @@ export interface ReconcileDeps {
   readonly clock: Clock;
 }
 
-/** One reconcile pass; resolves to the number of flows deleted (-1 when the listing failed). */
+/** What one pass did: flows deleted, and stale flows it listed (-1 each when listing failed). */
+export interface ReconcileResult {
+  readonly deleted: number;
+  readonly stale: number;
+}
+
+/** One reconcile pass. */
 export async function reconcileConntrack(
   ct: ConntrackCleaner,
   input: ReconcileInput,
   deps: ReconcileDeps,
-): Promise<number> {
+): Promise<ReconcileResult> {
   const { log, metrics, clock } = deps;
   const start = clock.now();
   // Synchronous: a consistent view of the maps, whatever a later sync changes meanwhile.
   const desired = desiredUDPState(input.services, input.endpoints, input.family, input.deletedClusterIPs);
   // Nothing to protect and nothing to clean: no listing at all.
-  if (desired.frontends.size === 0 && desired.nodePorts.size === 0 && desired.deletedIPs.size === 0) return 0;
+  if (desired.frontends.size === 0 && desired.nodePorts.size === 0 && desired.deletedIPs.size === 0)
+    return { deleted: 0, stale: 0 };
   log.v(4).info("Started to reconcile conntrack entries", { ipFamily: input.family });
   let flows: ConntrackFlowEntry[];
   try {
     flows = await ct.listFlows(input.family, "UDP");
   } catch (err) {
     log.error("Failed to list conntrack entries", { ipFamily: input.family, err: errText(err) });
-    return -1;
+    return { deleted: -1, stale: -1 };
   }
-  const filters = staleFlowFilters(flows, desired, input.family);
+  const { filters, staleFlows } = staleFlowFilters(flows, desired, input.family);
   for (const filter of filters) log.v(6).info("Adding conntrack filter for cleanup", { ...filter });
   let deleted = 0;
   let failed = false;
@@ -145,8 +155,11 @@ export async function reconcileConntrack(
       entriesDeleted: deleted,
       took: `${took}s`,
     });
-  return deleted;
+  return { deleted, stale: failed ? -1 : staleFlows };
 }
+
+/** Passes run again at once, at most this many times, when one deleted fewer flows than it found. */
+const MAX_IMMEDIATE_RETRIES = 3;
 
 /** Every client's reconcilers, so tests can wait for the passes a sync started. */
 const running = new WeakMap<ConntrackCleaner, Set<ConntrackReconciler>>();
@@ -182,10 +195,16 @@ export class ConntrackReconciler {
 
   private async drain(): Promise<void> {
     try {
+      let retries = 0;
       while (this.pending) {
         const input = this.pending;
         this.pending = undefined;
-        await reconcileConntrack(this.ct, input, this.deps);
+        const r = await reconcileConntrack(this.ct, input, this.deps);
+        // The tool's walk can miss flows it deletes under (a big table changing while it is
+        // walked): go again at once, a few times, rather than wait for the next change.
+        const missed = r.stale > 0 && r.deleted < r.stale;
+        retries = missed && !this.pending ? retries + 1 : 0;
+        if (missed && !this.pending && retries <= MAX_IMMEDIATE_RETRIES) this.pending = input;
       }
     } catch (err) {
       // reconcileConntrack logs its own failures; anything else must not kill the process.
