@@ -5,6 +5,7 @@
 // counters present). The addresses are upstream's own: the expected dump is a fact about them.
 
 import type { EndpointSliceObject, ServiceObject } from "../../../src/k8s/objects.ts";
+import { UPSTREAM_NODE_ADDRESSES } from "../../support/upstream-test-node.ts";
 import { endpointSlice, ep, fakeNfacct, NODE, type Setup, service, setup } from "./harness.ts";
 
 /** Upstream leaves NodeName unset on most endpoints: not this node. */
@@ -91,15 +92,7 @@ export function upstreamOverallSetup(opts: { nfacct?: boolean } = {}): Setup {
       ...(opts.nfacct === false ? {} : { nfacct: fakeNfacct().client }),
       nodeIPs: { IPv4: "192.168.0.2", IPv6: "2001:db8::1" },
     },
-    localAddresses: [
-      "127.0.0.1/8",
-      "::1/128",
-      "192.168.0.2/24",
-      "192.168.1.2/24",
-      "192.168.99.11/24",
-      "2001:db8::1/64",
-      "2001:db8:1::2/64",
-    ],
+    localAddresses: [...UPSTREAM_NODE_ADDRESSES],
   });
   s.cluster.apply(...upstreamOverallObjects());
   return s;

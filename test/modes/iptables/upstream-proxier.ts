@@ -8,6 +8,7 @@
 
 import { detectLocalByCIDR, noOpLocalDetector } from "../../../src/proxy/local-detect.ts";
 import type { IPFamily } from "../../../src/util/net/family.ts";
+import { UPSTREAM_NODE_ADDRESSES } from "../../support/upstream-test-node.ts";
 import { fakeNfacct, type Setup, setup } from "./harness.ts";
 import { type FlowPacket, IptablesTracer } from "./tracer.ts";
 
@@ -46,15 +47,7 @@ export function upstreamProxier(opts: UpstreamProxierOptions = {}): Setup {
           ? noOpLocalDetector
           : detectLocalByCIDR(family === "IPv4" ? "10.0.0.0/8" : "fd00:10::/64"),
     },
-    localAddresses: [
-      "127.0.0.1/8",
-      "::1/128",
-      "192.168.0.2/24",
-      "192.168.1.2/24",
-      "192.168.99.11/24",
-      "2001:db8::1/64",
-      "2001:db8:1::2/64",
-    ],
+    localAddresses: [...UPSTREAM_NODE_ADDRESSES],
   });
 }
 

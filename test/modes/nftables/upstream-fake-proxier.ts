@@ -7,21 +7,18 @@
 import type { FakeNftTable } from "../../../src/host/nft/testing/fake.ts";
 import { noOpLocalDetector } from "../../../src/proxy/local-detect.ts";
 import type { IPFamily } from "../../../src/util/net/family.ts";
+import {
+  UPSTREAM_NODE_ADDRESSES,
+  UPSTREAM_NODE_IPV4,
+  UPSTREAM_NODE_IPV6,
+} from "../../support/upstream-test-node.ts";
 import { type NftSetup, setupNft } from "./harness.ts";
 
-export const NODE_IPV4 = "192.168.0.2";
-export const NODE_IPV6 = "2001:db8::1";
+export const NODE_IPV4 = UPSTREAM_NODE_IPV4;
+export const NODE_IPV6 = UPSTREAM_NODE_IPV6;
 
 /** Addresses of the fake node's interfaces (lo and eth0). */
-const INTERFACE_ADDRESSES = [
-  "127.0.0.1/8",
-  "::1/128",
-  "192.168.0.2/24",
-  "192.168.1.2/24",
-  "192.168.99.11/24",
-  "2001:db8::1/64",
-  "2001:db8:1::2/64",
-];
+const INTERFACE_ADDRESSES = [...UPSTREAM_NODE_ADDRESSES];
 
 /** The node IPs upstream's tracer treats as local (`fib ... type local`). */
 export const TRACER_NODE_IPS: readonly string[] = INTERFACE_ADDRESSES.map((a) => a.split("/")[0]!);

@@ -6,6 +6,7 @@
 import type { EndpointSliceObject, ServiceObject } from "../../../src/k8s/objects.ts";
 import type { IPFamily } from "../../../src/util/net/family.ts";
 import { endpointSlice, ep, NODE, service } from "../../support/proxy-cluster.ts";
+import { UPSTREAM_NODE_ADDRESSES } from "../../support/upstream-test-node.ts";
 import { type FakeNftHost, type NftSetup, setupNft } from "./harness.ts";
 
 /** Upstream's node "test-node" is ours (NODE): endpoints there are local. */
@@ -122,15 +123,7 @@ export function overallSetup(family: IPFamily, host?: FakeNftHost): NftSetup {
       nodeIPs: { IPv4: "192.168.0.2", IPv6: "2001:db8::1" },
       nodePortAddresses: ["192.168.0.2/32", "2001:db8::1/128"],
     },
-    localAddresses: [
-      "127.0.0.1/8",
-      "::1/128",
-      "192.168.0.2/24",
-      "192.168.1.2/24",
-      "192.168.99.11/24",
-      "2001:db8::1/64",
-      "2001:db8:1::2/64",
-    ],
+    localAddresses: [...UPSTREAM_NODE_ADDRESSES],
   });
   s.cluster.serviceCIDRs = ["172.30.0.0/16", "fd00:10:96::/112"];
   s.cluster.apply(...overallObjects(family === "IPv4" ? V4 : V6, family));
