@@ -14,6 +14,8 @@ describe("dist/kube-proxy-ts", () => {
     expect(r.stdout).toMatch(
       /^kube-proxy-ts v\d+\.\d+\.\d+ \(git commit [0-9a-f]{7,}(-dirty)?, built .*runtime bun \d/,
     );
+    // The upstream release whose behaviour is the reference: 1.37 (1.31 is end of life).
+    expect(r.stdout).toContain("compatible with kube-proxy v1.37)");
   });
 
   test("--help lists upstream flags and ours", () => {
