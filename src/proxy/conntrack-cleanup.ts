@@ -178,8 +178,8 @@ export class ConntrackReconciler {
     private readonly ct: ConntrackCleaner,
     private readonly deps: ReconcileDeps,
   ) {
-    let set = running.get(ct);
-    if (!set) running.set(ct, (set = new Set()));
+    const set = running.get(ct) ?? new Set<ConntrackReconciler>();
+    running.set(ct, set);
     set.add(this);
   }
 

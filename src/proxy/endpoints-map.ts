@@ -64,7 +64,7 @@ export class EndpointsMap implements EndpointsMapView {
         nodeName: tracker.nodeName,
         logger: tracker.logger,
       };
-      if (this.replace(key, mergeSlices(applied, ctx), result)) result.updatedServices.add(key);
+      if (this.replace(key, mergeSlices(applied, ctx))) result.updatedServices.add(key);
     }
     return result;
   }
@@ -83,11 +83,7 @@ export class EndpointsMap implements EndpointsMapView {
   }
 
   // Compares against what this map holds for the Service; returns whether anything differed.
-  private replace(
-    key: ServiceKey,
-    current: Map<string, PortEndpoints>,
-    result: EndpointsUpdateResult,
-  ): boolean {
+  private replace(key: ServiceKey, current: Map<string, PortEndpoints>): boolean {
     let changed = false;
     for (const id of this.idsByService.get(key) ?? []) {
       if (current.has(id)) continue;

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { EndpointSliceObject } from "../../src/k8s/objects.ts";
 import { EndpointsMap } from "../../src/proxy/endpoints-map.ts";
 import { EndpointsChangeTracker } from "../../src/proxy/endpoints-tracker.ts";
-import { ep, slice, udpPorts } from "./builders.ts";
+import { ep, slice } from "./builders.ts";
 
 const START = new Date("2024-05-01T10:00:00Z");
 
@@ -13,11 +13,6 @@ function setup(initial: EndpointSliceObject[]) {
   const first = map.update(tracker);
   return { tracker, map, first };
 }
-
-const udp = (name: string, eps: Parameters<typeof slice>[1]) =>
-  slice(name, eps, { service: "dns", ports: udpPorts });
-const notServing = { ready: false, serving: false, terminating: true };
-const terminatingServing = { ready: false, serving: true, terminating: true };
 
 describe("trigger times", () => {
   const at = (t: string) => ({ annotations: { "endpoints.kubernetes.io/last-change-trigger-time": t } });

@@ -63,7 +63,9 @@ describe("sysctl plan", () => {
     // 1.36: the scaled value is capped at 1,048,576; an explicit min above it still wins.
     expect(names({ ...base, cpus: 64 })["net/netfilter/nf_conntrack_max"]).toBe(1_048_576);
     expect(
-      names({ ...base, cpus: 64, conntrack: { ...base.conntrack, min: 2_000_000 } })["net/netfilter/nf_conntrack_max"],
+      names({ ...base, cpus: 64, conntrack: { ...base.conntrack, min: 2_000_000 } })[
+        "net/netfilter/nf_conntrack_max"
+      ],
     ).toBe(2_000_000);
     expect(names(base)["net/netfilter/nf_conntrack_tcp_timeout_established"]).toBe(86400);
     expect(names(base)["net/netfilter/nf_conntrack_tcp_timeout_close_wait"]).toBe(3600);

@@ -159,7 +159,9 @@ describe("conntrack client against FakeConntrack", () => {
       }),
     });
     const err = await denied
-      .deleteFlows([{ family: "IPv4", protocol: "UDP", origDport: 53, replySrc: "192.0.2.5", replySport: 53 }])
+      .deleteFlows([
+        { family: "IPv4", protocol: "UDP", origDport: 53, replySrc: "192.0.2.5", replySport: 53 },
+      ])
       .catch((e) => e);
     expect(err).toBeInstanceOf(ConntrackError);
     expect(err.exitCode).toBe(1);
@@ -226,7 +228,10 @@ async function steps(exec: Exec): Promise<unknown[]> {
     await seen(),
     await client.deleteFlows([{ ...f, origDst: "198.51.100.10", origDport: 53 }]),
     await seen(),
-    await client.deleteFlows([{ ...f, origDport: 30053 }, { ...f, origDport: 30053 }]),
+    await client.deleteFlows([
+      { ...f, origDport: 30053 },
+      { ...f, origDport: 30053 },
+    ]),
     await client.deleteFlows([{ ...f, origDport: 30053 }]),
     await seen(),
     // Endpoint-wide: every flow answered by 203.0.113.9:53, whatever it was sent to.
