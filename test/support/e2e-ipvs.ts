@@ -1,7 +1,8 @@
 // IPVS views for real-kernel tests: the node namespace's virtual servers (IPVS is per network
-// namespace, so ipvsadm runs in there), ipsets and kube-ipvs0, a bounded wait on them, and the
-// extra diagnostics an ipvs-mode failure needs.
+// namespace, so ipvsadm runs in there), ipsets and kube-ipvs0, a bounded wait on them, the
+// extra diagnostics an ipvs-mode failure needs, and the error lines a healthy run must not print.
 
+import { ipvsMode } from "../../src/modes/ipvs/mode.ts";
 import { scaled } from "./kernel-vm.ts";
 import type { Daemon, Topology } from "./netns.ts";
 
@@ -146,4 +147,16 @@ export async function ipvsDiagnostics(topo: Topology): Promise<string> {
     parts.push(`--- ${argv.join(" ")} (node) ---`, out.slice(0, 150).join("\n"));
   }
   return parts.join("\n");
+}
+
+/**
+ * klog error lines (E<MMDD> ...) a daemon printed, but for the deprecation notice every ipvs run
+ * logs at error level at start (upstream 1.35).
+ */
+export function unexpectedErrorLines(d: Daemon): string[] {
+  const deprecation = ipvsMode.deprecation?.message ?? "";
+  return d
+    .stderr()
+    .split("\n")
+    .filter((l) => /^E\d{4} /.test(l) && !(deprecation && l.includes(deprecation)));
 }

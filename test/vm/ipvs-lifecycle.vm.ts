@@ -23,6 +23,7 @@ import {
   ipvsShape,
   ipvsView,
   kubeIpsets,
+  unexpectedErrorLines,
   virtualServer,
   waitForIpvs,
 } from "../support/e2e-ipvs.ts";
@@ -132,13 +133,6 @@ async function closeHeld(held: Daemon): Promise<void> {
 
 const graceReal = (v: Awaited<ReturnType<typeof ipvsView>>, address: string) =>
   virtualServer(v, "TCP", GRACE_VS)?.reals.find((r) => r.address === address);
-
-/** klog error lines (E<MMDD> ...) a daemon printed. */
-const errorLines = (d: Daemon) =>
-  d
-    .stderr()
-    .split("\n")
-    .filter((l) => /^E\d{4} /.test(l));
 
 const firstSynced = (d: Daemon) => d.waitForOutput(/Memory after the first sync/, 30_000);
 
@@ -272,7 +266,7 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
     const old = h.kubeProxy!;
     await old.kill(3000);
     expect(old.exitCode()).toBe(0);
-    expect(errorLines(old)).toEqual([]);
+    expect(unexpectedErrorLines(old)).toEqual([]);
     const stopped = Date.now();
     // With no proxy running, IPVS keeps serving.
     expect(await until(() => since(stopped) >= 5, scaled(5000))).toBe(true);
@@ -336,7 +330,7 @@ describe("ipvs mode: graceful termination, restart and cleanup on a real IPVS ke
       10_000,
       DRAIN_FLOOR_MS,
     );
-    expect(errorLines(h.kubeProxy)).toEqual([]);
+    expect(unexpectedErrorLines(h.kubeProxy)).toEqual([]);
   });
 
   e2eTest(h, "--cleanup leaves no virtual server, no KUBE- ipset and no kube-ipvs0", async () => {

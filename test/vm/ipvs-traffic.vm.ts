@@ -19,16 +19,9 @@ import {
   harnessDiagnostics,
   tearDownHarness,
 } from "../support/e2e-harness.ts";
-import { ipvsDiagnostics, virtualServer, waitForIpvs } from "../support/e2e-ipvs.ts";
+import { ipvsDiagnostics, unexpectedErrorLines, virtualServer, waitForIpvs } from "../support/e2e-ipvs.ts";
 import { NODE_NAME, startKubeProxy, waitForRules } from "../support/e2e-kubeproxy.ts";
-import {
-  type Daemon,
-  describeSummary,
-  type ProbeSummary,
-  probe,
-  probeOnce,
-  startServer,
-} from "../support/e2e-traffic.ts";
+import { describeSummary, type ProbeSummary, probe, probeOnce, startServer } from "../support/e2e-traffic.ts";
 import { requireKernelVm, scaled } from "../support/kernel-vm.ts";
 import { ADDR, createTopology, type PodSpec } from "../support/netns.ts";
 
@@ -130,12 +123,6 @@ const HAIRPIN: ServiceSpec = {
 };
 const ALL = [WEB, STICKY, NODEPORT, EXTIP, LB, LB2, LOCAL, EMPTY, HAIRPIN];
 
-/** klog error lines (E<MMDD> ...) a daemon printed. */
-const errorLines = (d: Daemon) =>
-  d
-    .stderr()
-    .split("\n")
-    .filter((l) => /^E\d{4} /.test(l));
 const backendsOf = (s: ProbeSummary) => Object.keys(s.backends).sort();
 const sysctl = (names: string[]) =>
   spawnSync("sysctl", ["-n", ...names], { encoding: "utf8", timeout: 10_000 }).stdout.trim();
@@ -400,6 +387,6 @@ describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
 
   e2eTest(h, "the daemon keeps running between syncs and has logged no error", async () => {
     expect(h.kubeProxy!.exitCode()).toBeUndefined();
-    expect(errorLines(h.kubeProxy!)).toEqual([]);
+    expect(unexpectedErrorLines(h.kubeProxy!)).toEqual([]);
   });
 });
