@@ -2,7 +2,7 @@
 // union of every object's spec.cidrs, as upstream's ServiceCIDR handler hands it to the proxier.
 // A CIDR that does not parse is skipped and reported (field and value); the others still count.
 
-import type { EventRecorder } from "../k8s/events.ts";
+import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import type { ServiceCIDRObject } from "../k8s/objects.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import { compareIPs, parseCIDRLenient } from "../util/net/address.ts";
@@ -32,7 +32,7 @@ export class ServiceCIDRSet {
   constructor(opts: ServiceCIDRSetOptions = {}) {
     this.reporter = new ProblemReporter(
       opts.logger ?? nullLogger,
-      opts.recorder ?? { record() {} },
+      opts.recorder ?? nullRecorder,
       "ReadServiceCIDR",
     );
   }

@@ -113,14 +113,9 @@ export class SyncBookkeeping {
 
   /**
    * After a successful sync: latency of the changes it programmed, the gauges, service health,
-   * then a conntrack reconcile pass, started in the background. (`_host` timed that pass's host
-   * tools when it ran inline; callers still pass it.)
+   * then a conntrack reconcile pass, started in the background.
    */
-  async afterSuccess(
-    input: SyncInput,
-    noLocal: NoLocalEndpoints,
-    _host: <T>(op: () => Promise<T>) => Promise<T> = (op) => op(),
-  ): Promise<void> {
+  async afterSuccess(input: SyncInput, noLocal: NoLocalEndpoints): Promise<void> {
     const { metrics: m, log } = this.deps;
     const wallNow = (this.deps.wallClock ?? Date.now)();
     for (const [service, times] of input.endpointsUpdate.lastChangeTriggerTimes) {

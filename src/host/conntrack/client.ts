@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
+import { errText } from "../../util/err-text.ts";
 import { parseIPLenient } from "../../util/net/address.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { lowerProtocol, type Protocol } from "../../util/net/protocol.ts";
@@ -103,7 +104,7 @@ export function createConntrackClient(opts: ConntrackClientOptions): ConntrackCl
     } catch (err) {
       log
         .v(2)
-        .info("Cannot write a conntrack batch file; deleting one filter at a time", { err: String(err) });
+        .info("Cannot write a conntrack batch file; deleting one filter at a time", { err: errText(err) });
       return undefined;
     }
   }

@@ -458,7 +458,7 @@ export class IpvsProxier implements Proxier {
       internal: this.plans.state.noLocalInternal.size,
       external: this.plans.state.noLocalExternal.size,
     };
-    await this.book.afterSuccess(input, noLocal, (op) => this.host(op));
+    await this.book.afterSuccess(input, noLocal);
   }
 
   private finishStats(
