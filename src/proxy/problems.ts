@@ -63,13 +63,28 @@ function refText(ref: ObjectRef): string {
   return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
 }
 
+/** How much of a value a log line or event quotes: a hostile field can be megabytes. */
+const MAX_VALUE_CHARS = 256;
+/** Problems told per object; the rest are counted in one summary line. */
+const MAX_TOLD_PER_OBJECT = 20;
+
 function valueText(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
+  let text: string;
+  if (typeof value === "string") text = JSON.stringify(value.slice(0, MAX_VALUE_CHARS + 1));
+  else {
+    try {
+      text = JSON.stringify(value) ?? String(value);
+    } catch {
+      text = String(value);
+    }
   }
+  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}...` : text;
+}
+
+function shortValue(value: unknown): string {
+  if (value === undefined) return "<unset>";
+  if (typeof value !== "string") return valueText(value);
+  return value.length > MAX_VALUE_CHARS ? `${value.slice(0, MAX_VALUE_CHARS)}...` : value;
 }
 
 function kindKey(ref: ObjectRef): string {
@@ -91,10 +106,18 @@ export class ProblemReporter {
       this.told.delete(objectKey);
       return;
     }
-    const signature = problems.items.map((p) => `${p.field}=${valueText(p.value)}`).join("\n");
+    const shown = problems.items.slice(0, MAX_TOLD_PER_OBJECT);
+    const more = problems.items.length - shown.length;
+    const signature = `${more}\n${shown.map((p) => `${p.field}=${valueText(p.value)}`).join("\n")}`;
     if (this.told.get(objectKey) === signature) return;
     this.told.set(objectKey, signature);
-    for (const p of problems.items) this.tell(p, problems.ref);
+    for (const p of shown) this.tell(p, problems.ref);
+    if (more > 0) {
+      this.logger.warn(`Ignoring more invalid ${problems.ref.kind} fields`, {
+        [kindKey(problems.ref)]: refText(problems.ref),
+        notShown: more,
+      });
+    }
   }
 
   /** Forgets an object (deleted), so a recreated one with the same fault is told again. */
@@ -107,7 +130,7 @@ export class ProblemReporter {
     this.logger.warn(`Ignoring invalid ${source.kind} field: ${p.detail}`, {
       [kindKey(source)]: refText(source),
       field: p.field,
-      value: p.value === undefined ? "<unset>" : typeof p.value === "string" ? p.value : value,
+      value: shortValue(p.value),
     });
     if (!p.eventReason) return;
     this.recorder.record({

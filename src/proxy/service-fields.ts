@@ -4,7 +4,7 @@
 
 import type { ServiceObject } from "../k8s/objects.ts";
 import { parseCIDRLenient, parseIPLenient } from "../util/net/address.ts";
-import type { IPFamily } from "../util/net/family.ts";
+import { familyOf, type IPFamily } from "../util/net/family.ts";
 import type { ProblemList } from "./problems.ts";
 
 type Spec = NonNullable<ServiceObject["spec"]>;
@@ -13,10 +13,10 @@ type Spec = NonNullable<ServiceObject["spec"]>;
 export const DEFAULT_STICKY_SECONDS = 10800;
 const MAX_STICKY_SECONDS = 86400;
 
-function listOf(value: unknown, field: string, problems: ProblemList): unknown[] {
+function listOf(value: unknown, field: string, problems: ProblemList, ignored = "ignored"): unknown[] {
   if (value === undefined || value === null) return [];
   if (Array.isArray(value)) return value;
-  problems.invalid(field, value, "not a list; ignored");
+  problems.invalid(field, value, `not a list; ${ignored}`);
   return [];
 }
 
@@ -62,13 +62,14 @@ export function readClusterIPs(spec: Spec, problems: ProblemList): ClusterIPs | 
 
 /** A list of IPs (spec.externalIPs): bad entries dropped, duplicates folded. */
 export function readIPList(value: unknown, field: string, problems: ProblemList): string[] {
-  const out: string[] = [];
+  // A Set keeps the fold linear: a Service may carry 100,000 entries.
+  const out = new Set<string>();
   for (const [i, raw] of listOf(value, field, problems).entries()) {
     const parsed = parseIPLenient(raw);
     if (!parsed) problems.invalid(`${field}[${i}]`, raw, "not an IP address; ignored");
-    else if (!out.includes(parsed.ip)) out.push(parsed.ip);
+    else out.add(parsed.ip);
   }
-  return out;
+  return [...out];
 }
 
 /**
@@ -82,7 +83,7 @@ export function isVIPMode(ipMode: unknown): boolean {
 /** LoadBalancer ingress IPs that kube-proxy must program (see isVIPMode). */
 export function readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList): string[] {
   const field = "status.loadBalancer.ingress";
-  const out: string[] = [];
+  const out = new Set<string>();
   for (const [i, ing] of listOf(svc.status?.loadBalancer?.ingress, field, problems).entries()) {
     if (typeof ing !== "object" || ing === null) continue;
     const { ip, ipMode } = ing as { ip?: unknown; ipMode?: unknown };
@@ -90,27 +91,57 @@ export function readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList):
     if (ip === undefined || ip === "" || !isVIPMode(ipMode)) continue;
     const parsed = parseIPLenient(ip);
     if (!parsed) problems.invalid(`${field}[${i}].ip`, ip, "not an IP address; ignored");
-    else if (!out.includes(parsed.ip)) out.push(parsed.ip);
+    else out.add(parsed.ip);
   }
-  return out;
+  return [...out];
 }
 
 export interface SourceRanges {
   readonly ranges: string[];
-  /** Ranges were given but none parsed: the LoadBalancer must stay closed, not open to all. */
-  readonly allInvalid: boolean;
+  /** Ranges were given (or the field was not a list): a family with none of them stays closed. */
+  readonly given: boolean;
 }
 
 export function readSourceRanges(spec: Spec, problems: ProblemList): SourceRanges {
   const field = "spec.loadBalancerSourceRanges";
-  const raw = listOf(spec.loadBalancerSourceRanges, field, problems);
-  const ranges: string[] = [];
+  const value = spec.loadBalancerSourceRanges;
+  const raw = listOf(value, field, problems, "LoadBalancer IPs closed");
+  const ranges = new Set<string>();
   for (const [i, text] of raw.entries()) {
     const parsed = parseCIDRLenient(text);
     if (!parsed) problems.invalid(`${field}[${i}]`, text, "not a CIDR; ignored");
-    else if (!ranges.includes(parsed.cidr)) ranges.push(parsed.cidr);
+    else ranges.add(parsed.cidr);
   }
-  return { ranges, allInvalid: raw.length > 0 && ranges.length === 0 };
+  const given = raw.length > 0 || (value !== undefined && value !== null && !Array.isArray(value));
+  return { ranges: [...ranges], given };
+}
+
+/**
+ * The LoadBalancer IPs that may be programmed under `sources`: with ranges given, an IP whose
+ * family has none of them is dropped (closed), never opened to everyone.
+ */
+export function vipsAllowedBySources(
+  vips: readonly string[],
+  sources: SourceRanges,
+  problems: ProblemList,
+): string[] {
+  if (!sources.given || vips.length === 0) return [...vips];
+  const families = new Set<IPFamily>(sources.ranges.map((r) => familyOf(r)));
+  const kept: string[] = [];
+  const closed = new Set<IPFamily>();
+  for (const ip of vips) {
+    const family = familyOf(ip);
+    if (families.has(family)) kept.push(ip);
+    else closed.add(family);
+  }
+  for (const family of closed) {
+    problems.invalid(
+      "spec.loadBalancerSourceRanges",
+      sources.ranges.slice(0, 5),
+      `no usable ${family} range; ${family} LoadBalancer IPs closed`,
+    );
+  }
+  return kept;
 }
 
 export interface Affinity {

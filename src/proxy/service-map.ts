@@ -1,8 +1,16 @@
 // The applied service ports, updated from a ServiceChangeTracker once per sync. Only the
-// Services the tracker reports are touched, so a one-Service change costs one Service of work.
+// Services the tracker reports are touched, so a one-Service change costs one Service of work
+// (plus the Services that share an external address with it: see address-claims.ts).
 
+import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
+import { type Logger, nullLogger } from "../log/logger.ts";
+import { AddressClaims, type AddressConflict } from "./address-claims.ts";
+import { ProblemList, ProblemReporter } from "./problems.ts";
 import type { ServiceChangeTracker } from "./service-tracker.ts";
 import type { ServiceKey, ServicePortInfo, ServicePortMap } from "./types.ts";
+
+/** Event reason on a Service that loses an external or LoadBalancer IP to another Service. */
+export const REASON_ADDRESS_CONFLICT = "KubeProxyAddressConflict";
 
 export interface ServiceUpdateResult {
   /** Services added, changed or deleted since the last update. */
@@ -11,18 +19,88 @@ export interface ServiceUpdateResult {
   readonly deletedUDPClusterIPs: Set<string>;
 }
 
+export interface ServiceMapOptions {
+  readonly logger?: Logger;
+  readonly recorder?: EventRecorder;
+}
+
 export class ServiceMap implements ServicePortMap {
   private readonly ports = new Map<string, ServicePortInfo>();
   private readonly idsByService = new Map<ServiceKey, readonly string[]>();
   private readonly healthCheckPorts = new Map<ServiceKey, number>();
+  /** The ports as the tracker read them, before address claims are resolved. */
+  private readonly wanted = new Map<ServiceKey, readonly ServicePortInfo[]>();
+  private readonly claims = new AddressClaims();
+  private readonly reporter: ProblemReporter;
+
+  constructor(opts: ServiceMapOptions = {}) {
+    this.reporter = new ProblemReporter(
+      opts.logger ?? nullLogger,
+      opts.recorder ?? nullRecorder,
+      "ResolveAddressConflict",
+    );
+  }
 
   update(tracker: ServiceChangeTracker): ServiceUpdateResult {
     const result: ServiceUpdateResult = { updatedServices: new Set(), deletedUDPClusterIPs: new Set() };
+    const touched = new Set<string>();
     for (const [key, change] of tracker.checkout()) {
       result.updatedServices.add(key);
-      this.replace(key, change.current.ports, result.deletedUDPClusterIPs);
+      this.claims.index(key, this.wanted.get(key) ?? [], touched, true);
+      const ports = change.current.ports;
+      if (ports.length > 0) this.wanted.set(key, ports);
+      else this.wanted.delete(key);
+      this.claims.index(key, ports, touched);
+    }
+    // A change can hand an address to (or take it from) a Service that did not change itself.
+    const others = new Set<ServiceKey>();
+    this.claims.claimantsOf(touched, others);
+    for (const key of result.updatedServices) this.apply(key, result.deletedUDPClusterIPs);
+    for (const key of others) {
+      if (result.updatedServices.has(key)) continue;
+      if (this.apply(key, result.deletedUDPClusterIPs)) result.updatedServices.add(key);
     }
     return result;
+  }
+
+  /** Resolves one Service's claims and installs its ports; true when what it programs changed. */
+  private apply(key: ServiceKey, deletedUDP: Set<string>): boolean {
+    const wanted = this.wanted.get(key) ?? [];
+    const { ports, conflicts } = this.claims.resolve(key, wanted);
+    this.reportConflicts(key, wanted[0], conflicts);
+    const before = this.portsOf(key);
+    const changed = before.length !== ports.length || before.some((p, i) => !sameAddresses(p, ports[i]!));
+    this.replace(key, ports, deletedUDP);
+    return changed;
+  }
+
+  private reportConflicts(
+    key: ServiceKey,
+    sample: ServicePortInfo | undefined,
+    conflicts: readonly AddressConflict[],
+  ): void {
+    if (!sample) {
+      this.reporter.forget(key);
+      return;
+    }
+    const problems = new ProblemList({
+      kind: "Service",
+      namespace: sample.name.namespace,
+      name: sample.name.name,
+    });
+    for (const c of conflicts) {
+      const why = c.clusterIPOf
+        ? `is the ClusterIP of Service ${c.clusterIPOf}`
+        : `on ${c.port}/${c.protocol} is held by the older Service ${c.winner}`;
+      problems.add({
+        ref: problems.ref,
+        field: c.field,
+        value: c.ip,
+        detail: `${why}; not programmed for this Service`,
+        eventReason: REASON_ADDRESS_CONFLICT,
+      });
+    }
+    this.reporter.report(key, problems);
   }
 
   /** Service -> healthCheckNodePort, for LoadBalancers with externalTrafficPolicy Local. */
@@ -80,4 +158,18 @@ export class ServiceMap implements ServicePortMap {
   ): void {
     for (const [k, v] of this.ports) fn(v, k, this);
   }
+}
+
+/** Same port with the same external and LoadBalancer IPs (what claim resolution can change). */
+function sameAddresses(a: ServicePortInfo, b: ServicePortInfo): boolean {
+  if (a === b) return true;
+  if (a.id !== b.id) return false;
+  return sameList(a.externalIPs, b.externalIPs) && sameList(a.loadBalancerVIPs, b.loadBalancerVIPs);
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

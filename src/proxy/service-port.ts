@@ -5,6 +5,7 @@ import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/fea
 import type { ServiceObject, ServicePortSpec } from "../k8s/objects.ts";
 import { isPortNumber } from "../util/net/host-port.ts";
 import { parseProtocol } from "../util/net/protocol.ts";
+import { sha256Base32Prefix } from "../util/sha256-base32.ts";
 import type { ProblemList } from "./problems.ts";
 import {
   type Affinity,
@@ -15,6 +16,7 @@ import {
   readSessionAffinity,
   readSourceRanges,
   readTopologyMode,
+  vipsAllowedBySources,
 } from "./service-fields.ts";
 import { type ServicePortInfo, type ServicePortName, servicePortNameString } from "./types.ts";
 
@@ -34,6 +36,14 @@ interface ServiceWide {
   readonly topologyMode: string;
   readonly trafficDistribution: string;
   readonly serviceType: ServiceType;
+  readonly createdAtMs?: number;
+}
+
+/** metadata.creationTimestamp as ms since the epoch; undefined when absent or unparsable. */
+function readCreatedAt(svc: ServiceObject): number | undefined {
+  const t = svc.metadata?.creationTimestamp;
+  const ms = t instanceof Date ? t.getTime() : typeof t === "string" ? Date.parse(t) : Number.NaN;
+  return Number.isFinite(ms) ? ms : undefined;
 }
 
 /** Upstream proxies nothing for headless, IP-less and ExternalName Services. */
@@ -76,11 +86,12 @@ function readServiceWide(
     ? readIPList(spec.externalIPs, "spec.externalIPs", problems)
     : [];
   const sources = readSourceRanges(spec, problems);
-  // Ranges that all failed to parse must not turn into "open to everyone": drop the VIPs instead.
-  const lbVIPs = sources.allInvalid ? [] : readLoadBalancerVIPs(svc, problems);
+  // Ranges given but none of a VIP's family must not turn into "open to everyone": drop the VIP.
+  const lbVIPs = vipsAllowedBySources(readLoadBalancerVIPs(svc, problems), sources, problems);
   const externallyReachable = serviceType !== "ClusterIP" || externalIPs.length > 0;
   const externalPolicyLocal = externallyReachable && spec.externalTrafficPolicy === "Local";
   const needsHealthCheck = serviceType === "LoadBalancer" && externalPolicyLocal;
+  const createdAtMs = readCreatedAt(svc);
   return {
     clusterIPs,
     externalIPs,
@@ -93,6 +104,7 @@ function readServiceWide(
     topologyMode: readTopologyMode(svc),
     trafficDistribution: typeof spec.trafficDistribution === "string" ? spec.trafficDistribution : "",
     serviceType,
+    ...(createdAtMs !== undefined ? { createdAtMs } : {}),
   };
 }
 
@@ -152,6 +164,7 @@ export function servicePorts(
   const wide = readServiceWide(svc, spec, problems, gates);
   if (!wide) return [];
   const out: ServicePortInfo[] = [];
+  const seen = new Set<string>();
   const rawPorts = Array.isArray(spec.ports) ? spec.ports : [];
   if (spec.ports != null && !Array.isArray(spec.ports))
     problems.invalid("spec.ports", spec.ports, "not a list; no ports");
@@ -159,13 +172,27 @@ export function servicePorts(
     const fields = readPort(raw, `spec.ports[${i}]`, problems);
     if (!fields) continue;
     const info = portInfo(ns, name, fields, wide);
-    if (out.some((p) => p.id === info.id)) {
+    if (seen.has(info.id)) {
       problems.invalid(`spec.ports[${i}].name`, fields.name, "duplicate port name; port skipped");
       continue;
     }
+    seen.add(info.id);
     out.push(info);
   }
   return out;
+}
+
+/**
+ * A short digest that differs when any field of any port differs. The Service-wide fields are
+ * shared by every port (portInfo spreads one ServiceWide), so they are serialised once: per port
+ * only its own fields, which keeps the cost linear in the Service's size, not ports × lists.
+ */
+export function servicePortsFingerprint(ports: readonly ServicePortInfo[]): string {
+  const first = ports[0];
+  if (!first) return "";
+  const { name: _n, id: _i, port: _p, protocol: _r, nodePort: _np, ...wide } = first;
+  const own = ports.map((p) => [p.id, p.port, p.protocol, p.nodePort]);
+  return sha256Base32Prefix(JSON.stringify([wide, own]), 48);
 }
 
 /** What upstream's UsesClusterEndpoints / UsesLocalEndpoints read: policies, and whether this

@@ -9,7 +9,7 @@ import { type Logger, nullLogger } from "../log/logger.ts";
 import type { ChangeMetrics } from "./change-metrics.ts";
 import { guarded, objectName } from "./guard.ts";
 import { ProblemList, ProblemReporter, QuietProblemList } from "./problems.ts";
-import { servicePorts } from "./service-port.ts";
+import { servicePorts, servicePortsFingerprint } from "./service-port.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "./types.ts";
 
 /** The service ports of one Service, with a fingerprint for cheap equality. */
@@ -118,5 +118,5 @@ function toState(
   gates: EffectiveFeatureGates,
 ): ServiceState {
   const ports = servicePorts(svc, ns, name, problems, gates);
-  return ports.length === 0 ? EMPTY : { ports, fingerprint: JSON.stringify(ports) };
+  return ports.length === 0 ? EMPTY : { ports, fingerprint: servicePortsFingerprint(ports) };
 }

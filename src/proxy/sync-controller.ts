@@ -38,7 +38,7 @@ export interface SyncControllerOptions {
 }
 
 export class SyncController implements ClusterEventHandler {
-  readonly services = new ServiceMap();
+  readonly services: ServiceMap;
   readonly endpoints = new EndpointsMap();
   private readonly serviceTracker: ServiceChangeTracker;
   private readonly endpointsTracker: EndpointsChangeTracker;
@@ -55,6 +55,7 @@ export class SyncController implements ClusterEventHandler {
     this.log = opts.logger ?? nullLogger;
     const shared = { logger: this.log, ...(opts.recorder ? { recorder: opts.recorder } : {}) };
     const m = opts.metrics;
+    this.services = new ServiceMap(shared);
     this.serviceTracker = new ServiceChangeTracker({
       ...shared,
       ...(opts.featureGates ? { featureGates: opts.featureGates } : {}),

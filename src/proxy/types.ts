@@ -49,8 +49,9 @@ export interface ServicePortInfo {
   /** Whether topology-aware routing was requested (hints annotation Auto, or trafficDistribution PreferClose). */
   readonly topologyMode: string;
   readonly trafficDistribution: string;
-  /** Upstream's UsesClusterEndpoints / UsesLocalEndpoints helpers, precomputed. */
   readonly serviceType: "ClusterIP" | "NodePort" | "LoadBalancer";
+  /** The Service's creationTimestamp (ms since the epoch): the older claim on an external IP wins. */
+  readonly createdAtMs?: number;
 }
 
 export interface EndpointInfo {

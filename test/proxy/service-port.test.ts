@@ -1,8 +1,14 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import type { ServiceObject } from "../../src/k8s/objects.ts";
 import { familyView } from "../../src/proxy/family-view.ts";
 import { ProblemList } from "../../src/proxy/problems.ts";
-import { servicePorts, usesClusterEndpoints, usesLocalEndpoints } from "../../src/proxy/service-port.ts";
+import {
+  servicePorts,
+  servicePortsFingerprint,
+  usesClusterEndpoints,
+  usesLocalEndpoints,
+} from "../../src/proxy/service-port.ts";
 import type { ServicePortInfo } from "../../src/proxy/types.ts";
 import { service } from "./builders.ts";
 
@@ -211,5 +217,79 @@ describe("endpoint usage helpers", () => {
     const info = { ...base, ...patch };
     expect(usesClusterEndpoints(info)).toBe(cluster);
     expect(usesLocalEndpoints(info)).toBe(local);
+  });
+});
+
+describe("loadBalancerSourceRanges fail closed", () => {
+  const lb = (ranges: unknown, ips: string[]) =>
+    service(
+      "lb",
+      {
+        type: "LoadBalancer",
+        clusterIP: "198.51.100.10",
+        loadBalancerSourceRanges: ranges as string[],
+      },
+      lbStatus(ips.map((ip) => ({ ip }))),
+    );
+  const read = (svc: ServiceObject) => {
+    const problems = new ProblemList({ kind: "Service", name: "lb" });
+    const [port] = servicePorts(svc, "ns", "lb", problems);
+    return { vips: port?.loadBalancerVIPs, fields: problems.items.map((p) => `${p.field}: ${p.detail}`) };
+  };
+
+  test("ranges only of the other family close that family's VIPs, not open them", () => {
+    const r = read(lb(["2001:db8::/64"], ["203.0.113.5", "2001:db8::5"]));
+    expect(r.vips).toEqual(["2001:db8::5"]);
+    expect(r.fields).toEqual([
+      "spec.loadBalancerSourceRanges: no usable IPv4 range; IPv4 LoadBalancer IPs closed",
+    ]);
+  });
+
+  test("ranges of both families keep both VIPs", () => {
+    expect(read(lb(["203.0.113.0/24", "2001:db8::/64"], ["203.0.113.5", "2001:db8::5"])).vips).toEqual([
+      "203.0.113.5",
+      "2001:db8::5",
+    ]);
+  });
+
+  test("a field that is not a list closes every VIP", () => {
+    const r = read(lb("203.0.113.0/24", ["203.0.113.5"]));
+    expect(r.vips).toEqual([]);
+    expect(r.fields[0]).toBe("spec.loadBalancerSourceRanges: not a list; LoadBalancer IPs closed");
+  });
+
+  test("no ranges: VIPs open to all, as upstream", () => {
+    expect(read(lb(undefined, ["203.0.113.5"])).vips).toEqual(["203.0.113.5"]);
+    expect(read(lb([], ["203.0.113.5"])).vips).toEqual(["203.0.113.5"]);
+  });
+});
+
+describe("servicePortsFingerprint", () => {
+  test("equal exactly when the ports are equal", () => {
+    const spec = fc.record({
+      clusterIP: fc.constantFrom("198.51.100.10", "198.51.100.11"),
+      type: fc.constantFrom("ClusterIP", "NodePort", "LoadBalancer"),
+      externalIPs: fc.subarray(["203.0.113.1", "203.0.113.2", "2001:db8::1"]),
+      loadBalancerSourceRanges: fc.subarray(["203.0.113.0/24", "2001:db8::/64"]),
+      sessionAffinity: fc.constantFrom("None", "ClientIP"),
+      externalTrafficPolicy: fc.constantFrom("Cluster", "Local"),
+      ports: fc.subarray(
+        [
+          { name: "a", port: 80, protocol: "TCP", nodePort: 30080 },
+          { name: "b", port: 53, protocol: "UDP" },
+          { name: "c", port: 443, protocol: "TCP", nodePort: 30443 },
+        ],
+        { minLength: 1 },
+      ),
+    });
+    fc.assert(
+      fc.property(spec, spec, (a, b) => {
+        const pa = portsOf(service("web", a));
+        const pb = portsOf(service("web", b));
+        const same = JSON.stringify(pa) === JSON.stringify(pb);
+        expect(servicePortsFingerprint(pa) === servicePortsFingerprint(pb)).toBe(same);
+      }),
+      { seed: 23, numRuns: 500 },
+    );
   });
 });

@@ -47,7 +47,11 @@ export class VirtualServerClaims {
   claim(vs: DesiredVirtualServer): void {
     const current = this.active.get(vs.key);
     if (!current) this.active.set(vs.key, vs);
-    else this.waiting.set(vs.key, [...(this.waiting.get(vs.key) ?? []), vs]);
+    else {
+      const queue = this.waiting.get(vs.key);
+      if (queue) queue.push(vs);
+      else this.waiting.set(vs.key, [vs]);
+    }
   }
 
   release(vs: DesiredVirtualServer): void {
