@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
+import { TimeSlice } from "../util/time-slice.ts";
 import type { Exec, ExecInput, ExecRequest, ExecResult } from "./types.ts";
 
 export interface RealExecOptions {
@@ -57,9 +58,12 @@ function drained(stdin: Writable): Promise<boolean> {
 // open: the caller kills the child, which must not take what it read so far for all of it).
 async function writeInput(stdin: Writable, input: ExecInput): Promise<Error | undefined> {
   const pieces = (typeof input === "string" ? [input] : input)[Symbol.iterator]();
+  // An input made as it is read (a big nft transaction) is computed here, piece by piece.
+  const slice = new TimeSlice();
   try {
     let piece = pieces.next();
     while (!piece.done) {
+      if (slice.due) await slice.pause();
       const text = piece.value;
       let from = 0;
       let more = true;

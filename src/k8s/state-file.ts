@@ -40,15 +40,23 @@ function isObject(v: unknown): v is KubeObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** The whole text as one JSON value, when it is JSON; { ok: false } sends it to the YAML parser. */
-function parseJsonDocument(text: string): { ok: true; value: unknown } | { ok: false } {
-  const start = text.search(/\S/);
-  if (start < 0 || (text[start] !== "{" && text[start] !== "[")) return { ok: false };
-  try {
-    return { ok: true, value: JSON.parse(text) };
-  } catch {
-    return { ok: false };
+/**
+ * The documents as JSON values, when every document (the whole text, or each part between
+ * `---` lines) is JSON; undefined sends the text to the YAML parser.
+ */
+function parseJsonDocuments(text: string): unknown[] | undefined {
+  const parts = text.split(/^---[ \t]*$/m).filter((p) => /\S/.test(p));
+  const out: unknown[] = [];
+  for (const part of parts) {
+    const start = part.search(/\S/);
+    if (part[start] !== "{" && part[start] !== "[") return undefined;
+    try {
+      out.push(JSON.parse(part));
+    } catch {
+      return undefined;
+    }
   }
+  return out.length > 0 ? out : undefined;
 }
 
 export function parseStateDocuments(text: string, source: string): StateDocuments {
@@ -97,9 +105,9 @@ export function parseStateDocuments(text: string, source: string): StateDocument
   };
   // A JSON snapshot (what `kubectl get -o json` prints) skips the YAML parser, which costs many
   // times more at scale; text that only looks like JSON falls back to YAML and its messages.
-  const json = parseJsonDocument(text);
-  if (json.ok) {
-    placeDocument(json.value, 0);
+  const json = parseJsonDocuments(text);
+  if (json) {
+    for (const [i, value] of json.entries()) placeDocument(value, i);
     return { services, endpointSlices, nodes, serviceCIDRs, ignored, ...(hostState ? { hostState } : {}) };
   }
   const docs = parseAllDocuments(text, { prettyErrors: true });

@@ -14,6 +14,7 @@ import type { TopologyContext } from "../../proxy/topology.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
+import { TimeSlice } from "../../util/time-slice.ts";
 import { isServiceChainName } from "./chains.ts";
 import { LineBlocks, type LineSink } from "./line-blocks.ts";
 import { CHUNK_SIZE, PortOrder } from "./port-order.ts";
@@ -221,11 +222,11 @@ export class RuleSetBuilder {
     return out;
   }
 
-  build(req: RuleSetRequest, scope: SyncScope, settings: RuleSetSettings): RuleSet {
+  async build(req: RuleSetRequest, scope: SyncScope, settings: RuleSetSettings): Promise<RuleSet> {
     this.settings = settings;
     const out = newOutput(settings);
     if (this.writesLocalnetGuard()) out.filterRules.push(BLOCK_LOCALNET_RULE);
-    const commit = scope.fastPath ? this.fastWalk(req, scope, out) : this.fullWalk(req, out);
+    const commit = scope.fastPath ? this.fastWalk(req, scope, out) : await this.fullWalk(req, out);
     const next = "order" in commit ? commit.order : this.withReplacements(commit.replacements);
     const deletedChains = this.staleChains(req, out, next);
     for (const chain of deletedChains) {
@@ -252,13 +253,16 @@ export class RuleSetBuilder {
   }
 
   /** Every port, in id order: reuse what is unchanged (partial), render the rest. */
-  private fullWalk(req: RuleSetRequest, out: Output): { order: PortState[] } {
+  private async fullWalk(req: RuleSetRequest, out: Output): Promise<{ order: PortState[] }> {
     const chainSettings = this.chainSettings(req);
     const order: PortState[] = [];
     if (req.servicesChanged || this.sortedIds.length !== req.sources.services.size) {
       this.sortedIds = [...req.sources.services.keys()].sort();
     }
+    // The sources stay as they are until this sync ends (maps are updated only between syncs).
+    const slice = new TimeSlice();
     for (const id of this.sortedIds) {
+      if (slice.due) await slice.pause();
       const svc = req.sources.services.get(id);
       if (!svc) continue;
       const endpoints = req.sources.endpoints.get(id);

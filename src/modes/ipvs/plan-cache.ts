@@ -7,6 +7,7 @@ import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { SyncInput } from "../../proxy/proxier.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
 import type { IPFamily } from "../../util/net/family.ts";
+import { TimeSlice } from "../../util/time-slice.ts";
 import { DesiredState } from "./desired-state.ts";
 import type { SetCatalog } from "./ipsets.ts";
 import { type PlanContext, type PortPlan, planServicePort } from "./port-plan.ts";
@@ -42,11 +43,15 @@ export class PortPlans {
   }
 
   /** Checks every port; returns how many were replanned. */
-  replanAll(input: SyncInput, ctx: PlanContext, scope?: SyncScope): number {
+  async replanAll(input: SyncInput, ctx: PlanContext, scope?: SyncScope): Promise<number> {
     const stamp = ++this.stamp;
     let replanned = 0;
-    for (const [id, source] of input.services)
+    // The inputs stay as they are until this sync ends (maps are updated only between syncs).
+    const slice = new TimeSlice();
+    for (const [id, source] of input.services) {
+      if (slice.due) await slice.pause();
       if (this.replanPort(id, source, input, ctx, stamp, scope)) replanned++;
+    }
     // Every current port now carries this stamp; anything else belongs to a port that is gone.
     if (this.ports.size > input.services.size) {
       for (const [id, cached] of this.ports) if (cached.stamp !== stamp) this.dropPort(id, scope);

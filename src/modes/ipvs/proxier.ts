@@ -245,7 +245,7 @@ export class IpvsProxier implements Proxier {
   /** Computes every batch from one read of the kernel, then writes them. */
   private async reconcile(input: SyncInput, kernel: KernelView, fullSync: boolean, now: number) {
     const ctx = this.planContext(nodeAddresses(kernel.addresses, this.family));
-    const { replanned, scope } = this.replan(input, ctx);
+    const { replanned, scope } = await this.replan(input, ctx);
     const full =
       fullSync ||
       scope === undefined ||
@@ -287,9 +287,12 @@ export class IpvsProxier implements Proxier {
    * Replans what changed. After a context change or a failed sync every port is checked (and
    * no scope is returned: everything must be compared); otherwise only the reported Services.
    */
-  private replan(input: SyncInput, ctx: PlanContext): { replanned: number; scope: SyncScope | undefined } {
+  private async replan(
+    input: SyncInput,
+    ctx: PlanContext,
+  ): Promise<{ replanned: number; scope: SyncScope | undefined }> {
     if (this.needFullScan) {
-      const replanned = this.plans.replanAll(input, ctx);
+      const replanned = await this.plans.replanAll(input, ctx);
       this.needFullScan = false;
       return { replanned, scope: undefined };
     }
