@@ -41,7 +41,11 @@ import {
 import { LOCALHOST_NODEPORTS_COUNTER } from "./service-rules.ts";
 import { CT_STATE_INVALID_DROPPED_COUNTER, JUMP_CHAINS } from "./top-level.ts";
 
+/** A nat sweep slower than this is done once per sync period, as in large clusters. */
+const SLOW_SWEEP_MS = 1000;
+
 /** nfacct as the proxier uses it: counters are created on full syncs (metrics read them at scrape time). */
+
 export type NfacctCounterClient = Pick<NfacctClient, "ensure">;
 
 /** Per-service health check servers (upstream's ServiceHealthServer), fed after each success. */
@@ -120,6 +124,8 @@ export class IptablesProxier implements Proxier {
     [LOCALHOST_NODEPORTS_COUNTER, false],
   ]);
   private lastCleanup = Number.NEGATIVE_INFINITY;
+  /** How long the last nat sweep's iptables-save took (wall ms). */
+  private lastSweepMs = 0;
   private readonly book: SyncBookkeeping;
   private randomFully: boolean | undefined;
   private canariesInstalled = false;
@@ -338,11 +344,15 @@ export class IptablesProxier implements Proxier {
   }
 
   // iptables-save can take seconds on big hosts: in large clusters sweep once per sync period.
+  // So too when the last sweep itself was slow (iptables-nft-save reads every table: a Service
+  // with 100,000 ports, no endpoints, puts 100,000 rules in filter and made each save ~5 s).
   private async existingNatChainsIfDue(now: number): Promise<string[] | undefined> {
-    if (this.largeClusterMode && now - this.lastCleanup <= this.deps.config.iptables.syncPeriod)
-      return undefined;
+    const throttled = this.largeClusterMode || this.lastSweepMs > SLOW_SWEEP_MS;
+    if (throttled && now - this.lastCleanup <= this.deps.config.iptables.syncPeriod) return undefined;
     try {
+      const started = performance.now();
       const chains = chainsInSave(await this.deps.iptables.save("nat"));
+      this.lastSweepMs = performance.now() - started;
       this.lastCleanup = now;
       return chains;
     } catch (err) {

@@ -31,6 +31,8 @@ const PORTS_PER_COLLECTION = 256;
  * each keep the peak near what the sync really holds.
  */
 const PORTS_PER_FULL_COLLECTION = 2500;
+/** Above this many changed ports, a partial sync is made as nft reads it (see writeChangedPorts). */
+const PORTS_WRITTEN_AT_ONCE = 1000;
 
 /** Chains deleted no earlier than this after they were flushed. */
 export const STALE_CHAIN_DELAY_MS = 1000;
@@ -189,14 +191,30 @@ export class TableSync {
     req: TableSyncRequest,
     result: Mutable<TableSyncResult>,
   ): void {
-    const flushedStale: string[] = [];
-    const deletedSets: string[] = [];
     const ids = new Set<string>();
     for (const key of req.changedServices) {
       for (const id of this.idsByService.get(key) ?? []) ids.add(id);
       for (const port of req.input.services.portsOf(key)) ids.add(port.id);
     }
+    // A change as big as a full sync (a Service with 100,000 ports) is made as nft reads it, like
+    // a full sync, so the servers are not held up meanwhile; a small one is written at once.
+    if (ids.size > PORTS_WRITTEN_AT_ONCE) {
+      tx.defer((t) => this.changedPorts(t, req, ids, result));
+      return;
+    }
+    for (const _ of this.changedPorts(tx, req, ids, result));
+  }
+
+  private *changedPorts(
+    tx: NftTransaction,
+    req: TableSyncRequest,
+    ids: ReadonlySet<string>,
+    result: Mutable<TableSyncResult>,
+  ): Generator<void> {
+    const flushedStale: string[] = [];
+    const deletedSets: string[] = [];
     for (const id of [...ids].sort()) {
+      yield;
       const before = this.records.get(id);
       const after = this.renderPort(tx, req, id, before);
       if (after) result.rewrittenPorts++;
