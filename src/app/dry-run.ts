@@ -10,7 +10,7 @@ import { PlanProxier } from "../dryrun/plan-proxier.ts";
 import { type DryRunReport, dryRunExitCode, renderJsonParts, renderText } from "../dryrun/report.ts";
 import { probeHostState } from "../host/host-state/probe.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
-import { nodeIPs } from "../k8s/node-info.ts";
+import { nodeIPs, nodeName as nodeNameOf } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { NodeObject } from "../k8s/objects.ts";
@@ -142,7 +142,8 @@ async function planMode(
   node: NodeObject | undefined,
   log: Logger,
 ): Promise<PlannedMode | { check: Check }> {
-  const rawNodeIPs = nodeIPs(node ?? {}).ordered;
+  // Read quietly: the sync controller has already reported what is wrong with this Node.
+  const rawNodeIPs = nodeIPs(node).ordered;
   try {
     return await modeNamed(mode).plan({
       exec: host.exec,
@@ -150,7 +151,7 @@ async function planMode(
       featureGates,
       metrics: createMetrics(),
       log,
-      nodeName: node?.metadata?.name ?? "",
+      nodeName: nodeNameOf(node),
       nodeIPs: (await detectNodeIPs(config.bindAddress, () => rawNodeIPs, log)).ips,
       sysctl: host.sysctl,
       backend: opts.iptablesBackend,

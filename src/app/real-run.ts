@@ -6,6 +6,7 @@ import type { RunOptions } from "../cli/types.ts";
 import { effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { probeHostState } from "../host/host-state/probe.ts";
+import { nodeEligibility } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
@@ -63,7 +64,8 @@ function withNodeHealth(inner: ClusterEventHandler, health: ProxierHealth): Clus
     onServicesSynced: () => inner.onServicesSynced(),
     onEndpointSlicesSynced: () => inner.onEndpointSlicesSynced(),
     onNodeChange(node) {
-      if (node) health.syncNode(node);
+      // Read defensively: a Node with wrong-typed taints must not throw in the informer callback.
+      if (node) health.syncNode(nodeEligibility(node));
       inner.onNodeChange(node);
     },
   };

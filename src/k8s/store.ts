@@ -2,6 +2,8 @@
 // watch event or a whole relist into add/update/delete transitions, so a relist after an outage
 // deletes only what is really gone instead of dropping and re-adding everything.
 
+import { shownText } from "./validation.ts";
+
 export interface KubeObject {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
@@ -19,11 +21,9 @@ export function objectKey(o: KubeObject): string {
   const name = m.name ?? "";
   const plain = (v: unknown) => typeof v === "string" && !v.includes("/") && !v.startsWith("[");
   if (plain(ns) && plain(name)) return ns ? `${ns}/${name}` : (name as string);
-  try {
-    return JSON.stringify([ns, name]);
-  } catch {
-    return `[${String(ns)}, ${String(name)}]`;
-  }
+  // Strings whole (distinct names keep distinct keys); other types only as their shown text.
+  const part = (v: unknown) => (typeof v === "string" ? JSON.stringify(v) : `<${shownText(v)}>`);
+  return `[${part(ns)},${part(name)}]`;
 }
 
 export type Applied<T> =

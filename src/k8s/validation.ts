@@ -148,13 +148,14 @@ export function shownValue(value: unknown): unknown {
   return `${text.slice(0, SHOWN_MAX)}... (${describeType(value)}, ${text.length} characters of JSON)`;
 }
 
-/** shownValue as text, for log fields: strings as they are, anything else as (cut) JSON. */
+/** shownValue as text, for log fields: strings as they are, anything else as (cut) JSON. Never throws. */
 export function shownText(value: unknown): string {
   const shown = shownValue(value);
   if (typeof shown === "string") return shown;
   try {
     return JSON.stringify(shown) ?? String(shown);
   } catch {
-    return String(shown);
+    // BigInts fail JSON; objects without a prototype fail String: say what it is instead.
+    return typeof shown === "bigint" ? `${shown}n` : describeType(shown);
   }
 }
