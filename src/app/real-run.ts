@@ -25,6 +25,7 @@ import { memoryFigures } from "../util/memory.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { type Preparation, prepareNode } from "./prepare.ts";
+import { writePrivateFileSync } from "./private-file.ts";
 import { openRealSource } from "./real-source.ts";
 import { createRunMetrics } from "./run-metrics.ts";
 import { startServers } from "./servers.ts";
@@ -212,15 +213,18 @@ async function runMode(
     if (stopping) return;
     mode.afterFirstSync(() => controller.requestSync());
     if (opts.dumpStateFile && recording) {
-      writeFileSync(
-        opts.dumpStateFile,
-        renderStateFile(
-          recording.store,
-          await probeHostState(host.exec, host.kernel, host.ipset),
-          stateFileFormatFor(opts.dumpStateFile),
-        ),
+      const text = renderStateFile(
+        recording.store,
+        await probeHostState(host.exec, host.kernel, host.ipset),
+        stateFileFormatFor(opts.dumpStateFile),
       );
-      log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
+      // A file that cannot be written is reported; the proxy keeps running.
+      try {
+        writePrivateFileSync(opts.dumpStateFile, text);
+        log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
+      } catch (err) {
+        log.error("Could not write cluster and host state", { file: opts.dumpStateFile, err: errText(err) });
+      }
     }
   });
 
