@@ -105,11 +105,9 @@ export function reportedObjectName(
   }
   const nsAbsent = raw.namespace === undefined || raw.namespace === null || raw.namespace === "";
   const nsUsable = r.field === "metadata.name" && (nsAbsent || validNamespace(raw.namespace) === undefined);
-  const problems = new ProblemList({
-    kind,
-    name: shownName,
-    ...(shownNs ? { namespace: shownNs } : {}),
-  });
+  // A namespaced object without a namespace lives in "default" (as checkObjectName reads it).
+  const namespace = shownNs || (kind === "Service" || kind === "EndpointSlice" ? "default" : "");
+  const problems = new ProblemList({ kind, name: shownName, ...(namespace ? { namespace } : {}) });
   const detail = `${r.reason}; ${kind} ignored`;
   const value = shownValue(r.value);
   // An event needs a name to hang on and a namespace to live in; without them, the log only.
