@@ -1,7 +1,6 @@
 // --dry-run: one full sync computed from the API server, a --state snapshot, or the embedded
 // example; every check run for real, nothing on the host changed; then print the plan and exit.
 
-import { writeFileSync } from "node:fs";
 import type { RunOptions } from "../cli/types.ts";
 import { type EffectiveFeatureGates, effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
@@ -10,7 +9,7 @@ import { PlanProxier } from "../dryrun/plan-proxier.ts";
 import { type DryRunReport, dryRunExitCode, renderJsonParts, renderText } from "../dryrun/report.ts";
 import { probeHostState } from "../host/host-state/probe.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
-import { nodeIPs } from "../k8s/node-info.ts";
+import { nodeIPs, nodeName as nodeNameOf } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { NodeObject } from "../k8s/objects.ts";
@@ -26,6 +25,7 @@ import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { prepareNode } from "./prepare.ts";
+import { writePrivateFileSync } from "./private-file.ts";
 import type { Io } from "./run.ts";
 
 /** How long a dry run waits for the API server's initial lists. */
@@ -100,16 +100,20 @@ export async function dryRun(
   const missing = missingToolsCheck(host.missingTools ?? []);
   if (missing) checks.push(missing);
 
+  let dumpFailed = false;
   if (opts.dumpStateFile) {
-    writeFileSync(
-      opts.dumpStateFile,
-      renderStateFile(
-        store,
-        await probeHostState(host.exec, host.kernel, host.ipset),
-        stateFileFormatFor(opts.dumpStateFile),
-      ),
+    const text = renderStateFile(
+      store,
+      await probeHostState(host.exec, host.kernel, host.ipset),
+      stateFileFormatFor(opts.dumpStateFile),
     );
-    log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
+    try {
+      writePrivateFileSync(opts.dumpStateFile, text);
+      log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
+    } catch (err) {
+      log.error("Could not write cluster and host state", { file: opts.dumpStateFile, err: errText(err) });
+      dumpFailed = true;
+    }
   }
 
   const report: DryRunReport = {
@@ -129,7 +133,8 @@ export async function dryRun(
   };
   if (opts.output === "json") for (const part of renderJsonParts(report)) io.stdout(part);
   else io.stdout(renderText(report));
-  return dryRunExitCode(report);
+  // The plan is printed either way; a state file asked for and not written is a usage error.
+  return dumpFailed ? 1 : dryRunExitCode(report);
 }
 
 /** The mode's proxier on the dry-run host: reads the real tables, records every change. */
@@ -142,7 +147,8 @@ async function planMode(
   node: NodeObject | undefined,
   log: Logger,
 ): Promise<PlannedMode | { check: Check }> {
-  const rawNodeIPs = nodeIPs(node ?? {}).ordered;
+  // Read quietly: the sync controller has already reported what is wrong with this Node.
+  const rawNodeIPs = nodeIPs(node).ordered;
   try {
     return await modeNamed(mode).plan({
       exec: host.exec,
@@ -150,7 +156,7 @@ async function planMode(
       featureGates,
       metrics: createMetrics(),
       log,
-      nodeName: node?.metadata?.name ?? "",
+      nodeName: nodeNameOf(node),
       nodeIPs: (await detectNodeIPs(config.bindAddress, () => rawNodeIPs, log)).ips,
       sysctl: host.sysctl,
       backend: opts.iptablesBackend,

@@ -8,7 +8,6 @@ import { readFileSync } from "node:fs";
 import { nodePath } from "../k8s/api-access.ts";
 import type { ApiClient } from "../k8s/api-client.ts";
 import { nodeIPs } from "../k8s/node-info.ts";
-import type { NodeObject } from "../k8s/objects.ts";
 import { parseStateDocuments } from "../k8s/state-file.ts";
 import type { Logger } from "../log/logger.ts";
 import { platformIPFamily } from "../util/net/address.ts";
@@ -26,14 +25,17 @@ function isLoopbackIP(ip: string): boolean {
   return platformIPFamily(ip) === "IPv4" ? ip.startsWith("127.") : ip === "::1";
 }
 
-/** The Node's IPs, primary first, at most one per family (upstream's raw node IPs). */
-function fromNode(node: NodeObject | undefined): string[] {
-  return node ? [...nodeIPs(node).ordered] : [];
+/**
+ * The Node's IPs, primary first, at most one per family (upstream's raw node IPs). Read quietly
+ * and defensively: the sync controller reports the Node's bad fields once it is delivered.
+ */
+function fromNode(node: unknown): string[] {
+  return [...nodeIPs(node).ordered];
 }
 
 export function nodeIPsFromStateFile(path: string, nodeName: string): string[] {
   const docs = parseStateDocuments(readFileSync(path, "utf8"), path);
-  return fromNode(docs.nodes.find((n) => n.metadata?.name === nodeName) as NodeObject | undefined);
+  return fromNode(docs.nodes.find((n) => n.metadata?.name === nodeName));
 }
 
 /** Asks the API server for this Node, retrying for up to `timeoutMs`. */
@@ -49,7 +51,7 @@ export async function nodeIPsFromApi(
         method: "GET",
         path: nodePath(nodeName),
       });
-      if (res.status === 200) return fromNode(JSON.parse(await res.text()) as NodeObject);
+      if (res.status === 200) return fromNode(JSON.parse(await res.text()));
     } catch {
       // API not reachable yet: retry below.
     }

@@ -6,6 +6,7 @@ import type { RunOptions } from "../cli/types.ts";
 import { effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { probeHostState } from "../host/host-state/probe.ts";
+import { nodeEligibility } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
 import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
@@ -24,6 +25,7 @@ import { memoryFigures } from "../util/memory.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { type Preparation, prepareNode } from "./prepare.ts";
+import { writePrivateFileSync } from "./private-file.ts";
 import { openRealSource } from "./real-source.ts";
 import { createRunMetrics } from "./run-metrics.ts";
 import { startServers } from "./servers.ts";
@@ -63,7 +65,8 @@ function withNodeHealth(inner: ClusterEventHandler, health: ProxierHealth): Clus
     onServicesSynced: () => inner.onServicesSynced(),
     onEndpointSlicesSynced: () => inner.onEndpointSlicesSynced(),
     onNodeChange(node) {
-      if (node) health.syncNode(node);
+      // Read defensively: a Node with wrong-typed taints must not throw in the informer callback.
+      if (node) health.syncNode(nodeEligibility(node));
       inner.onNodeChange(node);
     },
   };
@@ -210,15 +213,18 @@ async function runMode(
     if (stopping) return;
     mode.afterFirstSync(() => controller.requestSync());
     if (opts.dumpStateFile && recording) {
-      writeFileSync(
-        opts.dumpStateFile,
-        renderStateFile(
-          recording.store,
-          await probeHostState(host.exec, host.kernel, host.ipset),
-          stateFileFormatFor(opts.dumpStateFile),
-        ),
+      const text = renderStateFile(
+        recording.store,
+        await probeHostState(host.exec, host.kernel, host.ipset),
+        stateFileFormatFor(opts.dumpStateFile),
       );
-      log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
+      // A file that cannot be written is reported; the proxy keeps running.
+      try {
+        writePrivateFileSync(opts.dumpStateFile, text);
+        log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
+      } catch (err) {
+        log.error("Could not write cluster and host state", { file: opts.dumpStateFile, err: errText(err) });
+      }
     }
   });
 

@@ -1,18 +1,20 @@
 // The program: flags -> config -> host -> mode -> sysctls -> (proxier and sources arrive with
 // their issues). Returns the exit code; nothing touches the host before config is valid.
 
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { formatIssues, resolveCommandLine } from "../cli/index.ts";
 import { featureGateWarnings } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import { serializeConfig } from "../config/write.ts";
 import { renderCommand } from "../dryrun/report.ts";
 import { createLogger, type Logger, parseVmodule } from "../log/logger.ts";
+import { errText } from "../util/err-text.ts";
 import { formatVersion, versionInfo } from "../version.ts";
 import { cleanupNode } from "./cleanup.ts";
 import { type ConfigWatch, watchConfigFile } from "./config-watch.ts";
 import { dryRun } from "./dry-run.ts";
 import { createHost, type HostOptions } from "./host.ts";
+import { writePrivateFileSync } from "./private-file.ts";
 import { realRun } from "./real-run.ts";
 
 export interface Io {
@@ -75,7 +77,15 @@ export async function run(
   for (const w of featureGateWarnings(config.featureGates)) log.warn(w);
 
   if (opts.writeConfigTo) {
-    writeFileSync(opts.writeConfigTo, serializeConfig(config));
+    try {
+      writePrivateFileSync(opts.writeConfigTo, serializeConfig(config));
+    } catch (err) {
+      log.error("Could not write the effective configuration", {
+        file: opts.writeConfigTo,
+        err: errText(err),
+      });
+      return 1;
+    }
     log.info("Wrote effective configuration", { file: opts.writeConfigTo });
     return 0;
   }

@@ -5,6 +5,7 @@ import type { FamilyNumber } from "../util/net/family.ts";
 import { splitHostPort } from "../util/net/host-port.ts";
 import { formatGoDuration } from "./duration.ts";
 import { type EffectiveFeatureGates, effectiveFeatureGates, featureGateProblems } from "./feature-gates.ts";
+import { interfaceNameProblem } from "./interface-name.ts";
 import { ipFamily, parseCIDR, parsePort } from "./net.ts";
 import type { ConfigIssue, IssueOrigin, Millis, ProxyConfig } from "./types.ts";
 
@@ -155,6 +156,35 @@ export function portRangeError(text: string): string | undefined {
   return undefined;
 }
 
+/**
+ * As upstream, the interface name of the selected mode must be set; beyond upstream, it must be
+ * a name Linux and the rule languages accept (interfaceNameProblem), since it goes into rules.
+ * A name the selected mode does not use is not checked, as upstream does not.
+ */
+function checkDetectLocal(out: IssueList, config: ProxyConfig): void {
+  const mode = config.detectLocalMode;
+  if (!LOCAL_MODES.includes(mode)) {
+    out.add("detectLocalMode", mode, `must be one of ${LOCAL_MODES.join(", ")} or empty`);
+    return;
+  }
+  const field =
+    mode === "BridgeInterface"
+      ? { path: "detectLocal.bridgeInterface", value: config.detectLocal.bridgeInterface, prefix: false }
+      : mode === "InterfaceNamePrefix"
+        ? {
+            path: "detectLocal.interfaceNamePrefix",
+            value: config.detectLocal.interfaceNamePrefix,
+            prefix: true,
+          }
+        : undefined;
+  if (!field) return;
+  if (field.value === "") out.add(field.path, "", `must be set when detectLocalMode is ${mode}`);
+  else {
+    const problem = interfaceNameProblem(field.value, field.prefix);
+    if (problem) out.add(field.path, field.value, problem);
+  }
+}
+
 function checkLogging(out: IssueList, config: ProxyConfig, gates: EffectiveFeatureGates): void {
   const { logging } = config;
   if (logging.format !== "text" && logging.format !== "json") {
@@ -287,16 +317,7 @@ export function validateConfig(config: ProxyConfig, originOf: OriginLookup = () 
     );
   }
 
-  if (!LOCAL_MODES.includes(config.detectLocalMode)) {
-    out.add("detectLocalMode", config.detectLocalMode, `must be one of ${LOCAL_MODES.join(", ")} or empty`);
-  } else if (config.detectLocalMode === "BridgeInterface" && config.detectLocal.bridgeInterface === "") {
-    out.add("detectLocal.bridgeInterface", "", "must be set when detectLocalMode is BridgeInterface");
-  } else if (
-    config.detectLocalMode === "InterfaceNamePrefix" &&
-    config.detectLocal.interfaceNamePrefix === ""
-  ) {
-    out.add("detectLocal.interfaceNamePrefix", "", "must be set when detectLocalMode is InterfaceNamePrefix");
-  }
+  checkDetectLocal(out, config);
 
   checkLogging(out, config, gates);
   return out.items;

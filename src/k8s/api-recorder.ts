@@ -9,6 +9,7 @@ import { eventsPath } from "./api-access.ts";
 import { type ApiClient, apiErrorFrom, describeError, kubeApiClient } from "./api-client.ts";
 import type { EventRecorder, KubeEvent } from "./events.ts";
 import type { ObjectRef } from "./objects.ts";
+import { dns1123Subdomain } from "./validation.ts";
 
 export const REPORTING_CONTROLLER = "kube-proxy";
 /** The API server rejects longer notes. */
@@ -58,10 +59,14 @@ export function eventBody(e: KubeEvent, reportingInstance: string, now: Date): R
   // Objects without a namespace (Nodes) have their events in "default", as client-go does.
   const namespace = e.ref.namespace || "default";
   const nanos = BigInt(now.getTime()) * 1_000_000n;
+  const suffix = nanos.toString(16);
+  // Events about an object whose own name is invalid (reported so) need a valid name of their own.
+  const named = `${e.ref.name}.${suffix}`;
+  const name = dns1123Subdomain(named) === undefined ? named : `${REPORTING_CONTROLLER}.${suffix}`;
   return {
     apiVersion: "events.k8s.io/v1",
     kind: "Event",
-    metadata: { name: `${e.ref.name}.${nanos.toString(16)}`, namespace },
+    metadata: { name, namespace },
     eventTime: microTime(now),
     reportingController: REPORTING_CONTROLLER,
     reportingInstance,

@@ -5,6 +5,7 @@ import { stringify } from "yaml";
 import type { HostState } from "../host/host-state/schema.ts";
 import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 import type { ClusterEventHandler } from "./source.ts";
+import { type KubeObject, objectKey } from "./store.ts";
 
 export interface ObjectStore {
   readonly services: ReadonlyMap<string, ServiceObject>;
@@ -13,9 +14,7 @@ export interface ObjectStore {
   readonly node: NodeObject | undefined;
 }
 
-function keyOf(o: { metadata?: { namespace?: string; name?: string } }): string {
-  return `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
-}
+const keyOf = (o: KubeObject): string => objectKey(o);
 
 export function recordingHandler(inner: ClusterEventHandler): {
   handler: ClusterEventHandler;

@@ -1,9 +1,11 @@
 // A ClusterSource over a --state snapshot: delivers every object once, then reports both
 // caches synced, exactly as informers do after their initial list.
 
+import { nodeName } from "./node-info.ts";
 import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 import type { ClusterEventHandler, ClusterSource } from "./source.ts";
 import type { StateDocuments } from "./state-file.ts";
+import { validNodeName } from "./validation.ts";
 
 export function createSnapshotSource(docs: StateDocuments, nodeName: string): ClusterSource {
   let stopped = false;
@@ -26,7 +28,11 @@ export function createSnapshotSource(docs: StateDocuments, nodeName: string): Cl
   };
 }
 
-/** The node a snapshot describes when no --hostname-override names one: its only Node. */
+/**
+ * The node a snapshot describes when no --hostname-override names one: its only Node, when that
+ * has a name the API server would accept (anything else would flow on as this node's name).
+ */
 export function snapshotNodeName(docs: StateDocuments): string | undefined {
-  return docs.nodes.length === 1 ? docs.nodes[0]?.metadata?.name : undefined;
+  const name: unknown = docs.nodes.length === 1 ? nodeName(docs.nodes[0]) : undefined;
+  return validNodeName(name) === undefined ? (name as string) : undefined;
 }

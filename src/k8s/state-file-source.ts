@@ -8,6 +8,7 @@ import { errText } from "../util/err-text.ts";
 import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 import type { ClusterEventHandler, ClusterSource } from "./source.ts";
 import { type KubeObject, parseStateDocuments, type StateDocuments } from "./state-file.ts";
+import { objectKey, type KubeObject as StoreObject } from "./store.ts";
 
 interface View {
   services: Map<string, KubeObject>;
@@ -16,7 +17,7 @@ interface View {
   node: KubeObject | undefined;
 }
 
-const keyOf = (o: KubeObject) => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
+const keyOf = (o: KubeObject) => objectKey(o as StoreObject);
 
 function viewOf(docs: StateDocuments, nodeName: string): View {
   return {

@@ -2,14 +2,28 @@
 // watch event or a whole relist into add/update/delete transitions, so a relist after an outage
 // deletes only what is really gone instead of dropping and re-adding everything.
 
+import { shownText } from "./validation.ts";
+
 export interface KubeObject {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
+/**
+ * "namespace/name", or "name" for cluster-scoped objects. Names and namespaces are untrusted
+ * here (the trackers refuse bad ones later): any that would make the short form ambiguous (a
+ * '/', a non-string, a leading '[') get a JSON key instead, which no short form can equal, so
+ * one object can never replace another in the cache.
+ */
 export function objectKey(o: KubeObject): string {
-  const ns = o.metadata?.namespace;
-  const name = o.metadata?.name ?? "";
-  return ns ? `${ns}/${name}` : name;
+  const meta: unknown = o?.metadata;
+  const m = typeof meta === "object" && meta !== null ? (meta as Record<string, unknown>) : {};
+  const ns = m.namespace ?? "";
+  const name = m.name ?? "";
+  const plain = (v: unknown) => typeof v === "string" && !v.includes("/") && !v.startsWith("[");
+  if (plain(ns) && plain(name)) return ns ? `${ns}/${name}` : (name as string);
+  // Strings whole (distinct names keep distinct keys); other types only as their shown text.
+  const part = (v: unknown) => (typeof v === "string" ? JSON.stringify(v) : `<${shownText(v)}>`);
+  return `[${part(ns)},${part(name)}]`;
 }
 
 export type Applied<T> =

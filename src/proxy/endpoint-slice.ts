@@ -2,6 +2,13 @@
 // endpoints, and a fingerprint so that re-delivered or reordered slices count as unchanged.
 
 import type { EndpointSliceObject } from "../k8s/objects.ts";
+import {
+  shownValue,
+  type Validator,
+  validEndpointPortName,
+  validNodeName,
+  validZoneName,
+} from "../k8s/validation.ts";
 import { parseIPLenient } from "../util/net/address.ts";
 import type { IPFamily } from "../util/net/family.ts";
 import { isPortNumber } from "../util/net/host-port.ts";
@@ -44,19 +51,20 @@ type RawEndpoint = NonNullable<EndpointSliceObject["endpoints"]>[number];
 // for the protocol; a value that is not a port or protocol at all is a bad field.
 function readSlicePort(raw: RawPort, path: string, problems: ProblemList): SlicePort | undefined {
   if (typeof raw !== "object" || raw === null)
-    return problems.invalid(path, raw, "not a port object; port skipped");
+    return problems.invalid(path, shownValue(raw), "not a port object; port skipped");
   if (raw.name === undefined || raw.name === null)
     return problems.note(`${path}.name`, raw.name, "nil port name; port skipped");
-  if (typeof raw.name !== "string")
-    return problems.invalid(`${path}.name`, raw.name, "not a string; port skipped");
+  const badName = validEndpointPortName(raw.name);
+  if (badName) return problems.invalid(`${path}.name`, shownValue(raw.name), `${badName}; port skipped`);
   if (raw.port === undefined || raw.port === null || raw.port === 0) {
     return problems.note(`${path}.port`, raw.port, "nil or zero port; port skipped");
   }
   if (!isPortNumber(raw.port))
-    return problems.invalid(`${path}.port`, raw.port, "not a port number; port skipped");
+    return problems.invalid(`${path}.port`, shownValue(raw.port), "not a port number; port skipped");
   const protocol = parseProtocol(raw.protocol);
-  if (!protocol) return problems.invalid(`${path}.protocol`, raw.protocol, "unknown protocol; port skipped");
-  return { name: raw.name, port: raw.port, protocol };
+  if (!protocol)
+    return problems.invalid(`${path}.protocol`, shownValue(raw.protocol), "unknown protocol; port skipped");
+  return { name: raw.name as string, port: raw.port, protocol };
 }
 
 /** Upstream kube-proxy's reading of missing conditions: ready and serving unless false; terminating only if true. */
@@ -71,15 +79,40 @@ function conditions(raw: RawEndpoint): Pick<SliceEndpoint, "ready" | "serving" |
 // than carry 100,000 empty ones in a large cluster.
 const NO_HINTS: ReadonlySet<string> = new Set();
 
-/** The names of `hints.forZones` or `hints.forNodes`; entries without a name are dropped. */
-function hintNames(list: unknown): ReadonlySet<string> {
-  if (!Array.isArray(list)) return NO_HINTS;
+/**
+ * The names of `hints.forZones` or `hints.forNodes`. Entries without a name are dropped, as
+ * before; a name the API server would refuse is dropped and reported (the endpoint then has
+ * fewer hints, and one left with none makes topology fall back to every endpoint).
+ */
+function hintNames(list: unknown, path: string, rule: Validator, problems: ProblemList): ReadonlySet<string> {
+  if (list === undefined || list === null) return NO_HINTS;
+  if (!Array.isArray(list)) {
+    problems.invalid(path, shownValue(list), "not a list; hints ignored");
+    return NO_HINTS;
+  }
   const names: string[] = [];
-  for (const h of list) {
+  for (const [i, h] of list.entries()) {
     const name = typeof h === "object" && h !== null ? (h as { name?: unknown }).name : undefined;
-    if (typeof name === "string" && name !== "") names.push(name);
+    if (name === undefined || name === null || name === "") continue;
+    const bad = rule(name);
+    if (bad) problems.invalid(`${path}[${i}].name`, shownValue(name), `${bad}; hint skipped`);
+    else names.push(name as string);
   }
   return names.length === 0 ? NO_HINTS : new Set(names);
+}
+
+/** An optional name-like field: "" or absent is unset; anything else must pass `rule`. */
+function optionalName(
+  value: unknown,
+  path: string,
+  rule: Validator,
+  problems: ProblemList,
+): { ok: true; value: string } | { ok: false } {
+  if (value === undefined || value === null || value === "") return { ok: true, value: "" };
+  const bad = rule(value);
+  if (!bad) return { ok: true, value: value as string };
+  problems.invalid(path, shownValue(value), `${bad}; endpoint skipped`);
+  return { ok: false };
 }
 
 export interface SliceContext {
@@ -91,13 +124,17 @@ export interface SliceContext {
 
 function readEndpoint(raw: RawEndpoint, path: string, ctx: SliceContext): SliceEndpoint | undefined {
   if (typeof raw !== "object" || raw === null)
-    return ctx.problems.invalid(path, raw, "not an endpoint object; skipped");
+    return ctx.problems.invalid(path, shownValue(raw), "not an endpoint object; skipped");
   const address = Array.isArray(raw.addresses) ? raw.addresses[0] : undefined;
   if (address === undefined)
-    return ctx.problems.note(`${path}.addresses`, raw.addresses, "no address; endpoint skipped");
+    return ctx.problems.note(`${path}.addresses`, shownValue(raw.addresses), "no address; endpoint skipped");
   const parsed = parseIPLenient(address);
   if (!parsed)
-    return ctx.problems.invalid(`${path}.addresses[0]`, address, "not an IP address; endpoint skipped");
+    return ctx.problems.invalid(
+      `${path}.addresses[0]`,
+      shownValue(address),
+      "not an IP address; endpoint skipped",
+    );
   if (parsed.family !== ctx.family) {
     const detail = `${address} in endpointslice has incorrect IP version; endpoint skipped`;
     ctx.problems.add({
@@ -109,14 +146,22 @@ function readEndpoint(raw: RawEndpoint, path: string, ctx: SliceContext): SliceE
     });
     return undefined;
   }
+  const nodeName = optionalName(raw.nodeName, `${path}.nodeName`, validNodeName, ctx.problems);
+  if (!nodeName.ok) return undefined;
+  const zone = optionalName(raw.zone, `${path}.zone`, validZoneName, ctx.problems);
+  if (!zone.ok) return undefined;
+  const hints: unknown = raw.hints;
+  const hintObject = typeof hints === "object" && hints !== null ? (hints as Record<string, unknown>) : {};
+  if (hints !== undefined && hints !== null && (typeof hints !== "object" || Array.isArray(hints)))
+    ctx.problems.invalid(`${path}.hints`, shownValue(hints), "not an object; hints ignored");
   return {
     ip: parsed.ip,
     family: parsed.family,
-    nodeName: typeof raw.nodeName === "string" ? raw.nodeName : "",
-    zone: typeof raw.zone === "string" ? raw.zone : "",
+    nodeName: nodeName.value,
+    zone: zone.value,
     ...conditions(raw),
-    zoneHints: hintNames(raw.hints?.forZones),
-    nodeHints: hintNames(raw.hints?.forNodes),
+    zoneHints: hintNames(hintObject.forZones, `${path}.hints.forZones`, validZoneName, ctx.problems),
+    nodeHints: hintNames(hintObject.forNodes, `${path}.hints.forNodes`, validNodeName, ctx.problems),
   };
 }
 

@@ -4,6 +4,7 @@
 
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import type { EndpointSliceObject } from "../k8s/objects.ts";
+import { shownText, shownValue, validEndpointSliceName, validServiceNameLabel } from "../k8s/validation.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import type { IPFamily } from "../util/net/family.ts";
 import type { ChangeMetrics } from "./change-metrics.ts";
@@ -15,7 +16,7 @@ import {
   TRIGGER_TIME_ANNOTATION,
 } from "./endpoint-slice.ts";
 import { EndpointSliceCache } from "./endpoint-slice-cache.ts";
-import { guarded, objectName } from "./guard.ts";
+import { guarded, reportedObjectName, uidOf } from "./guard.ts";
 import { ProblemList, ProblemReporter } from "./problems.ts";
 import { type ServiceKey, serviceKey } from "./types.ts";
 
@@ -42,7 +43,10 @@ interface SliceKeys {
   readonly sliceName: string;
 }
 
-const FAMILIES: Readonly<Record<string, IPFamily>> = { IPv4: "IPv4", IPv6: "IPv6" };
+/** The slice's family; undefined for FQDN and anything else (never an inherited property). */
+function familyOf(addressType: unknown): IPFamily | undefined {
+  return addressType === "IPv4" || addressType === "IPv6" ? addressType : undefined;
+}
 
 export class EndpointsChangeTracker {
   readonly nodeName: string;
@@ -79,27 +83,67 @@ export class EndpointsChangeTracker {
     return { slices: this.cache.checkout(), triggerTimes };
   }
 
-  private keysOf(slice: EndpointSliceObject): SliceKeys | undefined {
-    const id = objectName(slice?.metadata);
-    const service = slice?.metadata?.labels?.[SERVICE_NAME_LABEL];
-    if (!id || typeof service !== "string" || service === "") {
-      this.logger.v(4).info("Ignoring EndpointSlice without a name or service-name label", {
-        endpointSlice: id ? `${id.namespace}/${id.name}` : "<unnamed>",
+  private keysOf(slice: EndpointSliceObject, removed: boolean): SliceKeys | undefined {
+    const meta = slice?.metadata;
+    const id = reportedObjectName("EndpointSlice", meta, validEndpointSliceName, this.reporter, removed);
+    if (!id) return undefined;
+    const labels: unknown = meta?.labels;
+    const service =
+      typeof labels === "object" && labels !== null && Object.hasOwn(labels, SERVICE_NAME_LABEL)
+        ? (labels as Record<string, unknown>)[SERVICE_NAME_LABEL]
+        : undefined;
+    if (service === undefined || service === null || service === "") {
+      this.logger.v(4).info("Ignoring EndpointSlice without a service-name label", {
+        endpointSlice: `${id.namespace}/${id.name}`,
       });
       return undefined;
     }
-    return { key: serviceKey(id.namespace, service), namespace: id.namespace, service, sliceName: id.name };
+    const problem = validServiceNameLabel(service);
+    if (problem) {
+      this.reportBadServiceLabel(id, slice, service, problem, removed);
+      return undefined;
+    }
+    const name = service as string;
+    return {
+      key: serviceKey(id.namespace, name),
+      namespace: id.namespace,
+      service: name,
+      sliceName: id.name,
+    };
+  }
+
+  // The label names the Service whose endpoints these are: one that no Service could have would
+  // file them under a key that is not a Service's, so the slice is skipped.
+  private reportBadServiceLabel(
+    id: { namespace: string; name: string },
+    slice: EndpointSliceObject,
+    value: unknown,
+    problem: string,
+    removed: boolean,
+  ): void {
+    const reportKey = `${id.namespace}/${id.name}`;
+    if (removed) {
+      this.reporter.forget(reportKey);
+      return;
+    }
+    const problems = new ProblemList({ kind: "EndpointSlice", ...id, uid: uidOf(slice.metadata) });
+    problems.invalid(
+      `metadata.labels["${SERVICE_NAME_LABEL}"]`,
+      shownValue(value),
+      `${problem}; EndpointSlice ignored`,
+    );
+    this.reporter.report(reportKey, problems);
   }
 
   private record(slice: EndpointSliceObject, removed: boolean): boolean {
-    const family = FAMILIES[String(slice?.addressType)];
+    const family = familyOf(slice?.addressType);
     if (!family) {
-      this.logger
-        .v(4)
-        .info("EndpointSlice address type not supported by kube-proxy", { addressType: slice?.addressType });
+      this.logger.v(4).info("EndpointSlice address type not supported by kube-proxy", {
+        addressType: shownText(slice?.addressType),
+      });
       return false;
     }
-    const keys = this.keysOf(slice);
+    const keys = this.keysOf(slice, removed);
     if (!keys) return false;
     // As upstream: every slice of a supported family with usable keys counts as a change seen;
     // pending grows by one for each that alters what the next sync applies.
@@ -112,7 +156,7 @@ export class EndpointsChangeTracker {
         kind: "EndpointSlice",
         namespace: keys.namespace,
         name: keys.sliceName,
-        uid: slice.metadata?.uid,
+        uid: uidOf(slice.metadata),
       });
       parsed = parseSlice(slice, {
         family,
@@ -140,7 +184,9 @@ export class EndpointsChangeTracker {
     if (raw === undefined) return;
     const t = parseTriggerTime(raw);
     if (!t) {
-      this.logger.warn("Error while parsing EndpointsLastChangeTriggerTimeAnnotation", { value: raw });
+      this.logger.warn("Error while parsing EndpointsLastChangeTriggerTimeAnnotation", {
+        value: shownText(raw),
+      });
       return;
     }
     if (t.getTime() <= this.startTime) return;

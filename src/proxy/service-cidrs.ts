@@ -4,6 +4,7 @@
 
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import type { ServiceCIDRObject } from "../k8s/objects.ts";
+import { shownValue, validServiceCIDRName } from "../k8s/validation.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import { compareIPs, parseCIDRLenient } from "../util/net/address.ts";
 import { ProblemList, ProblemReporter } from "./problems.ts";
@@ -44,7 +45,14 @@ export class ServiceCIDRSet {
 
   /** Folds one object's change in; true when the union changed. */
   update(obj: ServiceCIDRObject, removed: boolean): boolean {
-    const name = typeof obj.metadata?.name === "string" ? obj.metadata.name : "";
+    const meta: unknown = obj?.metadata;
+    const raw = typeof meta === "object" && meta !== null ? (meta as { name?: unknown }).name : undefined;
+    const bad = validServiceCIDRName(raw);
+    if (bad) {
+      this.refuse(raw, bad, removed);
+      return false;
+    }
+    const name = raw as string;
     if (removed) {
       this.reporter.forget(name);
       if (!this.byObject.delete(name)) return false;
@@ -57,20 +65,34 @@ export class ServiceCIDRSet {
     return true;
   }
 
+  // A name the API server would refuse: the object is skipped, and said so once (log only).
+  private refuse(name: unknown, reason: string, removed: boolean): void {
+    const shown = typeof name === "string" && name !== "" ? String(shownValue(name)) : "<unnamed>";
+    const key = `invalid-name:${shown}`;
+    if (removed) {
+      this.reporter.forget(key);
+      return;
+    }
+    const problems = new ProblemList({ kind: "ServiceCIDR", name: shown });
+    problems.note("metadata.name", shownValue(name), `${reason}; ServiceCIDR ignored`);
+    this.reporter.report(key, problems);
+  }
+
   private read(obj: ServiceCIDRObject, name: string): string[] {
     const problems = new ProblemList({
       kind: "ServiceCIDR",
       name,
-      ...(obj.metadata?.uid ? { uid: obj.metadata.uid } : {}),
+      ...(typeof obj.metadata?.uid === "string" ? { uid: obj.metadata.uid } : {}),
     });
-    const raw = obj.spec?.cidrs;
+    const spec: unknown = obj.spec;
+    const raw = typeof spec === "object" && spec !== null ? (spec as { cidrs?: unknown }).cidrs : undefined;
     const out: string[] = [];
     if (raw !== undefined && !Array.isArray(raw))
-      problems.invalid("spec.cidrs", raw, "not a list; ServiceCIDR skipped");
+      problems.invalid("spec.cidrs", shownValue(raw), "not a list; ServiceCIDR skipped");
     for (const [i, text] of (Array.isArray(raw) ? raw : []).entries()) {
       const parsed = parseCIDRLenient(text);
       if (parsed) out.push(parsed.cidr);
-      else problems.invalid(`spec.cidrs[${i}]`, text, "not a CIDR; skipped");
+      else problems.invalid(`spec.cidrs[${i}]`, shownValue(text), "not a CIDR; skipped");
     }
     this.reporter.report(name, problems);
     return out;

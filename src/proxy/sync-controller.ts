@@ -3,7 +3,7 @@
 // && endpointSlicesSynced), so a restart never programs a partial view and drops traffic.
 
 import type { EffectiveFeatureGates } from "../config/feature-gates.ts";
-import type { EventRecorder } from "../k8s/events.ts";
+import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import { type NodeInfo, nodeInfo } from "../k8s/node-info.ts";
 import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "../k8s/objects.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
@@ -12,6 +12,7 @@ import type { Clock } from "../util/clock.ts";
 import type { TrackerMetrics } from "./change-metrics.ts";
 import { EndpointsMap } from "./endpoints-map.ts";
 import { EndpointsChangeTracker } from "./endpoints-tracker.ts";
+import { ProblemList, ProblemReporter } from "./problems.ts";
 import type { Proxier, SyncInput } from "./proxier.ts";
 import { BoundedFrequencyRunner } from "./runner.ts";
 import { ServiceCIDRSet } from "./service-cidrs.ts";
@@ -47,12 +48,15 @@ export class SyncController implements ClusterEventHandler {
   private servicesSynced = false;
   private endpointSlicesSynced = false;
   private node: NodeInfo | undefined;
+  /** Wrong-typed Node fields are logged once, not on every status heartbeat (no events: upstream has none). */
+  private readonly nodeProblems: ProblemReporter;
   private readonly serviceCIDRs: ServiceCIDRSet;
   private syncs = 0;
   private readonly firstSyncWaiters: (() => void)[] = [];
 
   constructor(private readonly opts: SyncControllerOptions) {
     this.log = opts.logger ?? nullLogger;
+    this.nodeProblems = new ProblemReporter(this.log, nullRecorder, "ReadNode");
     const shared = { logger: this.log, ...(opts.recorder ? { recorder: opts.recorder } : {}) };
     const m = opts.metrics;
     this.services = new ServiceMap(shared);
@@ -99,7 +103,9 @@ export class SyncController implements ClusterEventHandler {
   }
 
   onNodeChange(node: NodeObject | undefined): void {
-    const next = node ? nodeInfo(node) : undefined;
+    const problems = new ProblemList({ kind: "Node", name: this.opts.nodeName });
+    const next = node ? nodeInfo(node, problems) : undefined;
+    this.nodeProblems.report("node", problems);
     const labelsChanged = JSON.stringify(next?.labels ?? {}) !== JSON.stringify(this.node?.labels ?? {});
     this.node = next;
     // Labels drive topology; other Node changes (status heartbeats) need no sync.

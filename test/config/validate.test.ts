@@ -495,3 +495,74 @@ describe("portRangeError", () => {
     expect(portRangeError(text)).toBeString();
   });
 });
+
+describe("interface names (detectLocal.bridgeInterface, detectLocal.interfaceNamePrefix)", () => {
+  const bridge = (name: string) =>
+    issuesAfter((c) => {
+      c.detectLocalMode = "BridgeInterface";
+      c.detectLocal.bridgeInterface = name;
+    });
+  const prefix = (name: string) =>
+    issuesAfter((c) => {
+      c.detectLocalMode = "InterfaceNamePrefix";
+      c.detectLocal.interfaceNamePrefix = name;
+    });
+
+  test.each(["cbr0", "cni0", "br-1a2b3c4d5e6f", "docker0", "eth0.100", "x".repeat(15), "é".repeat(7)])(
+    "bridge %p is accepted",
+    (name) => expect(bridge(name)).toEqual([]),
+  );
+  test.each(["veth", "cali", "lxc", "gke", "x".repeat(14)])("prefix %p is accepted", (name) =>
+    expect(prefix(name)).toEqual([]),
+  );
+
+  const bad: [string, string, string][] = [
+    ["16 bytes", "x".repeat(16), "at most 15 bytes"],
+    ["16 bytes of UTF-8 in 8 characters", "é".repeat(8), "at most 15 bytes"],
+    ["a slash", "a/b", "'/' or ':'"],
+    ["a colon", "eth0:1", "'/' or ':'"],
+    ["a space", "cbr 0", "whitespace"],
+    ["a newline", "cbr0\n-A X", "whitespace"],
+    ["a tab", "\tcbr0", "whitespace"],
+    ["a control character", "cbr\u00010", "control characters"],
+    ["a dot", ".", '"." or ".."'],
+    ["two dots", "..", '"." or ".."'],
+    ["an iptables wildcard", "cbr+", "wildcards"],
+    ["an nft wildcard", "cbr*", "wildcards"],
+    ["a quote", 'cbr"0', "quotes"],
+    ["a backslash", "cbr\\0", "backslashes"],
+  ];
+
+  test.each(bad)("a bridge with %s is refused, naming field and value", (_what, name, message) => {
+    const issues = bridge(name);
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatchObject({ path: "detectLocal.bridgeInterface", value: name });
+    expect(issues[0]!.message).toContain(message);
+  });
+
+  test.each(bad.filter(([what]) => !what.startsWith("16 bytes")))(
+    "a prefix with %s is refused, naming field and value",
+    (_what, name, message) => {
+      const issues = prefix(name);
+      expect(issues).toHaveLength(1);
+      expect(issues[0]).toMatchObject({ path: "detectLocal.interfaceNamePrefix", value: name });
+      expect(issues[0]!.message).toContain(message);
+    },
+  );
+
+  test("a prefix leaves room for the wildcard the match appends: at most 14 bytes", () => {
+    const issues = prefix("x".repeat(15));
+    expect(issues).toHaveLength(1);
+    expect(issues[0]!.message).toContain("at most 14 bytes");
+  });
+
+  test("a name the selected mode does not use is not checked, as upstream", () => {
+    expect(
+      issuesAfter((c) => {
+        c.detectLocalMode = "ClusterCIDR";
+        c.detectLocal.bridgeInterface = "a b/c";
+        c.detectLocal.interfaceNamePrefix = "x+";
+      }),
+    ).toEqual([]);
+  });
+});

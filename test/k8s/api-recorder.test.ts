@@ -41,6 +41,25 @@ describe("eventBody", () => {
     });
   });
 
+  test("an event about an object with an invalid name gets a valid name of its own", () => {
+    const body = eventBody(
+      {
+        ref: { kind: "Service", namespace: "shop", name: "b/c" },
+        type: "Warning",
+        reason: "KubeProxyInvalidField",
+        action: "ParseService",
+        message: "metadata.name invalid",
+      },
+      "kube-proxy-n1",
+      at,
+    );
+    const suffix = (BigInt(at.getTime()) * 1_000_000n).toString(16);
+    expect(body).toMatchObject({
+      metadata: { namespace: "shop", name: `kube-proxy.${suffix}` },
+      regarding: { kind: "Service", namespace: "shop", name: "b/c" },
+    });
+  });
+
   test("notes longer than 1024 bytes are cut", () => {
     const body = eventBody(
       {

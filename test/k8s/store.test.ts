@@ -17,6 +17,23 @@ describe("ObjectStore", () => {
     expect(objectKey({ metadata: { name: "node-1" } })).toBe("node-1");
   });
 
+  test("names that would make keys ambiguous get keys no other object can have", () => {
+    const keys = [
+      objectKey({ metadata: { namespace: "a", name: "b/c" } }),
+      objectKey({ metadata: { namespace: "a/b", name: "c" } }),
+      objectKey({ metadata: { name: "a/b" } }),
+      objectKey({ metadata: { namespace: "a", name: "b" } }),
+      objectKey({ metadata: { namespace: "a", name: 5 as never } }),
+      objectKey({ metadata: { namespace: "a", name: "5" } }),
+      objectKey({ metadata: "x" as never }),
+    ];
+    expect(new Set(keys).size).toBe(keys.length);
+    const s = new ObjectStore<Obj>();
+    expect(s.apply({ metadata: { namespace: "a", name: "b/c" } })).toEqual({ change: "added" });
+    expect(s.apply({ metadata: { namespace: "a/b", name: "c" } })).toEqual({ change: "added" });
+    expect(s.size).toBe(2);
+  });
+
   test("apply reports added, updated with the previous copy, and unchanged for the same resourceVersion", () => {
     const s = new ObjectStore<Obj>();
     expect(s.apply(o("a", "1"))).toEqual({ change: "added" });

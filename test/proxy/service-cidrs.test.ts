@@ -32,6 +32,26 @@ describe("ServiceCIDRSet", () => {
     expect(set.cidrs).toEqual(["198.51.100.0/24", "2001:db8::/112"]);
   });
 
+  test("an object whose name the API server would refuse is skipped, logged with field and value", () => {
+    const logger = memoryLogger();
+    const set = new ServiceCIDRSet({ logger });
+    expect(set.update(cidr("a/b", ["192.0.2.0/24"]), false)).toBe(false);
+    expect(set.update({ spec: { cidrs: ["192.0.2.0/24"] } } as ServiceCIDRObject, false)).toBe(false);
+    expect(set.update(null as never, false)).toBe(false);
+    expect(set.cidrs).toEqual([]);
+    expect(logger.lines.some((l) => l.includes('field="metadata.name"') && l.includes("a/b"))).toBe(true);
+    expect(set.update(cidr("a/b", ["192.0.2.0/24"]), true)).toBe(false);
+  });
+
+  test("a spec that is not an object, or cidrs that are not a list, count nothing and never throw", () => {
+    const logger = memoryLogger();
+    const set = new ServiceCIDRSet({ logger });
+    for (const spec of ["x", 5, null, [], { cidrs: "198.51.100.0/24" }, { cidrs: { a: 1 } }])
+      set.update({ metadata: { name: "k" }, spec } as never, false);
+    expect(set.cidrs).toEqual([]);
+    expect(logger.lines.some((l) => l.includes('field="spec.cidrs"'))).toBe(true);
+  });
+
   test("a bad CIDR is skipped with a warning and an event naming field and value", () => {
     const logger = memoryLogger();
     const recorder = memoryRecorder();
