@@ -3,6 +3,7 @@
 
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ServiceObject, ServicePortSpec } from "../k8s/objects.ts";
+import { shownValue, validServicePortName } from "../k8s/validation.ts";
 import { isPortNumber } from "../util/net/host-port.ts";
 import { parseProtocol } from "../util/net/protocol.ts";
 import { sha256Base32Prefix } from "../util/sha256-base32.ts";
@@ -124,6 +125,9 @@ function readPort(raw: ServicePortSpec, path: string, problems: ProblemList): Po
   }
   const name = raw.name ?? "";
   if (typeof name !== "string") return problems.invalid(`${path}.name`, name, "not a string; port skipped");
+  // The name goes into keys, chain names and comments: only what the API server would accept.
+  const bad = validServicePortName(name);
+  if (bad) return problems.invalid(`${path}.name`, shownValue(name), `${bad}; port skipped`);
   if (!isPortNumber(raw.port))
     return problems.invalid(`${path}.port`, raw.port, "not a port number; port skipped");
   const protocol = parseProtocol(raw.protocol);

@@ -5,9 +5,10 @@
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/feature-gates.ts";
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import type { ServiceObject } from "../k8s/objects.ts";
+import { validServiceName } from "../k8s/validation.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import type { ChangeMetrics } from "./change-metrics.ts";
-import { guarded, objectName } from "./guard.ts";
+import { guarded, reportedObjectName } from "./guard.ts";
 import { ProblemList, ProblemReporter, QuietProblemList } from "./problems.ts";
 import { servicePorts, servicePortsFingerprint } from "./service-port.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "./types.ts";
@@ -79,11 +80,11 @@ export class ServiceChangeTracker {
 
   private record(previous: ServiceObject | undefined, current: ServiceObject | undefined): boolean {
     const obj = current ?? previous;
-    const id = objectName(obj?.metadata);
-    if (!obj || !id) {
-      if (obj) this.logger.warn("Ignoring Service without a name", {});
-      return false;
-    }
+    if (!obj) return false;
+    // A name the API server would refuse (a `/`, a newline, 300 characters) is skipped and told:
+    // it would otherwise reach keys, chain names and comments.
+    const id = reportedObjectName("Service", obj.metadata, validServiceName, this.reporter, !current);
+    if (!id) return false;
     const key = serviceKey(id.namespace, id.name);
     const problems = new ProblemList({ kind: "Service", ...id, uid: obj.metadata?.uid });
     const next = current ? toState(current, id.namespace, id.name, problems, this.gates) : EMPTY;

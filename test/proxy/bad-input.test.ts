@@ -389,3 +389,29 @@ describe("bad EndpointSlice fields", () => {
     expect([...map.keys()]).toEqual(["ns/api:http"]);
   });
 });
+
+describe("names the API server would refuse", () => {
+  test("a Service name with a quote and newline is skipped with a Warning event; the rest sync", () => {
+    const evil = service('x"\nCOMMIT', { clusterIP: "198.51.100.77" });
+    const { map, recorder } = ingestServices(evil);
+    expect([...map.keys()]).toEqual(["ns/good:http"]);
+    expect(recorder.events.map((e) => e.reason)).toEqual(["KubeProxyInvalidField"]);
+    expect(recorder.events[0]!.message).toContain("metadata.name");
+  });
+
+  test("a port name with `;` or 300 characters drops that port only", () => {
+    const svc = service("web", {
+      clusterIP: "198.51.100.78",
+      ports: [
+        { name: "ok", port: 80, protocol: "TCP" },
+        { name: "a; flush ruleset", port: 81, protocol: "TCP" },
+        { name: "p".repeat(300), port: 82, protocol: "TCP" },
+      ],
+    });
+    const { map, logger } = ingestServices(svc);
+    expect([...map.keys()].sort()).toEqual(["ns/good:http", "ns/web:ok"]);
+    const text = logger.lines.join("\n");
+    expect(text).toContain('field="spec.ports[1].name"');
+    expect(text).toContain('field="spec.ports[2].name"');
+  });
+});
