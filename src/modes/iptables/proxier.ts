@@ -43,6 +43,8 @@ import { CT_STATE_INVALID_DROPPED_COUNTER, JUMP_CHAINS } from "./top-level.ts";
 
 /** A nat sweep slower than this is done once per sync period, as in large clusters. */
 const SLOW_SWEEP_MS = 1000;
+/** ...and so is one of tables this big, before its first slow sweep is paid. */
+const LINES_FOR_SLOW_SWEEP = 100_000;
 
 /** nfacct as the proxier uses it: counters are created on full syncs (metrics read them at scrape time). */
 
@@ -126,6 +128,8 @@ export class IptablesProxier implements Proxier {
   private lastCleanup = Number.NEGATIVE_INFINITY;
   /** How long the last nat sweep's iptables-save took (wall ms). */
   private lastSweepMs = 0;
+  /** Rules the tables hold after the last computed sync (filter and nat). */
+  private tableLines = 0;
   private readonly book: SyncBookkeeping;
   private randomFully: boolean | undefined;
   private canariesInstalled = false;
@@ -196,6 +200,7 @@ export class IptablesProxier implements Proxier {
       const big = set.natRuleLines >= LINES_FOR_FULL_COLLECTION;
       if (big) collectGarbage();
       this.recordRuleCounts(set, input, scope.totalEndpoints);
+      this.tableLines = set.filterRuleLines + set.natRuleLines + set.skippedNatRuleLines;
       await this.restore(set.payload);
       this.book.synced(fullSync, start);
       this.builder.commit(set);
@@ -344,10 +349,12 @@ export class IptablesProxier implements Proxier {
   }
 
   // iptables-save can take seconds on big hosts: in large clusters sweep once per sync period.
-  // So too when the last sweep itself was slow (iptables-nft-save reads every table: a Service
-  // with 100,000 ports, no endpoints, puts 100,000 rules in filter and made each save ~5 s).
+  // So too when the tables are big or the last sweep itself was slow (iptables-nft-save reads
+  // every table: one Service with 100,000 ports and no endpoints puts 100,000 rules in filter,
+  // and each save then took 4-9 s).
   private async existingNatChainsIfDue(now: number): Promise<string[] | undefined> {
-    const throttled = this.largeClusterMode || this.lastSweepMs > SLOW_SWEEP_MS;
+    const throttled =
+      this.largeClusterMode || this.lastSweepMs > SLOW_SWEEP_MS || this.tableLines > LINES_FOR_SLOW_SWEEP;
     if (throttled && now - this.lastCleanup <= this.deps.config.iptables.syncPeriod) return undefined;
     try {
       const started = performance.now();
@@ -408,7 +415,7 @@ export class IptablesProxier implements Proxier {
   private recordRuleCounts(set: RuleSet, input: SyncInput, totalEndpoints: number): void {
     const m = this.deps.metrics;
     m.iptablesRulesTotal.set({ table: "filter" }, set.filterRuleLines);
-    m.iptablesRulesLastSync.set({ table: "filter" }, set.filterRuleLines);
+    m.iptablesRulesLastSync.set({ table: "filter" }, set.filterWritten ? set.filterRuleLines : 0);
     m.iptablesRulesTotal.set({ table: "nat" }, set.natRuleLines + set.skippedNatRuleLines);
     m.iptablesRulesLastSync.set({ table: "nat" }, set.natRuleLines);
     this.log.v(2).info("Reloading service iptables data", {

@@ -5,6 +5,7 @@
 // partial syncs where Service objects changed), and the fast walk for endpoint-only changes,
 // which writes unchanged ports chunk by chunk.
 
+import { createHash } from "node:crypto";
 import { orderDeclarationBlocks } from "../../host/iptables/chain-order.ts";
 import { usableEndpointCount } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
@@ -105,6 +106,10 @@ export interface RuleSet {
   /** Nat rules of unchanged ports that this (partial) sync did not rewrite. */
   readonly skippedNatRuleLines: number;
   readonly deletedChains: readonly string[];
+  /** False when a partial sync left the filter table out: it was what the kernel holds. */
+  readonly filterWritten: boolean;
+  /** Digest of the filter table's text, committed with the sync. */
+  readonly filterDigest: string;
   readonly rewrittenPorts: number;
   readonly noLocalInternal: number;
   readonly noLocalExternal: number;
@@ -178,6 +183,10 @@ export class RuleSetBuilder {
   private readonly order = new PortOrder();
   private sortedIds: string[] = [];
   private committedOnce = false;
+  /** The filter table the kernel holds since the last successful restore (its text's digest). */
+  private committedFilterDigest: string | undefined;
+  /** Whether the build in progress is a full sync (the filter table is then always written). */
+  private fullSync = false;
   /** Settings of the build in progress (they change only on full syncs). */
   private settings!: RuleSetSettings;
 
@@ -213,6 +222,7 @@ export class RuleSetBuilder {
     if ("order" in set.commit) this.order.replaceAll(set.commit.order);
     else this.order.replaceAt(set.commit.replacements);
     this.committedOnce = true;
+    this.committedFilterDigest = set.filterDigest;
   }
 
   /** The chains every committed service port owns (all KUBE-SVC/SVL/EXT/FW/SEP). */
@@ -224,6 +234,7 @@ export class RuleSetBuilder {
 
   async build(req: RuleSetRequest, scope: SyncScope, settings: RuleSetSettings): Promise<RuleSet> {
     this.settings = settings;
+    this.fullSync = req.fullSync;
     const out = newOutput(settings);
     if (this.writesLocalnetGuard()) out.filterRules.push(BLOCK_LOCALNET_RULE);
     const commit = scope.fastPath ? this.fastWalk(req, scope, out) : await this.fullWalk(req, out);
@@ -399,12 +410,17 @@ export class RuleSetBuilder {
   ): RuleSet {
     const filterChains = topLevelChainLines(FILTER_TOP_LEVEL_CHAINS);
     if (this.writesLocalnetGuard()) filterChains.push(chainLine(KUBE_FIREWALL));
+    const filterBlocks = [...filterChains, ...out.filterRules.joinedBlocks()];
+    const filterDigest = digestOf(filterBlocks);
+    // The filter table is rewritten whole (one REJECT per port without endpoints: 100,000 rules
+    // for one hostile Service). A partial sync leaves it out when it is what the kernel already
+    // holds; full syncs always write it, so anything else that touched it is repaired there.
+    const filterWritten = this.fullSync || filterDigest !== this.committedFilterDigest;
     // One join over the blocks: a flat string, so the blocks are garbage as soon as the build
     // returns (a concatenation would keep them until the restore writer flattens it).
     const payload = [
       "*filter",
-      ...filterChains,
-      ...out.filterRules.joinedBlocks(),
+      ...(filterWritten ? filterBlocks : []),
       "COMMIT",
       "*nat",
       ...natDeclarations,
@@ -418,12 +434,21 @@ export class RuleSetBuilder {
       natRuleLines: out.natRules.length + out.natExtraLines - deletedChains.length,
       skippedNatRuleLines: out.skippedNatRuleLines,
       deletedChains,
+      filterWritten,
+      filterDigest,
       rewrittenPorts: out.rendered.length,
       noLocalInternal: out.noLocalInternal,
       noLocalExternal: out.noLocalExternal,
       commit,
     };
   }
+}
+
+/** sha256 over the lines' text, block by block (no second copy of a 13 MB table). */
+function digestOf(blocks: readonly string[]): string {
+  const h = createHash("sha256");
+  for (const b of blocks) h.update(b).update("\n");
+  return h.digest("base64");
 }
 
 function protocolOf(req: ScopeRequest, id: string): string | undefined {

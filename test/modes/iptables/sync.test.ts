@@ -188,16 +188,17 @@ describe("failures", () => {
     await s.sync();
     const before = await s.ipt.saveAll();
     s.cluster.apply(endpointSlice("ns1", "svc1", [ep("192.0.2.12")]));
-    s.ipt.fake.failNextRestore(2);
+    // Line 4: a partial sync leaves the unchanged filter table out (*filter, COMMIT, *nat, ...).
+    s.ipt.fake.failNextRestore(4);
     await expect(s.sync()).rejects.toThrow("injected failure");
     expect(await s.ipt.saveAll()).toBe(before);
     expect(await value(s.metrics.iptablesRestoreFailures)).toBe(1);
     expect(await value(s.metrics.iptablesPartialRestoreFailures)).toBe(1);
     const log = logger.lines.join("\n");
     expect(log).toContain("Failed to execute iptables-restore");
-    // The typed error names line 2: the lines around it are logged for the operator.
-    expect(log).toContain("1: *filter");
-    expect(log).toContain("> 2: :KUBE-SERVICES - [0:0]");
+    // The typed error names line 4: the lines around it are logged for the operator.
+    expect(log).toContain("3: *nat");
+    expect(log).toContain("> 4: :KUBE-SERVICES - [0:0]");
 
     // The change set is consumed, so the retry must be a full sync that catches up.
     const retry = await s.sync();
@@ -443,5 +444,27 @@ describe("after a successful restore", () => {
     expect(text).toContain("# TYPE kubeproxy_iptables_ct_state_invalid_dropped_packets_total counter\n");
     expect(text).toContain("\nkubeproxy_iptables_ct_state_invalid_dropped_packets_total 7\n");
     expect(text).toContain("\nkubeproxy_iptables_localhost_nodeports_accepted_packets_total 3\n");
+  });
+});
+
+describe("the filter table in partial syncs", () => {
+  test("left out when unchanged, written when it changes, always written by a full sync", async () => {
+    const s = setup({});
+    twoServices(s);
+    const first = await s.sync();
+    expect(first).toContain(":KUBE-SERVICES - [0:0]\n");
+    const filterOf = (payload: string) => payload.slice(0, payload.indexOf("COMMIT"));
+    // An endpoint change of a Service that keeps endpoints: the filter table is as it was.
+    s.cluster.apply(endpointSlice("ns1", "svc1", [ep("192.0.2.12")]));
+    const partial = await s.sync();
+    expect(filterOf(partial)).toBe("*filter\n");
+    // The Service loses its endpoints: a REJECT rule appears, so the filter table is written.
+    s.cluster.apply(endpointSlice("ns1", "svc1", []));
+    const rejecting = await s.sync();
+    expect(filterOf(rejecting)).toContain("has no endpoints");
+    expect(s.ipt.rules("filter", "KUBE-SERVICES").join("\n")).toContain("has no endpoints");
+    // The hourly full sync writes it even though nothing changed.
+    s.clock.advance(FULL_SYNC_PERIOD_MS);
+    expect(filterOf(await s.sync())).toContain("has no endpoints");
   });
 });
