@@ -137,6 +137,11 @@ describe("deploy/kube-proxy-ts.yaml", () => {
     expect(port).toBe(10256);
   });
 
+  test("a memory request and no memory limit (the README sizes it; a low limit kills big syncs)", () => {
+    expect(container.resources?.requests?.memory).toBe("128Mi");
+    expect(container.resources?.limits?.memory).toBeUndefined();
+  });
+
   test("the command line is flags the binary accepts, and with the ConfigMap it resolves cleanly", () => {
     const args = containerArgs("node-a");
     for (const a of args) {

@@ -121,7 +121,19 @@ const HAIRPIN: ServiceSpec = {
   ports: [HTTP],
   endpoints: [{ ip: ip("p6") }],
 };
-const ALL = [WEB, STICKY, NODEPORT, EXTIP, LB, LB2, LOCAL, EMPTY, HAIRPIN];
+/**
+ * Hostile: its externalIPs hold WEB's ClusterIP on WEB's DNS port (CVE-2020-8554 class). It must
+ * take none of WEB's traffic (the WEB cases below see only p1-p3) and keep its own ClusterIP.
+ */
+const HIJACK: ServiceSpec = {
+  name: "hijack",
+  namespace: "aaa",
+  clusterIP: "198.51.100.18",
+  externalIPs: [WEB.clusterIP],
+  ports: [DNS],
+  endpoints: [{ ip: ip("p6") }],
+};
+const ALL = [HIJACK, WEB, STICKY, NODEPORT, EXTIP, LB, LB2, LOCAL, EMPTY, HAIRPIN];
 
 const backendsOf = (s: ProbeSummary) => Object.keys(s.backends).sort();
 const sysctl = (names: string[]) =>
@@ -212,6 +224,23 @@ describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
       expect(virtualServer(v, "TCP", "198.51.100.10:80")?.scheduler).toBe("rr");
     },
   );
+
+  e2eTest(h, "an externalIP equal to another Service's ClusterIP takes none of its traffic", async () => {
+    const own = await probe(h.topo!, "client", {
+      proto: "udp",
+      target: `${HIJACK.clusterIP}:53`,
+      count: 3,
+      timeoutMs: CONNECT_MS,
+    });
+    expect(backendsOf(own), describeSummary(own)).toEqual(["p6"]);
+    const web = await probe(h.topo!, "client", {
+      proto: "udp",
+      target: `${WEB.clusterIP}:53`,
+      count: 20,
+      timeoutMs: CONNECT_MS,
+    });
+    expect(backendsOf(web), describeSummary(web)).toEqual(["p1", "p2", "p3"]);
+  });
 
   e2eTest(h, "NodePort: the client reaches the Service on the node's addresses (masqueraded)", async () => {
     const s = await probe(h.topo!, "client", {
