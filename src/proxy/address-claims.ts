@@ -26,13 +26,20 @@ export interface ResolvedPorts {
   readonly conflicts: readonly AddressConflict[];
 }
 
+/**
+ * One Service's claim. externalIPs and LoadBalancer IPs are Service-wide, so every IP of a
+ * Service shares one Claimant and its set of ports: 20,000 IPs x 100 ports cost 20,000 map
+ * entries, not 2,000,000.
+ */
 interface Claimant {
   readonly key: ServiceKey;
   readonly createdAtMs: number;
+  /** "port/protocol" of every port that lists the IP (all of the Service's, in practice). */
+  readonly ports: ReadonlySet<string>;
 }
 
-function claimKey(ip: string, port: number, protocol: string): string {
-  return `${ip} ${port} ${protocol}`;
+function portKey(port: number, protocol: string): string {
+  return `${port}/${protocol}`;
 }
 
 function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
@@ -57,15 +64,13 @@ function outranks(a: Claimant, b: Claimant): boolean {
 export class AddressClaims {
   /** ClusterIP -> Services that have it (normally one). */
   private readonly clusterIPs = new Map<string, Set<ServiceKey>>();
-  /** ip/port/protocol -> Services claiming it as an external or LoadBalancer IP. */
-  private readonly claims = new Map<string, Map<ServiceKey, Claimant>>();
-  /** External or LoadBalancer IP -> Services claiming it on any port. */
-  private readonly claimantsByIP = new Map<string, Set<ServiceKey>>();
-  /** Cached winner per claim key; dropped whenever its claimants change. */
-  private readonly winners = new Map<string, ServiceKey>();
+  /** External or LoadBalancer IP -> its claimants: one (the usual case) or several. */
+  private readonly claimants = new Map<string, Claimant | Claimant[]>();
 
   /** Adds (or with `remove`, takes back) the claims of one Service; notes every IP touched. */
   index(key: ServiceKey, ports: readonly ServicePortInfo[], touched: Set<string>, remove = false): void {
+    const external = new Set<string>();
+    const portKeys = new Set<string>();
     for (const p of ports) {
       for (const ip of Object.values(p.clusterIPs)) {
         if (!ip) continue;
@@ -73,31 +78,47 @@ export class AddressClaims {
         if (remove) removeFrom(this.clusterIPs, ip, key);
         else addTo(this.clusterIPs, ip, key);
       }
-      const claimant: Claimant = { key, createdAtMs: p.createdAtMs ?? Number.POSITIVE_INFINITY };
-      for (const list of [p.externalIPs, p.loadBalancerVIPs]) {
-        for (const ip of list) {
-          touched.add(ip);
-          const ck = claimKey(ip, p.port, p.protocol);
-          this.winners.delete(ck);
-          if (remove) {
-            const m = this.claims.get(ck);
-            m?.delete(key);
-            if (m?.size === 0) this.claims.delete(ck);
-            removeFrom(this.claimantsByIP, ip, key);
-          } else {
-            const m = this.claims.get(ck) ?? new Map<ServiceKey, Claimant>();
-            if (m.size === 0) this.claims.set(ck, m);
-            m.set(key, claimant);
-            addTo(this.claimantsByIP, ip, key);
-          }
-        }
-      }
+      if (p.externalIPs.length + p.loadBalancerVIPs.length === 0) continue;
+      portKeys.add(portKey(p.port, p.protocol));
+      for (const ip of p.externalIPs) external.add(ip);
+      for (const ip of p.loadBalancerVIPs) external.add(ip);
     }
+    const createdAtMs = ports[0]?.createdAtMs ?? Number.POSITIVE_INFINITY;
+    const claimant: Claimant = { key, createdAtMs, ports: portKeys };
+    for (const ip of external) {
+      touched.add(ip);
+      if (remove) this.release(ip, key);
+      else this.claim(ip, claimant);
+    }
+  }
+
+  private claim(ip: string, c: Claimant): void {
+    const held = this.claimants.get(ip);
+    if (!held) this.claimants.set(ip, c);
+    else if (Array.isArray(held)) held.push(c);
+    else this.claimants.set(ip, [held, c]);
+  }
+
+  private release(ip: string, key: ServiceKey): void {
+    const held = this.claimants.get(ip);
+    if (!held) return;
+    if (!Array.isArray(held)) {
+      if (held.key === key) this.claimants.delete(ip);
+      return;
+    }
+    const rest = held.filter((c) => c.key !== key);
+    if (rest.length === 0) this.claimants.delete(ip);
+    else this.claimants.set(ip, rest.length === 1 ? rest[0]! : rest);
   }
 
   /** Services whose external claims may have changed because these IPs were touched. */
   claimantsOf(touched: Iterable<string>, into: Set<ServiceKey>): void {
-    for (const ip of touched) for (const key of this.claimantsByIP.get(ip) ?? []) into.add(key);
+    for (const ip of touched) {
+      const held = this.claimants.get(ip);
+      if (!held) continue;
+      if (Array.isArray(held)) for (const c of held) into.add(c.key);
+      else into.add(held.key);
+    }
   }
 
   /** The ports `key` may program: its own, minus addresses it lost. Unchanged ports are reused. */
@@ -126,9 +147,10 @@ export class AddressClaims {
     conflicts: AddressConflict[],
   ): readonly string[] {
     let kept: string[] | undefined;
+    const pk = portKey(p.port, p.protocol);
     for (const [i, ip] of ips.entries()) {
       const owners = this.clusterIPs.get(ip);
-      const winner = owners ? undefined : this.winner(claimKey(ip, p.port, p.protocol));
+      const winner = owners ? undefined : this.winner(ip, pk);
       const ok = !owners && (winner === undefined || winner === key);
       if (ok) {
         kept?.push(ip);
@@ -141,14 +163,13 @@ export class AddressClaims {
     return kept ?? ips;
   }
 
-  private winner(ck: string): ServiceKey | undefined {
-    const cached = this.winners.get(ck);
-    if (cached !== undefined) return cached;
-    const claimants = this.claims.get(ck);
-    if (!claimants) return undefined;
+  /** Who holds ip on port/protocol: the oldest of the Services claiming it there. */
+  private winner(ip: string, pk: string): ServiceKey | undefined {
+    const held = this.claimants.get(ip);
+    if (!held) return undefined;
+    if (!Array.isArray(held)) return held.ports.has(pk) ? held.key : undefined;
     let best: Claimant | undefined;
-    for (const c of claimants.values()) if (!best || outranks(c, best)) best = c;
-    if (best) this.winners.set(ck, best.key);
+    for (const c of held) if (c.ports.has(pk) && (!best || outranks(c, best))) best = c;
     return best?.key;
   }
 }
