@@ -2,7 +2,8 @@
 // recording exec only (no kernel): generated Services, EndpointSlices, a Node and ServiceCIDRs
 // (test/support/hostile-objects.ts) go through the informer handler calls, the trackers and
 // one full sync (test/support/hostile-sync.ts), and then
-//   P1  nothing threw and no promise rejection went unhandled, per kind of object and together;
+//   P1  nothing threw and no promise rejection went unhandled, per kind of object and together,
+//       and through updates and deletes of the same objects (a sync after each step);
 //   P3  every line of every command the sync asked for is one the proxier writes
 //       (test/support/restore-grammar.ts): no line, option, table or chain the model did not
 //       generate, whatever text the objects carried;
@@ -21,6 +22,7 @@ import {
   programOf,
   settle,
   syncOnce,
+  syncWithChurn,
   watchUnhandledRejections,
 } from "../support/hostile-sync.ts";
 import { commandViolations } from "../support/restore-grammar.ts";
@@ -47,22 +49,33 @@ async function check(arb: fc.Arbitrary<ClusterObjects>, predicate: (c: ClusterOb
   await fc.assert(fc.asyncProperty(arb, predicate), { seed: PROPERTY_SEED, numRuns: RUNS });
 }
 
+/** Runs `sync`; fails when it throws or when a promise rejection goes unhandled meanwhile. */
+async function withoutUnhandled(sync: () => Promise<unknown>): Promise<void> {
+  unhandled.take();
+  await sync();
+  await settle();
+  const left = unhandled.take();
+  if (left.length > 0) throw new Error(`unhandled rejection: ${String(left[0])}`);
+}
+
 describe.each(MODES)("%s mode, hostile objects", (mode) => {
   for (const [kinds, arb] of Object.entries(only)) {
     test(
       `P1 ${kinds}: one full sync never throws and leaves no unhandled rejection`,
       async () => {
-        await check(arb, async (cluster) => {
-          unhandled.take();
-          await syncOnce(mode, cluster);
-          await settle();
-          const left = unhandled.take();
-          if (left.length > 0) throw new Error(`unhandled rejection: ${String(left[0])}`);
-        });
+        await check(arb, (cluster) => withoutUnhandled(() => syncOnce(mode, cluster)));
       },
       TIMEOUT_MS,
     );
   }
+
+  test(
+    "P1 churn: every object updated, then deleted, a sync after each step, never throws",
+    async () => {
+      await check(clusterArb, (cluster) => withoutUnhandled(() => syncWithChurn(mode, cluster)));
+    },
+    TIMEOUT_MS,
+  );
 
   test(
     "P3: every line of every command is one the proxier writes",

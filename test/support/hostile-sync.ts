@@ -83,13 +83,19 @@ export function syncConfig(mode: ModeName): ProxyConfig {
   return config;
 }
 
+/** A run being driven: the controller the objects go to, and the commands recorded so far. */
+interface Driven {
+  readonly controller: SyncController;
+  readonly record: SyncRecord;
+}
+
 /**
  * Delivers `objects` in the order a snapshot source does (ServiceCIDRs, Services, the synced
  * mark, EndpointSlices, the synced mark, the Node), builds `mode` on a fresh recorded host with
  * the node IPs the Node gives (as --dry-run does), and runs one sync. Anything thrown on the way
  * propagates: the property tests treat it as a failure.
  */
-export async function syncOnce(mode: ModeName, objects: ClusterObjects): Promise<SyncRecord> {
+async function drive(mode: ModeName, objects: ClusterObjects): Promise<Driven> {
   const log = memoryLogger();
   const recorder = new DryRunRecorder(freshHost());
   const config = syncConfig(mode);
@@ -134,7 +140,35 @@ export async function syncOnce(mode: ModeName, objects: ClusterObjects): Promise
   });
   proxiers.push(planned.proxier);
   await controller.syncNow();
-  return { mode, commands: recorder.commands, log: log.lines };
+  return { controller, record: { mode, commands: recorder.commands, log: log.lines } };
+}
+
+/** One full sync of `objects` in `mode` (see drive). */
+export async function syncOnce(mode: ModeName, objects: ClusterObjects): Promise<SyncRecord> {
+  return (await drive(mode, objects)).record;
+}
+
+/**
+ * The first sync, then churn with a sync after each step: every object delivered again as an
+ * update of itself (in reverse order), then every object deleted (a Service with its last
+ * state, a slice and a ServiceCIDR marked removed, the Node gone). The update and delete paths
+ * of the trackers see the hostile objects as "previous" state too.
+ */
+export async function syncWithChurn(mode: ModeName, objects: ClusterObjects): Promise<SyncRecord> {
+  const { controller, record } = await drive(mode, objects);
+  // What an informer holds: the last object under each key.
+  const services = [...new Map(objects.services.map((s) => [keyOf(s), s])).values()].reverse();
+  for (const svc of services) controller.onServiceChange(svc, svc);
+  for (const slice of [...objects.slices].reverse()) controller.onEndpointSliceChange(slice, false);
+  for (const cidr of [...objects.serviceCIDRs].reverse()) controller.onServiceCIDRChange(cidr, false);
+  if (objects.node) controller.onNodeChange(objects.node);
+  await controller.syncNow();
+  for (const svc of services) controller.onServiceChange(svc, undefined);
+  for (const slice of objects.slices) controller.onEndpointSliceChange(slice, true);
+  for (const cidr of objects.serviceCIDRs) controller.onServiceCIDRChange(cidr, true);
+  controller.onNodeChange(undefined);
+  await controller.syncNow();
+  return record;
 }
 
 /** The program a recorded command ran, without its directory. */

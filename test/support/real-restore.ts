@@ -4,8 +4,9 @@
 // whole property run and emptied between cases, so a run spawns a few processes per case rather
 // than a namespace per case. Not replayed: the iptables command lines (-N and the jumps from the
 // built-in chains: fixed text, two dozen processes a case; the restore inputs declare every chain
-// they use, and the grammar checks hold those lines), ipvsadm (this host has no IPVS; its inputs
-// are held to the in-repo parser instead) and conntrack (nothing to delete on a fresh node).
+// they use, and the grammar checks hold those lines), ipvsadm unless asked for (this host has no
+// IPVS; its inputs are held to the in-repo parser here and replayed in the kernel VM) and
+// conntrack (nothing to delete on a fresh node).
 
 import { spawnSync } from "node:child_process";
 import type { RecordedCommand } from "../../src/exec/dry-run.ts";
@@ -36,6 +37,11 @@ export function requireRealTools(tools: readonly string[] = REAL_TOOLS): void {
 
 const REPLAYED = (p: string) => IPTABLES_RESTORE.test(p) || ["nfacct", "ipset", "ip", "nft"].includes(p);
 
+export interface RealHostOptions {
+  /** Replay ipvsadm too (a kernel with IPVS: the VM guest). */
+  readonly ipvsadm?: boolean;
+}
+
 // The ipvs match needs the ip_vs module, which this host's kernel lacks; where a probe shows that,
 // the match (addresses and ports only, nothing from a name) is cut from the line before replay.
 const IPVS_MATCH = / -m ipvs(?: --v(?:addr|proto|port|dir|method) \S+)+/g;
@@ -63,6 +69,8 @@ function pointedLines(stdin: string | undefined, message: string): string {
 // ipsets and nfacct objects (no longer referenced), then the dummy device. Our namespace only.
 const RESET =
   "nft flush ruleset; ipset destroy 2>/dev/null; nfacct flush 2>/dev/null; ip link del kube-ipvs0 2>/dev/null; exit 0";
+// With IPVS, the virtual servers go first (they hold nothing the others need).
+const RESET_IPVS = `ipvsadm -C; ${RESET}`;
 
 export interface RealHost {
   readonly netns: TestNetns;
@@ -76,9 +84,12 @@ export interface RealHost {
   remove(): Promise<void>;
 }
 
-export async function createRealHost(): Promise<RealHost> {
-  requireRealTools();
+export async function createRealHost(opts: RealHostOptions = {}): Promise<RealHost> {
+  requireRealTools(opts.ipvsadm ? [...REAL_TOOLS, "ipvsadm"] : REAL_TOOLS);
+  const replayed = (p: string) => REPLAYED(p) || (opts.ipvsadm === true && p === "ipvsadm");
   const netns = await createTestNetns();
+  // As on any node, lo is up: without it IPVS refuses every real server ("not unicast").
+  await netns.exec.run({ cmd: "ip", args: ["link", "set", "lo", "up"] });
   const probe = await netns.exec.run({ cmd: "ip", args: DUMMY.slice(1) });
   if (probe.code === 0) await netns.exec.run({ cmd: "ip", args: ["link", "del", "kube-ipvs0"] });
   const dummyDevice = probe.code === 0 ? DUMMY : VETH;
@@ -99,7 +110,7 @@ export async function createRealHost(): Promise<RealHost> {
       const once = new Set<string>();
       for (const c of commands) {
         const program = programOf(c);
-        if (!REPLAYED(program)) continue;
+        if (!replayed(program)) continue;
         if (c.stdin === undefined) {
           const key = JSON.stringify(c.argv);
           if (once.has(key)) continue;
@@ -119,9 +130,13 @@ export async function createRealHost(): Promise<RealHost> {
       return undefined;
     },
     async reset() {
-      const r = await netns.exec.run({ cmd: "sh", args: ["-c", RESET] });
+      const r = await netns.exec.run({ cmd: "sh", args: ["-c", opts.ipvsadm ? RESET_IPVS : RESET] });
       if (r.code !== 0) throw new Error(`resetting ${netns.name} failed: ${r.stderr}`);
-      const left = await netns.exec.run({ cmd: "sh", args: ["-c", "nft list ruleset; ipset list -n"] });
+      // ipvsadm -Sn prints nothing for an empty table.
+      const list = opts.ipvsadm
+        ? "nft list ruleset; ipset list -n; ipvsadm -Sn"
+        : "nft list ruleset; ipset list -n";
+      const left = await netns.exec.run({ cmd: "sh", args: ["-c", list] });
       if (left.stdout.trim() !== "")
         throw new Error(`${netns.name} is not empty after a reset:\n${left.stdout}`);
     },
