@@ -19,7 +19,7 @@ import { FakeNetlink } from "../../src/host/netlink/testing/fake.ts";
 import { FakeNfacct } from "../../src/host/nfacct/testing/fake.ts";
 import { FakeNft } from "../../src/host/nft/testing/fake.ts";
 import { createFakeSysctl } from "../../src/host/sysctl/testing/fake.ts";
-import { nodeIPs } from "../../src/k8s/node-info.ts";
+import { nodeIPs, nodeName as nodeNameOf } from "../../src/k8s/node-info.ts";
 import type {
   EndpointSliceObject,
   NodeObject,
@@ -129,7 +129,8 @@ async function drive(mode: ModeName, objects: ClusterObjects): Promise<Driven> {
     featureGates,
     metrics: createMetrics(),
     log,
-    nodeName: SYNC_NODE,
+    // As --dry-run does: the mode takes the name the Node object gives (hostile or absent too).
+    nodeName: nodeNameOf(objects.node),
     nodeIPs: resolveNodeIPs(raw, config.bindAddress).ips,
     sysctl: createFakeSysctl({
       "net/ipv6/conf/all/disable_ipv6": 0,

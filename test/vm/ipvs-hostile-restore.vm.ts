@@ -17,7 +17,7 @@ import { createRealHost, type RealHost } from "../support/real-restore.ts";
 requireKernelVm("ipvs-hostile-restore.vm.ts");
 
 // An emulated CPU is slow: fewer cases than the host's property, the same seed.
-const RUNS = 15;
+const RUNS = 8;
 
 let host: RealHost;
 beforeAll(async () => {
