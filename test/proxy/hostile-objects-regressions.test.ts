@@ -69,6 +69,12 @@ function node(patch: (n: Record<string, unknown>) => void): ClusterObjects {
 }
 
 const CASES: [string, ClusterObjects][] = [
+  // Valid, at the API server's limits: 63 + 63 + 15 characters pass nft's 128-byte comments.
+  ["the longest valid names", exposed(`ns-${"a".repeat(60)}`, `svc-${"b".repeat(59)}`, "longportname-15")],
+  [
+    "the longest valid names, no endpoints",
+    lonely(`ns-${"a".repeat(60)}`, `svc-${"b".repeat(59)}`, "longportname-15"),
+  ],
   // fast-check, iptables P2 (shrunk): the quote ends the comment, "-j ACCEPT" becomes a target.
   ['a Service name with a quote: web" -j ACCEPT "', lonely("ns", 'web" -j ACCEPT "')],
   // fast-check, iptables P3 (shrunk): a lone quote leaves the comment open to the end of line.

@@ -23,9 +23,11 @@ import { type ClusterObjects, SYNC_NODE, SYNC_NODE_IP, SYNC_NODE_IPV6 } from "./
 // biome-ignore lint/suspicious/noExplicitAny: hostile objects put any value in any field
 type Loose = any;
 
-const NAMESPACES = ["ns", "default", "team-a"];
-const SERVICE_NAMES = ["web", "api", "db"];
-const PORT_NAMES = ["http", "p80", "dns-tcp", "metrics"];
+// Valid names include the longest the API server allows (63, 63 and 15 characters): together
+// they pass nft's 128-byte comment limit, so the proxiers' own limits are exercised by valid input.
+const NAMESPACES = ["ns", "default", "team-a", `ns-${"a".repeat(60)}`];
+const SERVICE_NAMES = ["web", "api", "db", `svc-${"b".repeat(59)}`];
+const PORT_NAMES = ["http", "p80", "dns-tcp", "metrics", "longportname-15"];
 const OTHER_NODE = "node-b";
 const ZONES = ["zone-a", "zone-b"];
 const ZONE_LABEL = "topology.kubernetes.io/zone";
