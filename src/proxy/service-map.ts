@@ -55,22 +55,26 @@ export class ServiceMap implements ServicePortMap {
     // A change can hand an address to (or take it from) a Service that did not change itself.
     const others = new Set<ServiceKey>();
     this.claims.claimantsOf(touched, others);
-    for (const key of result.updatedServices) this.apply(key, result.deletedUDPClusterIPs);
+    for (const key of result.updatedServices) this.apply(key, result.deletedUDPClusterIPs, true);
     for (const key of others) {
       if (result.updatedServices.has(key)) continue;
-      if (this.apply(key, result.deletedUDPClusterIPs)) result.updatedServices.add(key);
+      if (this.apply(key, result.deletedUDPClusterIPs, false)) result.updatedServices.add(key);
     }
     return result;
   }
 
-  /** Resolves one Service's claims and installs its ports; true when what it programs changed. */
-  private apply(key: ServiceKey, deletedUDP: Set<string>): boolean {
+  /**
+   * Resolves one Service's claims and installs its ports; true when what it programs changed.
+   * A Service that did not change itself keeps its port objects unless its addresses did:
+   * proxiers tell unchanged ports by identity.
+   */
+  private apply(key: ServiceKey, deletedUDP: Set<string>, updated: boolean): boolean {
     const wanted = this.wanted.get(key) ?? [];
     const { ports, conflicts } = this.claims.resolve(key, wanted);
     this.reportConflicts(key, wanted[0], conflicts);
     const before = this.portsOf(key);
     const changed = before.length !== ports.length || before.some((p, i) => !sameAddresses(p, ports[i]!));
-    this.replace(key, ports, deletedUDP);
+    if (updated || changed) this.replace(key, ports, deletedUDP);
     return changed;
   }
 
