@@ -3,6 +3,7 @@
 // the comments appear verbatim in the iptables rules that match them.
 
 import type { IpsetSetSpec, IpsetType } from "../../host/ipset/types.ts";
+import { comment } from "../../host/iptables/restore-text.ts";
 import { type IPFamily, inetFamily } from "../../util/net/family.ts";
 
 /** Identifies one set independently of the family prefix ("KUBE-" vs "KUBE-6-"). */
@@ -155,7 +156,7 @@ const PORT_RANGE = "0-65535";
 export interface FamilySet {
   readonly id: SetId;
   readonly spec: IpsetSetSpec;
-  /** The comment as iptables rules quote it. */
+  /** The comment as an iptables rule argument (restore-text's comment()). */
   readonly quotedComment: string;
 }
 
@@ -172,7 +173,7 @@ export function setCatalog(family: IPFamily): SetCatalog {
       comment: d.comment,
       ...(d.type === "bitmap:port" ? { range: PORT_RANGE } : { hashSize: HASH_SIZE, maxElem: MAX_ELEM }),
     };
-    out[d.id] = { id: d.id, spec, quotedComment: `"${d.comment}"` };
+    out[d.id] = { id: d.id, spec, quotedComment: comment(d.comment) };
   }
   return out;
 }
