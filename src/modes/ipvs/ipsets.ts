@@ -2,6 +2,7 @@
 // shared with upstream kube-proxy: switching a node between the two must find the same sets, and
 // the comments appear verbatim in the iptables rules that match them.
 
+import { setName } from "../../host/ipset/restore-text.ts";
 import type { IpsetSetSpec, IpsetType } from "../../host/ipset/types.ts";
 import { comment } from "../../host/iptables/restore-text.ts";
 import { type IPFamily, inetFamily } from "../../util/net/family.ts";
@@ -167,7 +168,7 @@ export function setCatalog(family: IPFamily): SetCatalog {
   const out = {} as Record<SetId, FamilySet>;
   for (const d of SET_DEFINITIONS) {
     const spec: IpsetSetSpec = {
-      name: familySetName(d.name, family),
+      name: setName(familySetName(d.name, family)),
       type: d.type,
       family: inetFamily(family),
       comment: d.comment,
