@@ -1,6 +1,9 @@
 // Rule text <-> argument lists, the way iptables-restore splits its input and iptables-save
 // prints it. The fake stores rules in this canonical form so `-C` and restore agree on equality.
 
+import { cutToUtf8Bytes } from "../comment-text.ts";
+import { COMMENT_MAX_BYTES } from "./restore-text.ts";
+
 /**
  * Splits one restore line as iptables-restore 1.8.x does, reading it with the newline that ends
  * it: blanks, tabs and newlines separate (a carriage return does not); a `"` opens a quoted
@@ -59,15 +62,17 @@ const STRING_OPTIONS = new Set(["--comment"]);
 const ADDRESS_OPTIONS = new Set(["-s", "--source", "-d", "--destination"]);
 
 /**
- * The canonical text of a rule's arguments: comment strings quoted as iptables-save does, bare
- * addresses given their host prefix (/32 or /128), and anything else with whitespace quoted.
+ * The canonical text of a rule's arguments: comment strings cut to the 255 bytes the kernel
+ * keeps (iptables 1.8.9 cuts silently; here at a character boundary) and quoted as
+ * iptables-save does, bare addresses given their host prefix (/32 or /128), and anything else
+ * with whitespace quoted.
  */
 export function formatRuleArgs(args: readonly string[], family: "IPv4" | "IPv6" = "IPv4"): string {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     const prev = i > 0 ? args[i - 1]! : "";
-    if (STRING_OPTIONS.has(prev)) out.push(quoteSaveString(a));
+    if (STRING_OPTIONS.has(prev)) out.push(quoteSaveString(cutToUtf8Bytes(a, COMMENT_MAX_BYTES)));
     else if (ADDRESS_OPTIONS.has(prev)) out.push(withHostPrefix(a, family));
     else out.push(/[\s"]/.test(a) || a === "" ? `"${a.replace(/["\\]/g, (c) => `\\${c}`)}"` : a);
   }

@@ -322,6 +322,7 @@ describe("FakeIptables splits rule lines as the real binaries do", () => {
     '-A KPTS-T -m comment --comment "-j" -j RETURN',
     '-A KPTS-T -m comment --comment "abc\\',
     '-A KPTS-T -m comment --comment "open quote',
+    `-A KPTS-T -m comment --comment "${"x".repeat(300)}" -j RETURN`,
   ];
   // The fake does not know which options take values, so it cannot call "cd" stray: only the
   // real tool is asked, to show that the closing quote ended the argument.
