@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConntrackError, NO_CONNECTION_TO_DELETE } from "../../src/host/conntrack/errors.ts";
-import { HostToolError } from "../../src/host/errors.ts";
+import { HostInputError, HostToolError } from "../../src/host/errors.ts";
 import { HostStateError } from "../../src/host/host-state/errors.ts";
 import { IpsetError, IpsetParseError } from "../../src/host/ipset/errors.ts";
 import { IptablesError, IptablesRestoreError } from "../../src/host/iptables/errors.ts";
@@ -132,5 +132,14 @@ describe("HostToolError: isNotFound / isExists per tool", () => {
   test("kernel and HostState errors name no object", () => {
     expect(answers(new KernelError("cannot determine kernel version"))).toEqual(neither);
     expect(answers(new HostStateError([{ path: "kind", message: "invalid literal" }]))).toEqual(neither);
+  });
+
+  test("text refused before any tool ran names no object; a huge value is shown cut", () => {
+    const err = new HostInputError("nft", "chain name", "a b", "not a name");
+    expect(answers(err)).toEqual(neither);
+    expect(err.message).toBe('nft: refused chain name "a b": not a name');
+    const long = new HostInputError("ip", "device name", "x".repeat(100_000), "too long");
+    expect(long.message.length).toBeLessThan(200);
+    expect(long.message).toContain("(100000 characters)");
   });
 });

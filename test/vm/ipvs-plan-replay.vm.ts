@@ -34,7 +34,7 @@ function expectedRefusal(c: PlannedCommand, stderr: string): boolean {
   const argv = c.argv.join(" ");
   if (c.argv.includes("-N") && stderr.includes("Chain already exists")) return true;
   // Each family ensures kube-ipvs0; the second finds the first one's device.
-  if (argv === "ip link add kube-ipvs0 type dummy" && stderr.includes("File exists")) return true;
+  if (argv === "ip link add name kube-ipvs0 type dummy" && stderr.includes("File exists")) return true;
   // Stale UDP conntrack entries are flushed whether or not there are any.
   if (c.argv[0] === "conntrack" && stderr.includes("0 flow entries have been deleted")) return true;
   return false;

@@ -7,6 +7,7 @@ import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { VersionParseError, versionAtLeast } from "../../util/version.ts";
 import { IpsetError } from "./errors.ts";
+import { setName } from "./restore-text.ts";
 import { parseIpsetSave } from "./save-parser.ts";
 import { type IpsetClient, MIN_IPSET_VERSION } from "./types.ts";
 
@@ -75,7 +76,7 @@ export function createIpsetClient({ exec, logger, timeoutMs }: IpsetClientOption
     },
 
     async destroy(name: string) {
-      const args = ["destroy", name];
+      const args = ["destroy", setName(name)];
       const res = await run(args);
       if (res.code === 0) return;
       const err = new IpsetError("ipset", args, res.code, res.stderr || res.stdout);

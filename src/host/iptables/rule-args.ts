@@ -1,24 +1,41 @@
 // Rule text <-> argument lists, the way iptables-restore splits its input and iptables-save
 // prints it. The fake stores rules in this canonical form so `-C` and restore agree on equality.
 
-/** Splits one restore line like iptables-restore: whitespace separates, "..." groups, \" escapes. */
+import { cutToUtf8Bytes } from "../comment-text.ts";
+import { COMMENT_MAX_BYTES } from "./restore-text.ts";
+
+/**
+ * Splits one restore line as iptables-restore 1.8.x does, reading it with the newline that ends
+ * it: blanks, tabs and newlines separate (a carriage return does not); a `"` opens a quoted
+ * part, inside which a backslash takes the next character literally; the closing `"` ends the
+ * argument (`"ab"cd` is two). A quote left open runs to the end and keeps the newline, as does
+ * a backslash just before it. Outside quotes a backslash is an ordinary character, and a NUL
+ * ends the line (the tool reads C strings).
+ */
 export function splitRuleLine(line: string): string[] {
   const out: string[] = [];
+  const text = line.endsWith("\n") ? line : `${line}\n`;
   let cur = "";
   let inArg = false;
   let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const ch = line[i]!;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (ch === "\0") break;
     if (quoted) {
-      if (ch === "\\" && i + 1 < line.length) cur += line[++i];
-      else if (ch === '"') quoted = false;
-      else cur += ch;
+      if (ch === "\\") {
+        if (i + 1 < text.length) cur += text[++i];
+      } else if (ch === '"') {
+        out.push(cur);
+        cur = "";
+        inArg = false;
+        quoted = false;
+      } else cur += ch;
       continue;
     }
     if (ch === '"') {
       quoted = true;
       inArg = true;
-    } else if (ch === " " || ch === "\t" || ch === "\r") {
+    } else if (ch === " " || ch === "\t" || ch === "\n") {
       if (inArg) out.push(cur);
       cur = "";
       inArg = false;
@@ -45,15 +62,17 @@ const STRING_OPTIONS = new Set(["--comment"]);
 const ADDRESS_OPTIONS = new Set(["-s", "--source", "-d", "--destination"]);
 
 /**
- * The canonical text of a rule's arguments: comment strings quoted as iptables-save does, bare
- * addresses given their host prefix (/32 or /128), and anything else with whitespace quoted.
+ * The canonical text of a rule's arguments: comment strings cut to the 255 bytes the kernel
+ * keeps (iptables 1.8.9 cuts silently; here at a character boundary) and quoted as
+ * iptables-save does, bare addresses given their host prefix (/32 or /128), and anything else
+ * with whitespace quoted.
  */
 export function formatRuleArgs(args: readonly string[], family: "IPv4" | "IPv6" = "IPv4"): string {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     const prev = i > 0 ? args[i - 1]! : "";
-    if (STRING_OPTIONS.has(prev)) out.push(quoteSaveString(a));
+    if (STRING_OPTIONS.has(prev)) out.push(quoteSaveString(cutToUtf8Bytes(a, COMMENT_MAX_BYTES)));
     else if (ADDRESS_OPTIONS.has(prev)) out.push(withHostPrefix(a, family));
     else out.push(/[\s"]/.test(a) || a === "" ? `"${a.replace(/["\\]/g, (c) => `\\${c}`)}"` : a);
   }
@@ -65,11 +84,12 @@ function withHostPrefix(addr: string, family: "IPv4" | "IPv6"): string {
   return `${addr}/${family === "IPv6" || addr.includes(":") ? 128 : 32}`;
 }
 
-/** The jump (-j) or goto (-g) target of a rule, if any. */
+/** The jump (-j) or goto (-g) target of a rule, if any (a comment that reads "-j" is no jump). */
 export function ruleTarget(args: readonly string[]): string | undefined {
   for (let i = 0; i < args.length - 1; i++) {
-    const a = args[i];
-    if (a === "-j" || a === "--jump" || a === "-g" || a === "--goto") return args[i + 1];
+    const a = args[i]!;
+    if (STRING_OPTIONS.has(a)) i++;
+    else if (a === "-j" || a === "--jump" || a === "-g" || a === "--goto") return args[i + 1];
   }
   return undefined;
 }

@@ -8,12 +8,18 @@ import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
 import { IpvsError } from "./errors.ts";
 import {
+  ipvsAddress,
+  ipvsPort,
+  ipvsScheduler,
+  ipvsSchedulerFlags,
+  ipvsTimeout,
+  ipvsWeight,
+} from "./restore-text.ts";
+import {
   type DestSpec,
   isDefaultNetmask,
   type ListFormat,
-  MAX_TIMEOUT,
   parseIpvsadmArgs,
-  parseSchedFlags,
   restoreLineWords,
   type ServiceSpec,
   SVC_F_ONEPACKET,
@@ -36,49 +42,27 @@ export function serviceArgs(key: VirtualServerKey): string {
   return `${SERVICE_OPTION[key.protocol]} ${joinHostPort(key.address, key.port)}`;
 }
 
-const SCHEDULER = /^[a-z][a-z0-9_-]{0,14}$/;
-
 function invalid(message: string): never {
   throw new IpvsError({ kind: "invalid", message: `ipvs: ${message}` });
 }
 
-function canonical(address: string, what: string): { ip: string; family: IPFamily } {
-  const parsed = parseIPInet(address);
-  if (!parsed) invalid(`${what} address ${JSON.stringify(address)} is not an IP address`);
-  return { ip: parsed.ip, family: parsed.family };
-}
-
-function checkPort(port: number, what: string, allowZero: boolean): void {
-  if (!Number.isInteger(port) || port < (allowZero ? 0 : 1) || port > 65535) {
-    invalid(`${what} port ${port} is out of range`);
-  }
-}
-
 function checkedKey(key: VirtualServerKey): VirtualServerKey & { family: IPFamily } {
   if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
-  const addr = canonical(key.address, "virtual server");
-  checkPort(key.port, "virtual server", true);
-  return { address: addr.ip, port: key.port, protocol: key.protocol, family: addr.family };
+  const addr = ipvsAddress(key.address, "virtual server");
+  const port = ipvsPort(key.port, "virtual server", true);
+  return { address: addr.ip, port, protocol: key.protocol, family: addr.family };
 }
 
+// Every word of a line comes from restore-text.ts, which checks it.
 function renderService(op: "-A" | "-E", change: Extract<IpvsChange, { op: "add-service" | "edit-service" }>) {
   const s = change.server;
   const key = checkedKey(s);
-  if (!SCHEDULER.test(s.scheduler)) invalid(`unknown scheduler ${JSON.stringify(s.scheduler)}`);
-  if (!Number.isInteger(s.timeout) || s.timeout < 0 || s.timeout > MAX_TIMEOUT) {
-    invalid(`persistence timeout ${s.timeout} is out of range 0-${MAX_TIMEOUT}`);
-  }
-  if (key.port === 0 && s.timeout === 0) invalid(`${joinHostPort(key.address, 0)}: port 0 needs persistence`);
-  let line = `${op} ${serviceArgs(key)} -s ${s.scheduler}`;
-  if (s.timeout > 0) line += ` -p ${s.timeout}`;
-  if (s.flags.length > 0) {
-    try {
-      parseSchedFlags(s.scheduler, s.flags.join(","));
-    } catch {
-      invalid(`scheduler flags ${s.flags.join(",")} do not apply to scheduler ${s.scheduler}`);
-    }
-    line += ` -b ${s.flags.join(",")}`;
-  }
+  const scheduler = ipvsScheduler(s.scheduler);
+  const timeout = ipvsTimeout(s.timeout);
+  if (key.port === 0 && timeout === 0) invalid(`${joinHostPort(key.address, 0)}: port 0 needs persistence`);
+  let line = `${op} ${serviceArgs(key)} -s ${scheduler}`;
+  if (timeout > 0) line += ` -p ${timeout}`;
+  if (s.flags.length > 0) line += ` -b ${ipvsSchedulerFlags(scheduler, s.flags)}`;
   return line;
 }
 
@@ -87,16 +71,14 @@ function renderReal(
   op: "-a" | "-e" | "-d",
 ): string {
   const key = checkedKey(change.key);
-  const real = canonical(change.real.address, "real server");
+  const real = ipvsAddress(change.real.address, "real server");
   if (real.family !== key.family)
     invalid(`real server ${change.real.address} is not of the service's family`);
-  checkPort(change.real.port, "real server", true);
-  const head = `${op} ${serviceArgs(key)} -r ${joinHostPort(real.ip, change.real.port)}`;
+  const port = ipvsPort(change.real.port, "real server", true);
+  const head = `${op} ${serviceArgs(key)} -r ${joinHostPort(real.ip, port)}`;
   if (change.op === "delete-real") return head;
-  const weight = change.real.weight;
-  if (!Number.isInteger(weight) || weight < 0 || weight > 65535) invalid(`weight ${weight} is out of range`);
   // Masquerading (NAT), as upstream kube-proxy programs every real server.
-  return `${head} -m -w ${weight}`;
+  return `${head} -m -w ${ipvsWeight(change.real.weight)}`;
 }
 
 /** One change as one `ipvsadm --restore` line. Throws IpvsError(kind "invalid") for bad input. */

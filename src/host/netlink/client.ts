@@ -9,14 +9,9 @@
 import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { canonicalIPInet, isIPv6LinkLocal, isLoopback } from "../../util/net/address.ts";
-import {
-  type FamilyNumber,
-  familyNumber,
-  familyOf,
-  type IPFamily,
-  maxPrefixLen,
-} from "../../util/net/family.ts";
+import { type FamilyNumber, familyNumber, type IPFamily, maxPrefixLen } from "../../util/net/family.ts";
 import { NetlinkError, parseBatchFailures } from "./errors.ts";
+import { hostPrefix, ifName } from "./ip-text.ts";
 import type { InterfaceAddress, NetlinkClient } from "./types.ts";
 
 export interface NetlinkClientOptions {
@@ -65,22 +60,13 @@ export function parseIpAddrShow(text: string): AddrLine[] {
   return out;
 }
 
-/** The `ip -batch` lines that unbind `remove` and bind `add` (host prefixes) on `device`. */
+/**
+ * The `ip -batch` lines that unbind `remove` and bind `add` (host prefixes) on `device`; every
+ * word from ip-text.ts, which refuses (HostInputError) a name or address `ip` would misread.
+ */
 export function renderBindBatch(device: string, add: readonly string[], remove: readonly string[]): string {
-  const line = (verb: "add" | "del", ip: string) => {
-    const canonical = canonicalIPInet(ip);
-    if (!canonical) {
-      throw new NetlinkError(
-        "ip",
-        ["-batch", "-"],
-        -1,
-        "",
-        [],
-        `netlink: ${JSON.stringify(ip)} is not an IP address`,
-      );
-    }
-    return `address ${verb} ${canonical}/${maxPrefixLen(familyOf(canonical))} dev ${device}\n`;
-  };
+  const dev = ifName(device);
+  const line = (verb: "add" | "del", ip: string) => `address ${verb} ${hostPrefix(ip)} dev ${dev}\n`;
   return [...remove.map((ip) => line("del", ip)), ...add.map((ip) => line("add", ip))].join("");
 }
 
@@ -107,7 +93,8 @@ export function createNetlinkClient(opts: NetlinkClientOptions): NetlinkClient {
 
   return {
     async ensureDummyDevice(name) {
-      const args = ["link", "add", name, "type", "dummy"];
+      // "name" and "dev" before the device: iproute2 would read a bare "help" or "dev" as a keyword.
+      const args = ["link", "add", "name", ifName(name), "type", "dummy"];
       const res = await run(args);
       if (res.code === 0) {
         log.v(2).info("Created dummy device", { device: name });
@@ -118,7 +105,7 @@ export function createNetlinkClient(opts: NetlinkClientOptions): NetlinkClient {
     },
 
     async deleteDevice(name) {
-      const args = ["link", "del", name];
+      const args = ["link", "del", "dev", ifName(name)];
       const res = await run(args);
       if (res.code === 0) return;
       const err = fail(args, res);
@@ -127,7 +114,7 @@ export function createNetlinkClient(opts: NetlinkClientOptions): NetlinkClient {
     },
 
     async listAddresses(device) {
-      return (await show(["-o", "addr", "show", "dev", device])).map((a) => a.address);
+      return (await show(["-o", "addr", "show", "dev", ifName(device)])).map((a) => a.address);
     },
 
     async bindAddresses(device, add, remove) {

@@ -6,6 +6,7 @@
 import { type Exec, type ExecInput, type ExecResult, rereadableInputText } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { NftError } from "./errors.ts";
+import { nftIdentifier } from "./script-text.ts";
 import type { NftClient, NftFamily, NftListKind, NftTable, NftTransactionLike } from "./types.ts";
 
 const NOT_INSTALLED = 127;
@@ -89,7 +90,7 @@ export interface NftClientOptions {
 
 export function createNftClient(opts: NftClientOptions): NftClient {
   const family = opts.family ?? "ip";
-  const table = opts.table ?? "kube-proxy";
+  const table = nftIdentifier(opts.table ?? "kube-proxy", "table name");
   const bound = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const log = (opts.logger ?? nullLogger).named("nft");
   const run = (args: string[], stdin?: ExecInput): Promise<ExecResult> =>
@@ -148,7 +149,8 @@ export function createNftClient(opts: NftClientOptions): NftClient {
     },
 
     async deleteTable(t) {
-      const args = ["delete", "table", t.family, t.name];
+      // An argument, but nft parses it as it would a script: only a name it reads as one.
+      const args = ["delete", "table", t.family, nftIdentifier(t.name, "table name")];
       const res = await run(args);
       if (res.code === 0) return true;
       const err = new NftError(args, res.code, res.stderr || res.stdout);

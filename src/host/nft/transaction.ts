@@ -6,12 +6,9 @@
 // A deferred part (defer) is written only when nft has read up to it, block by block, so the
 // bulk of a big sync never exists as text all at once.
 
+import { HostInputError } from "../errors.ts";
+import { nftComment, nftElementPart, nftIdentifier, nftStatement } from "./script-text.ts";
 import type { NftFamily, NftObject, NftOperation, NftTransactionLike, NftVerb } from "./types.ts";
-
-/** nft keeps at most 128 bytes of a comment; quotes would end it early. */
-function quoteComment(comment: string): string {
-  return `"${comment.replaceAll('"', "'").slice(0, 128)}"`;
-}
 
 function block(parts: readonly (string | undefined)[]): string {
   const present = parts.filter((p): p is string => p !== undefined);
@@ -43,7 +40,7 @@ export class NftTransaction implements NftTransactionLike {
     readonly family: NftFamily,
     readonly table: string,
   ) {
-    this.where = `${family} ${table}`;
+    this.where = `${family} ${nftIdentifier(table, "table name")}`;
   }
 
   /** Operations so far (a producer's count only once it ran). */
@@ -150,38 +147,54 @@ export class NftTransaction implements NftTransactionLike {
 
 function typeToAdd(o: { readonly name: string; readonly type?: string }): string {
   if (!o.type) throw new Error(`nft: set or map ${o.name} needs a type to be added`);
-  return o.type;
+  return nftStatement(o.type, "set type");
 }
 
-/** One operation as nft reads it; `where` is "family table". */
+function wholeNumber(n: number, what: string): number {
+  if (!Number.isSafeInteger(n)) throw new HostInputError("nft", what, String(n), "not a whole number");
+  return n;
+}
+
+/**
+ * One operation as nft reads it; `where` is "family table". Every name, comment and piece of
+ * free text goes through script-text.ts: what nft would not read as meant is refused there.
+ */
 export function renderOperation(where: string, op: NftOperation): string {
   const { verb, object: o } = op;
-  const comment = o.comment === undefined ? undefined : `comment ${quoteComment(o.comment)}`;
+  const comment = o.comment === undefined ? undefined : `comment ${nftComment(o.comment)}`;
   const full = verb === "add";
   switch (o.kind) {
     case "table":
       return `${verb} table ${where}${full ? block([comment]) : ""}`;
     case "chain": {
-      const base = o.base && `type ${o.base.type} hook ${o.base.hook} priority ${o.base.priority}`;
-      return `${verb} chain ${where} ${o.name}${full ? block([base, comment]) : ""}`;
+      const name = nftIdentifier(o.name, "chain name");
+      const base =
+        o.base &&
+        `type ${o.base.type} hook ${o.base.hook} priority ${wholeNumber(o.base.priority, "priority")}`;
+      return `${verb} chain ${where} ${name}${full ? block([base, comment]) : ""}`;
     }
     case "rule":
       if (verb !== "add") throw new Error(`nft: cannot ${verb} a rule by its text (chain ${o.chain})`);
-      return `add rule ${where} ${o.chain} ${o.rule}${comment ? ` ${comment}` : ""}`;
+      return `add rule ${where} ${nftIdentifier(o.chain, "chain name")} ${nftStatement(o.rule)}${comment ? ` ${comment}` : ""}`;
     case "set": {
+      const name = nftIdentifier(o.name, "set name");
       const flags = o.flags?.length ? `flags ${o.flags.join(",")}` : undefined;
-      const timeout = o.timeoutSeconds === undefined ? undefined : `timeout ${o.timeoutSeconds}s`;
+      const timeout =
+        o.timeoutSeconds === undefined ? undefined : `timeout ${wholeNumber(o.timeoutSeconds, "timeout")}s`;
       const spec = full ? block([`type ${typeToAdd(o)}`, flags, timeout, comment]) : "";
-      return `${verb} set ${where} ${o.name}${spec}`;
+      return `${verb} set ${where} ${name}${spec}`;
     }
-    case "map":
-      return `${verb} map ${where} ${o.name}${full ? block([`type ${typeToAdd(o)}`, comment]) : ""}`;
+    case "map": {
+      const name = nftIdentifier(o.name, "map name");
+      return `${verb} map ${where} ${name}${full ? block([`type ${typeToAdd(o)}`, comment]) : ""}`;
+    }
     case "element": {
       if (verb === "flush") throw new Error(`nft: cannot flush an element (of ${o.container})`);
-      let text = o.key.join(" . ");
+      const container = nftIdentifier(o.container, "set or map name");
+      let text = o.key.map((k) => nftElementPart(k, "element key")).join(" . ");
       if (full && comment) text += ` ${comment}`;
-      if (full && o.value) text += ` : ${o.value.join(" . ")}`;
-      return `${verb} element ${where} ${o.container} { ${text} }`;
+      if (full && o.value) text += ` : ${o.value.map((v) => nftElementPart(v, "element value")).join(" . ")}`;
+      return `${verb} element ${where} ${container} { ${text} }`;
     }
   }
 }

@@ -2,6 +2,7 @@
 // (source ranges), KUBE-SVC-/KUBE-SVL- (pick an endpoint, Cluster or Local policy) and one
 // KUBE-SEP- per endpoint (DNAT). A partial sync writes these only for service ports that changed.
 
+import { bareComment, comment } from "../../host/iptables/restore-text.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import { chainLine, KUBE_MARK_MASQ } from "../../proxy/netfilter/chains.ts";
@@ -34,9 +35,13 @@ function declare(out: ChainSink, chain: string): void {
   out.active.push(chain);
 }
 
-/** "-m comment --comment TEXT " or nothing in large-cluster mode (trailing blank included). */
-function endpointComment(settings: ChainRuleSettings, text: string): string {
-  return settings.largeClusterMode ? "" : `-m comment --comment ${text} `;
+/**
+ * "-m comment --comment TEXT " or nothing in large-cluster mode (trailing blank included); the
+ * text quoted, or bare where upstream writes it bare.
+ */
+function endpointComment(settings: ChainRuleSettings, text: string, bare = false): string {
+  if (settings.largeClusterMode) return "";
+  return `-m comment --comment ${bare ? bareComment(text) : comment(text)} `;
 }
 
 // Off-cluster traffic to the cluster IP may bounce off-node, so it is masqueraded.
@@ -49,7 +54,7 @@ function writeInternalMasquerade(
 ) {
   if (!plan.hasInternalEndpoints) return;
   const p = names.protocol;
-  const head = `-A ${plan.internalTrafficChain} -m comment --comment "${names.nameString} cluster IP" -m ${p} -p ${p} -d ${svc.clusterIP} --dport ${svc.port}`;
+  const head = `-A ${plan.internalTrafficChain} -m comment --comment ${comment(`${names.nameString} cluster IP`)} -m ${p} -p ${p} -d ${svc.clusterIP} --dport ${svc.port}`;
   if (settings.masqueradeAll) out.rules.push(`${head} -j ${KUBE_MARK_MASQ}`);
   else if (settings.localDetector.implemented) {
     out.rules.push(`${head} ${settings.localDetector.ifNotLocal.join(" ")} -j ${KUBE_MARK_MASQ}`);
@@ -70,7 +75,7 @@ function writeExternalChain(
   if (!svc.externalPolicyLocal) {
     // Cluster policy may send the packet to another node: masquerade so replies come back.
     out.rules.push(
-      `-A ${ext} -m comment --comment "masquerade traffic for ${name} external destinations" -j ${KUBE_MARK_MASQ}`,
+      `-A ${ext} -m comment --comment ${comment(`masquerade traffic for ${name} external destinations`)} -j ${KUBE_MARK_MASQ}`,
     );
   } else {
     const cluster = names.chains.svc;
@@ -78,16 +83,16 @@ function writeExternalChain(
       // Pods reaching an external IP behave as if they went out to the LB and came back.
       const local = settings.localDetector.ifLocal.join(" ");
       out.rules.push(
-        `-A ${ext} -m comment --comment "pod traffic for ${name} external destinations" ${local} -j ${cluster}`,
+        `-A ${ext} -m comment --comment ${comment(`pod traffic for ${name} external destinations`)} ${local} -j ${cluster}`,
       );
     }
     // The host's own traffic has a local source address (maybe the LB IP): masquerade and
     // send it through Cluster policy.
     out.rules.push(
-      `-A ${ext} -m comment --comment "masquerade LOCAL traffic for ${name} external destinations" -m addrtype --src-type LOCAL -j ${KUBE_MARK_MASQ}`,
+      `-A ${ext} -m comment --comment ${comment(`masquerade LOCAL traffic for ${name} external destinations`)} -m addrtype --src-type LOCAL -j ${KUBE_MARK_MASQ}`,
     );
     out.rules.push(
-      `-A ${ext} -m comment --comment "route LOCAL traffic for ${name} external destinations" -m addrtype --src-type LOCAL -j ${cluster}`,
+      `-A ${ext} -m comment --comment ${comment(`route LOCAL traffic for ${name} external destinations`)} -m addrtype --src-type LOCAL -j ${cluster}`,
     );
   }
   if (plan.hasExternalEndpoints) out.rules.push(`-A ${ext} -j ${plan.externalPolicyChain}`);
@@ -103,7 +108,7 @@ function writeFirewallChain(
   if (!plan.usesFirewallChain) return;
   const { fw, ext } = names.chains;
   declare(out, fw);
-  const head = `-A ${fw} -m comment --comment "${names.nameString} loadbalancer IP"`;
+  const head = `-A ${fw} -m comment --comment ${comment(`${names.nameString} loadbalancer IP`)}`;
   let allowFromNode = false;
   for (const cidr of svc.loadBalancerSourceRanges) {
     out.rules.push(`${head} -s ${cidr} -j ${ext}`);
@@ -113,7 +118,7 @@ function writeFirewallChain(
   if (allowFromNode) for (const ip of svc.loadBalancerVIPs) out.rules.push(`${head} -s ${ip} -j ${ext}`);
   // Falling off the end means no DNAT; KUBE-PROXY-FIREWALL drops it in the filter table.
   out.rules.push(
-    `-A ${fw} -m comment --comment "other traffic to ${names.nameString} will be dropped by KUBE-PROXY-FIREWALL"`,
+    `-A ${fw} -m comment --comment ${comment(`other traffic to ${names.nameString} will be dropped by KUBE-PROXY-FIREWALL`)}`,
   );
 }
 
@@ -131,19 +136,19 @@ export function writeServiceToEndpointRules(
     const seconds = svc.sessionAffinity.timeoutSeconds;
     for (const ep of endpoints) {
       const sep = names.endpointChain(ep.endpoint);
-      const comment = endpointComment(settings, `"${name} -> ${ep.endpoint}"`);
+      const text = endpointComment(settings, `${name} -> ${ep.endpoint}`);
       out.rules.push(
-        `-A ${chain} ${comment}-m recent --name ${sep} --rcheck --seconds ${seconds} --reap -j ${sep}`,
+        `-A ${chain} ${text}-m recent --name ${sep} --rcheck --seconds ${seconds} --reap -j ${sep}`,
       );
     }
   }
   const n = endpoints.length;
   for (let i = 0; i < n; i++) {
     const ep = endpoints[i]!;
-    const comment = endpointComment(settings, `"${name} -> ${ep.endpoint}"`);
+    const text = endpointComment(settings, `${name} -> ${ep.endpoint}`);
     const chance =
       i < n - 1 ? `-m statistic --mode random --probability ${settings.probabilities.get(n - i)} ` : "";
-    out.rules.push(`-A ${chain} ${comment}${chance}-j ${names.endpointChain(ep.endpoint)}`);
+    out.rules.push(`-A ${chain} ${text}${chance}-j ${names.endpointChain(ep.endpoint)}`);
   }
 }
 
@@ -155,15 +160,15 @@ function writeEndpointChains(
   out: ChainSink,
 ) {
   const p = names.protocol;
-  const comment = endpointComment(settings, names.nameString);
+  const text = endpointComment(settings, names.nameString, true);
   const affinity = svc.sessionAffinity.type === "ClientIP";
   for (const ep of plan.allReachableEndpoints) {
     const sep = names.endpointChain(ep.endpoint);
     declare(out, sep);
     // Hairpin: a pod reaching itself through the service must be masqueraded.
-    out.rules.push(`-A ${sep} ${comment}-s ${ep.ip} -j ${KUBE_MARK_MASQ}`);
+    out.rules.push(`-A ${sep} ${text}-s ${ep.ip} -j ${KUBE_MARK_MASQ}`);
     const recent = affinity ? `-m recent --name ${sep} --set ` : "";
-    out.rules.push(`-A ${sep} ${comment}${recent}-m ${p} -p ${p} -j DNAT --to-destination ${ep.endpoint}`);
+    out.rules.push(`-A ${sep} ${text}${recent}-m ${p} -p ${p} -j DNAT --to-destination ${ep.endpoint}`);
   }
 }
 

@@ -2,6 +2,7 @@
 // which chains exist, where each kind of traffic goes, and what the filter table does when a
 // policy leaves no endpoint (REJECT when there is none anywhere, DROP when only none here).
 
+import { comment } from "../../host/iptables/restore-text.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { TopologyContext } from "../../proxy/topology.ts";
 import { planTrafficPolicy, type TrafficPolicyPlan } from "../../proxy/traffic-policy.ts";
@@ -10,7 +11,7 @@ import type { ServicePortNames } from "./port-names.ts";
 
 export interface FilterVerdict {
   readonly target: "REJECT" | "DROP";
-  /** Already quoted for the restore file, as upstream writes it. */
+  /** Already a restore-file argument (restore-text's comment()), as upstream writes it. */
   readonly comment: string;
 }
 
@@ -33,10 +34,10 @@ function verdicts(
   hasExternal: boolean,
 ): { internal: FilterVerdict | undefined; external: FilterVerdict | undefined } {
   if (!hasEndpoints) {
-    const reject: FilterVerdict = { target: "REJECT", comment: `"${name} has no endpoints"` };
+    const reject: FilterVerdict = { target: "REJECT", comment: comment(`${name} has no endpoints`) };
     return { internal: reject, external: reject };
   }
-  const drop: FilterVerdict = { target: "DROP", comment: `"${name} has no local endpoints"` };
+  const drop: FilterVerdict = { target: "DROP", comment: comment(`${name} has no local endpoints`) };
   return { internal: hasInternal ? undefined : drop, external: hasExternal ? undefined : drop };
 }
 

@@ -3,6 +3,7 @@
 // that reject, drop or accept what cannot (or need not) reach an endpoint. These chains are
 // rewritten on every sync, partial or not.
 
+import { bareComment, comment } from "../../host/iptables/restore-text.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import {
   KUBE_EXTERNAL_SERVICES,
@@ -40,13 +41,11 @@ function writeClusterIPCapture(
 ) {
   const match = dest(names.protocol, svc.clusterIP, svc.port);
   if (plan.hasInternalEndpoints) {
-    const comment = `"${names.nameString} cluster IP"`;
-    out.nat.push(
-      `-A ${KUBE_SERVICES} -m comment --comment ${comment} ${match} -j ${plan.internalTrafficChain}`,
-    );
+    const text = comment(`${names.nameString} cluster IP`);
+    out.nat.push(`-A ${KUBE_SERVICES} -m comment --comment ${text} ${match} -j ${plan.internalTrafficChain}`);
   } else if (plan.internalFilter) {
-    const { comment, target } = plan.internalFilter;
-    out.filter.push(`-A ${KUBE_SERVICES} -m comment --comment ${comment} ${match} -j ${target}`);
+    const { comment: text, target } = plan.internalFilter;
+    out.filter.push(`-A ${KUBE_SERVICES} -m comment --comment ${text} ${match} -j ${target}`);
   }
 }
 
@@ -56,11 +55,11 @@ function writeExternalIPCaptures(
   plan: ServicePlan,
   out: EntryRuleSink,
 ) {
-  const comment = `"${names.nameString} external IP"`;
+  const text = comment(`${names.nameString} external IP`);
   for (const ip of svc.externalIPs) {
     const match = dest(names.protocol, ip, svc.port);
     if (plan.hasEndpoints) {
-      out.nat.push(`-A ${KUBE_SERVICES} -m comment --comment ${comment} ${match} -j ${names.chains.ext}`);
+      out.nat.push(`-A ${KUBE_SERVICES} -m comment --comment ${text} ${match} -j ${names.chains.ext}`);
     }
     // Either nothing to serve (REJECT) or only pod/host traffic the EXT chain short-circuits.
     if (plan.externalFilter) {
@@ -78,8 +77,8 @@ function writeLoadBalancerCaptures(
   plan: ServicePlan,
   out: EntryRuleSink,
 ) {
-  const lbComment = `"${names.nameString} loadbalancer IP"`;
-  const fwComment = `"${names.nameString} traffic not accepted by ${names.chains.fw}"`;
+  const lbComment = comment(`${names.nameString} loadbalancer IP`);
+  const fwComment = comment(`${names.nameString} traffic not accepted by ${names.chains.fw}`);
   for (const ip of svc.loadBalancerVIPs) {
     const match = dest(names.protocol, ip, svc.port);
     if (plan.hasEndpoints) {
@@ -111,7 +110,7 @@ function writeNodePortCaptures(
   const p = names.protocol;
   if (plan.hasEndpoints) {
     // NodePorts bypass loadBalancerSourceRanges (upstream behaviour that cannot change now).
-    const head = `-A ${KUBE_NODEPORTS} -m comment --comment ${names.nameString} -m ${p} -p ${p}`;
+    const head = `-A ${KUBE_NODEPORTS} -m comment --comment ${bareComment(names.nameString)} -m ${p} -p ${p}`;
     if (settings.countLocalhostNodePorts) {
       out.nat.push(
         `${head} -d 127.0.0.0/8 --dport ${svc.nodePort} -m nfacct --nfacct-name ${LOCALHOST_NODEPORTS_COUNTER} -j ${names.chains.ext}`,
@@ -130,9 +129,9 @@ function writeNodePortCaptures(
 function writeHealthCheckAccept(svc: FamilyServicePort, names: ServicePortNames, out: EntryRuleSink) {
   if (svc.healthCheckNodePort === 0) return;
   // Accepted whether or not this node has local endpoints: the answer itself is the signal.
-  const comment = `"${names.nameString} health check node port"`;
+  const text = comment(`${names.nameString} health check node port`);
   out.filter.push(
-    `-A ${KUBE_NODEPORTS} -m comment --comment ${comment} -m tcp -p tcp --dport ${svc.healthCheckNodePort} -j ACCEPT`,
+    `-A ${KUBE_NODEPORTS} -m comment --comment ${text} -m tcp -p tcp --dport ${svc.healthCheckNodePort} -j ACCEPT`,
   );
 }
 

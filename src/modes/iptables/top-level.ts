@@ -3,6 +3,7 @@
 // tail rule of nat KUBE-SERVICES that hands NodePort traffic to KUBE-NODEPORTS, and the jumps
 // from the built-in chains into ours.
 
+import { comment } from "../../host/iptables/restore-text.ts";
 import type { Table } from "../../host/iptables/types.ts";
 import {
   chainLine,
@@ -46,7 +47,7 @@ export function topLevelChainLines(chains: readonly string[]): string[] {
  * route_localnet (needed for localhost NodePorts) would let off-node packets reach 127/8; this
  * rule, identical to kubelet's copy, drops them unless they belong to a NATed connection.
  */
-export const BLOCK_LOCALNET_RULE = `-A ${KUBE_FIREWALL} -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP`;
+export const BLOCK_LOCALNET_RULE = `-A ${KUBE_FIREWALL} -m comment --comment ${comment("block incoming localnet connections")} -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP`;
 
 export interface ForwardSettings {
   readonly mark: string;
@@ -64,15 +65,17 @@ export function forwardRules(s: ForwardSettings): string[] {
     out.push(`-A ${KUBE_FORWARD} -m conntrack --ctstate INVALID${counter} -j DROP`);
   }
   out.push(
-    `-A ${KUBE_FORWARD} -m comment --comment "kubernetes forwarding rules" -m mark --mark ${s.mark}/${s.mark} -j ACCEPT`,
+    `-A ${KUBE_FORWARD} -m comment --comment ${comment("kubernetes forwarding rules")} -m mark --mark ${s.mark}/${s.mark} -j ACCEPT`,
   );
   out.push(
-    `-A ${KUBE_FORWARD} -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
+    `-A ${KUBE_FORWARD} -m comment --comment ${comment("kubernetes forwarding conntrack rule")} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
   );
   return out;
 }
 
-const NODEPORTS_TAIL_COMMENT = `"kubernetes service nodeports; NOTE: this must be the last rule in this chain"`;
+const NODEPORTS_TAIL_COMMENT = comment(
+  "kubernetes service nodeports; NOTE: this must be the last rule in this chain",
+);
 
 /** With nodePortAddresses matching everything: any local destination, minus unusable loopback. */
 export function nodePortsTailMatchAll(family: IPFamily, localhostNodePorts: boolean): string {

@@ -2,7 +2,9 @@
 // shared with upstream kube-proxy: switching a node between the two must find the same sets, and
 // the comments appear verbatim in the iptables rules that match them.
 
+import { setName } from "../../host/ipset/restore-text.ts";
 import type { IpsetSetSpec, IpsetType } from "../../host/ipset/types.ts";
+import { comment } from "../../host/iptables/restore-text.ts";
 import { type IPFamily, inetFamily } from "../../util/net/family.ts";
 
 /** Identifies one set independently of the family prefix ("KUBE-" vs "KUBE-6-"). */
@@ -155,7 +157,7 @@ const PORT_RANGE = "0-65535";
 export interface FamilySet {
   readonly id: SetId;
   readonly spec: IpsetSetSpec;
-  /** The comment as iptables rules quote it. */
+  /** The comment as an iptables rule argument (restore-text's comment()). */
   readonly quotedComment: string;
 }
 
@@ -166,13 +168,13 @@ export function setCatalog(family: IPFamily): SetCatalog {
   const out = {} as Record<SetId, FamilySet>;
   for (const d of SET_DEFINITIONS) {
     const spec: IpsetSetSpec = {
-      name: familySetName(d.name, family),
+      name: setName(familySetName(d.name, family)),
       type: d.type,
       family: inetFamily(family),
       comment: d.comment,
       ...(d.type === "bitmap:port" ? { range: PORT_RANGE } : { hashSize: HASH_SIZE, maxElem: MAX_ELEM }),
     };
-    out[d.id] = { id: d.id, spec, quotedComment: `"${d.comment}"` };
+    out[d.id] = { id: d.id, spec, quotedComment: comment(d.comment) };
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // filtering, and the filters that keep VIPs from exposing host ports. Its size does not depend
 // on the number of Services — the sets carry that — so it is rewritten whole on every sync.
 
+import { comment } from "../../host/iptables/restore-text.ts";
 import type { RulePosition, Table } from "../../host/iptables/types.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import {
@@ -245,8 +246,8 @@ function writeAcceptIPVSTraffic(s: IpvsRuleSettings, t: Tables): void {
 function writeFilterRules(s: IpvsRuleSettings, t: Tables): void {
   const name = (id: SetId) => s.sets[id].spec.name;
   t.filter.push(
-    `-A ${KUBE_FORWARD} -m comment --comment "kubernetes forwarding rules" -m mark --mark ${s.mark}/${s.mark} -j ACCEPT`,
-    `-A ${KUBE_FORWARD} -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
+    `-A ${KUBE_FORWARD} -m comment --comment ${comment("kubernetes forwarding rules")} -m mark --mark ${s.mark}/${s.mark} -j ACCEPT`,
+    `-A ${KUBE_FORWARD} -m comment --comment ${comment("kubernetes forwarding conntrack rule")} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
     `-A ${KUBE_NODE_PORT} ${setMatch(s, "healthCheckNodePort")} dst -j ACCEPT`,
     // VIPs are local addresses: without these, any host port would answer on every VIP
     // (kubernetes#72236). Service ports pass; anything else new to a VIP is refused.

@@ -1,8 +1,11 @@
 // Names in the `kube-proxy` tables, spelled as upstream's nftables mode spells them, so an
 // operator's `nft list table ip kube-proxy` reads the same under either proxy. Per-service
 // chains are "<prefix><HASH8>-<namespace>/<service>/<protocol>/<port>"; the "/" that no fixed
-// name contains is how stale-chain cleanup tells them apart.
+// name contains is how stale-chain cleanup tells them apart. From a valid Kubernetes name these
+// are always names nft takes; from any other text they may not be, and the per-port names are
+// then refused (HostInputError from script-text's nftIdentifier) so the caller skips the port.
 
+import { nftIdentifier } from "../../host/nft/script-text.ts";
 import type { ServicePortName } from "../../proxy/types.ts";
 import { sha256Base32Prefix } from "../../util/sha256-base32.ts";
 
@@ -82,13 +85,14 @@ function portPath(n: ServicePortName, protocolLower: string): string {
   return `${n.namespace}/${n.name}/${protocolLower}/${n.port}`;
 }
 
+/** The chains of a service port; a HostInputError when its name makes no nft name. */
 export function portChainNames(n: ServicePortName, protocolLower: string): PortChainNames {
   const base = hashedBase(portPath(n, protocolLower));
   return {
-    cluster: CLUSTER_PREFIX + base,
-    local: LOCAL_PREFIX + base,
-    external: EXTERNAL_PREFIX + base,
-    firewall: FIREWALL_PREFIX + base,
+    cluster: nftIdentifier(CLUSTER_PREFIX + base, "chain name"),
+    local: nftIdentifier(LOCAL_PREFIX + base, "chain name"),
+    external: nftIdentifier(EXTERNAL_PREFIX + base, "chain name"),
+    firewall: nftIdentifier(FIREWALL_PREFIX + base, "chain name"),
   };
 }
 
@@ -109,14 +113,15 @@ export function endpointNames(
   return { chain, affinitySet: affinitySetOf(chain) };
 }
 
-/** The endpoint's chain alone (most ports have no affinity set to name). */
+/** The endpoint's chain alone (most ports have no affinity set to name); HostInputError as above. */
 export function endpointChainName(
   n: ServicePortName,
   protocolLower: string,
   ip: string,
   port: number,
 ): string {
-  return ENDPOINT_PREFIX + hashedBase(`${portPath(n, protocolLower)}__${ip.replaceAll(":", ".")}/${port}`);
+  const base = hashedBase(`${portPath(n, protocolLower)}__${ip.replaceAll(":", ".")}/${port}`);
+  return nftIdentifier(ENDPOINT_PREFIX + base, "chain name");
 }
 
 /** The affinity set that goes with an endpoint chain: the same base, another prefix. */

@@ -4,8 +4,10 @@
 // their rules: policy chains that DNAT to an endpoint picked with numgen (with ClientIP
 // affinity: that jump to one chain per endpoint, which records the client and DNATs), the
 // external chain with its masquerade and short-circuit rules, and the source-range firewall.
-// Pure.
+// Pure. What nft could not read as meant (a name or address from text no API server would
+// accept) is refused here, before anything is written, so the caller can skip just this port.
 
+import { nftElementPart, nftStatement } from "../../host/nft/script-text.ts";
 import type { NftSet } from "../../host/nft/types.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
@@ -260,11 +262,25 @@ export function portRules(
   }
   names.retain(p.allReachableEndpoints);
 
-  return {
+  const out: PortRules = {
     elements,
     chains,
     affinitySets,
     noLocalInternal: p.hasEndpoints && !p.hasInternalEndpoints,
     noLocalExternal: p.hasEndpoints && !p.hasExternalEndpoints,
   };
+  checkWritable(out);
+  return out;
+}
+
+/**
+ * Throws HostInputError for any rule or element part the transaction would refuse, checked
+ * with the same script-text functions it uses (chain and set names were checked when made).
+ */
+function checkWritable(out: PortRules): void {
+  for (const c of out.chains) for (const r of c.rules) nftStatement(r.rule);
+  for (const e of out.elements) {
+    for (const k of e.key) nftElementPart(k, "element key");
+    for (const v of e.value ?? []) nftElementPart(v, "element value");
+  }
 }

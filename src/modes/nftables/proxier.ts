@@ -80,7 +80,7 @@ export class NftablesProxier implements Proxier {
     this.log = deps.logger.named("nftables");
     this.clock = deps.clock ?? realClock;
     this.book = new SyncBookkeeping({ ...deps, log: this.log });
-    this.table = new TableSync(deps.family);
+    this.table = new TableSync(deps.family, this.log);
     this.mark = masqueradeMark(deps.config.nftables.masqueradeBit);
     this.nodePorts = new NodePortAddresses(
       deps.family,

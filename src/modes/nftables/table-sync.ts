@@ -4,7 +4,9 @@
 // Chains nobody uses any more are flushed at once and deleted a second later (a kernel before
 // 6.2 may still see a just-deleted map element pointing at them); affinity sets go at once.
 
+import { HostInputError } from "../../host/errors.ts";
 import type { NftTransaction } from "../../host/nft/transaction.ts";
+import { type Logger, nullLogger } from "../../log/logger.ts";
 import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { SyncInput } from "../../proxy/proxier.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/types.ts";
@@ -86,8 +88,13 @@ export class TableSync {
   private listedChains: ReadonlySet<string> | undefined;
   private noLocalInternal = 0;
   private noLocalExternal = 0;
+  /** Ports skipped because nft could not be given their names, with what was logged for each. */
+  private readonly refused = new Map<string, string>();
 
-  constructor(private readonly family: IPFamily) {}
+  constructor(
+    private readonly family: IPFamily,
+    private readonly log: Logger = nullLogger,
+  ) {}
 
   /** Chains flushed at least STALE_CHAIN_DELAY_MS ago: deleted (in a transaction of their own). */
   takeDueStaleChains(now: number): string[] {
@@ -181,6 +188,7 @@ export class TableSync {
     for (const set of existing.sets)
       if (isAffinitySetName(set) && !activeSets.has(set)) deletedSets.push(set);
     for (const name of this.names.keys()) if (!req.input.services.has(name)) this.names.delete(name);
+    for (const id of this.refused.keys()) if (!req.input.services.has(id)) this.refused.delete(id);
     this.writeStale(tx, req, flushedStale, deletedSets, result);
     // Last: every chain that could jump to them is rewritten or flushed by now.
     deleteObsoleteChains(tx, existing.chains);
@@ -262,15 +270,8 @@ export class TableSync {
     const svc = req.input.services.get(id);
     const view = svc && familyView(svc, this.family);
     let record: PortRecord | undefined;
-    if (svc && view) {
-      const names = this.namesFor(id, svc, view);
-      const endpoints = usableEndpoints(
-        svc,
-        req.input.endpoints.get(id),
-        req.input.endpoints.portName(id)?.protocol,
-        this.family,
-      );
-      const out = portRules(view, endpoints, names, req.rules);
+    const out = svc && view ? this.computePort(req, id, svc, view) : undefined;
+    if (svc && out) {
       // Every chain exists before any rule or element jumps to it...
       for (const c of out.chains) {
         ensureChain(tx, c.name, undefined, this.listedChains?.has(c.name) ?? true);
@@ -306,6 +307,43 @@ export class TableSync {
       this.count(record, 1);
     }
     return record;
+  }
+
+  /**
+   * The port's names and rules; undefined, logged once, when nft could not be given them (a
+   * name or address no API server would accept): the port is skipped, the rest of the sync
+   * goes on. Nothing is written to the transaction before this answers.
+   */
+  private computePort(
+    req: TableSyncRequest,
+    id: string,
+    svc: ServicePortInfo,
+    view: Parameters<typeof portRules>[0],
+  ): ReturnType<typeof portRules> | undefined {
+    try {
+      const names = this.namesFor(id, svc, view);
+      const endpoints = usableEndpoints(
+        svc,
+        req.input.endpoints.get(id),
+        req.input.endpoints.portName(id)?.protocol,
+        this.family,
+      );
+      const out = portRules(view, endpoints, names, req.rules);
+      this.refused.delete(id);
+      return out;
+    } catch (err) {
+      if (!(err instanceof HostInputError)) throw err;
+      this.names.delete(id);
+      if (this.refused.get(id) !== err.message) {
+        this.refused.set(id, err.message);
+        this.log.error("Skipping service port: nftables cannot be given its names", {
+          servicePort: id,
+          ipFamily: this.family,
+          err: err.message,
+        });
+      }
+      return undefined;
+    }
   }
 
   private namesFor(id: string, svc: ServicePortInfo, view: Parameters<typeof portRules>[0]): PortNames {

@@ -2,6 +2,8 @@
 // iptables mode and the ipvs mode's small rule set): their names, byte for byte, and the
 // restore-text helpers for chain declarations.
 
+import { chainName } from "../../host/iptables/restore-text.ts";
+
 /** Top-level chains (nat and/or filter), as upstream names them. */
 export const KUBE_SERVICES = "KUBE-SERVICES";
 export const KUBE_EXTERNAL_SERVICES = "KUBE-EXTERNAL-SERVICES";
@@ -14,9 +16,12 @@ export const KUBE_PROXY_CANARY = "KUBE-PROXY-CANARY";
 /** kubelet's chain; we keep its "block incoming localnet connections" rule in place. */
 export const KUBE_FIREWALL = "KUBE-FIREWALL";
 
-/** The restore line that creates (or, with --noflush, flushes) a chain. */
+/**
+ * The restore line that creates (or, with --noflush, flushes) a chain. Every chain a sync
+ * writes to is declared here, so this is where a name iptables would not take is refused.
+ */
 export function chainLine(chain: string): string {
-  return `:${chain} - [0:0]`;
+  return `:${chainName(chain)} - [0:0]`;
 }
 
 /** Chain names declared in iptables-save output for one table (lines like ":NAME POLICY [p:b]"). */

@@ -1,6 +1,7 @@
 // Jumps from the kernel's built-in chains into ours: each mode lists its own, and ensures
 // (or, on cleanup, deletes) them with these arguments.
 
+import { commentText } from "../../host/iptables/restore-text.ts";
 import type { Table } from "../../host/iptables/types.ts";
 
 export interface JumpChain {
@@ -15,7 +16,8 @@ export interface JumpChain {
 /** The rule arguments of a jump, as passed to ensureRule / deleteRule. */
 export function jumpRuleArgs(j: JumpChain): string[] {
   const args = [...j.extraArgs];
-  if (j.comment !== "") args.push("-m", "comment", "--comment", j.comment);
+  // An argument needs no quoting, but the kernel's byte limit holds all the same.
+  if (j.comment !== "") args.push("-m", "comment", "--comment", commentText(j.comment));
   args.push("-j", j.dstChain);
   return args;
 }

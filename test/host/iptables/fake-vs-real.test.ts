@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
 import { IptablesError, IptablesRestoreError } from "../../../src/host/iptables/errors.ts";
+import { splitRuleLine } from "../../../src/host/iptables/rule-args.ts";
 import { parseIptablesSave } from "../../../src/host/iptables/save-parser.ts";
 import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
 import type { IptablesBackend, IptablesClient } from "../../../src/host/iptables/types.ts";
@@ -298,6 +299,66 @@ COMMIT
         }
         // The steps are only a test if counters were actually restored somewhere.
         expect(seen[0]).toContain("[7:800] -A KUBE-A -j ACCEPT");
+      } finally {
+        await ns.remove();
+      }
+    }, 60_000);
+  }
+});
+
+// How a rule line splits into arguments (rule-args.ts splitRuleLine, which the fake uses): a
+// closing quote ends the argument, a carriage return is no separator, a backslash escapes only
+// inside quotes, one dangling at the end is dropped, and a NUL ends the line.
+describe("FakeIptables splits rule lines as the real binaries do", () => {
+  const lines = [
+    '-A KPTS-T -m comment --comment ab"c d" -j RETURN',
+    '-A KPTS-T -m comment --comment "a\\"b\\\\c\\x\'" -j RETURN',
+    "-A KPTS-T -m comment --comment a\\b -j RETURN",
+    '-A KPTS-T -m comment --comment "a\rb" -j RETURN',
+    "-A KPTS-T -m comment --comment a\rb -j RETURN",
+    '-A KPTS-T -m comment --comment "a\tb\vc" -j RETURN',
+    '-A KPTS-T -m comment --comment "" -j RETURN',
+    "-A KPTS-T -m comment --comment ! -j RETURN",
+    '-A KPTS-T -m comment --comment "-j" -j RETURN',
+    '-A KPTS-T -m comment --comment "abc\\',
+    '-A KPTS-T -m comment --comment "open quote',
+    `-A KPTS-T -m comment --comment "${"x".repeat(300)}" -j RETURN`,
+  ];
+  // The fake does not know which options take values, so it cannot call "cd" stray: only the
+  // real tool is asked, to show that the closing quote ended the argument.
+  const strayAfterQuote = '-A KPTS-T -m comment --comment "ab"cd -j RETURN';
+  for (const backend of ["legacy", "nft"] as const) {
+    test(`iptables-${backend}`, async () => {
+      const ns = await createTestNetns();
+      try {
+        const real = createIptablesClient({ exec: ns.exec, family: "IPv4", backend });
+        const fake = new FakeIptables({ backend });
+        const fakeClient = createIptablesClient({
+          exec: fake.install(new FakeExec(), "IPv4"),
+          family: "IPv4",
+          backend,
+        });
+        for (const line of lines) {
+          const step = restore(JSON.stringify(line), `*filter\n:KPTS-T - [0:0]\n${line}\nCOMMIT\n`, false);
+          const want = await outcome(step, real);
+          const got = await outcome(step, fakeClient);
+          delete want.stderr;
+          delete got.stderr;
+          expect({ input: line, ...got }).toEqual({ input: line, ...want });
+          const [realSave, fakeSave] = await Promise.all([real.save("filter"), fakeClient.save("filter")]);
+          expect({ input: line, rules: normalized(fakeSave) }).toEqual({
+            input: line,
+            rules: normalized(realSave),
+          });
+        }
+        const stray = await ns.exec.run({
+          cmd: `iptables-${backend}-restore`,
+          args: ["--test"],
+          stdin: `*filter\n:KPTS-T - [0:0]\n${strayAfterQuote}\nCOMMIT\n`,
+        });
+        expect(stray.code).toBe(2);
+        expect(stray.stderr).toContain("Bad argument `cd'");
+        expect(splitRuleLine(strayAfterQuote).slice(5, 7)).toEqual(["ab", "cd"]);
       } finally {
         await ns.remove();
       }

@@ -16,6 +16,15 @@ describe("splitRuleLine", () => {
     ['-A X --comment "a\\"b"', ["-A", "X", "--comment", 'a"b']],
     ['-A X --comment ""', ["-A", "X", "--comment", ""]],
     ["  -A\tX   -j  DROP  ", ["-A", "X", "-j", "DROP"]],
+    // As iptables-restore 1.8.9 splits them (test/host/iptables/fake-vs-real.test.ts asks it).
+    ['--comment "ab"cd', ["--comment", "ab", "cd"]],
+    ['--comment ab"c d"', ["--comment", "abc d"]],
+    ["--comment a\\b", ["--comment", "a\\b"]],
+    ['--comment "a\\x"', ["--comment", "ax"]],
+    ["--comment a\rb", ["--comment", "a\rb"]],
+    ['--comment "open', ["--comment", "open\n"]],
+    ['--comment "dangling\\', ["--comment", "dangling\n"]],
+    ["-A X\0 -j ACCEPT", ["-A", "X"]],
   ];
   for (const [line, want] of cases) {
     test(JSON.stringify(line), () => {
@@ -44,6 +53,7 @@ describe("formatRuleArgs (iptables-save's canonical text)", () => {
 
   test("the target of -j and -g", () => {
     expect(ruleTarget(["-p", "tcp", "-j", "KUBE-SVC-X"])).toBe("KUBE-SVC-X");
+    expect(ruleTarget(["-m", "comment", "--comment", "-j", "-j", "RETURN"])).toBe("RETURN");
     expect(ruleTarget(["-g", "KUBE-FW"])).toBe("KUBE-FW");
     expect(ruleTarget(["-m", "mark"])).toBeUndefined();
   });

@@ -141,12 +141,13 @@ describe("IpvsClient against FakeIpvs", () => {
   });
 
   test("several refusals are matched to lines in order", async () => {
-    const { client } = setup();
+    // wlc is a scheduler restore-text writes, but this kernel has not loaded it.
+    const { client } = setup({ schedulers: ["rr", "sh"] });
     await client.apply(initial);
     const err = await thrown(
       client.apply([
         { op: "add-service", server: server(web) },
-        { op: "add-service", server: server({ ...web, port: 82 }, { scheduler: "nosuch" }) },
+        { op: "add-service", server: server({ ...web, port: 82 }, { scheduler: "wlc" }) },
         { op: "delete-real", key: web, real: { address: "10.244.9.9", port: 8080 } },
         { op: "add-service", server: server({ ...web, port: 83 }) },
       ]),

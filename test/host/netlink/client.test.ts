@@ -61,7 +61,7 @@ describe("NetlinkClient against FakeNetlink", () => {
   test("ensureDummyDevice creates the device (left down, as upstream) and reports an existing one", async () => {
     const { fake, exec, client } = setup();
     expect(await client.ensureDummyDevice("kube-ipvs0")).toBe(false);
-    expect(exec.calls.map((c) => c.args)).toEqual([["link", "add", "kube-ipvs0", "type", "dummy"]]);
+    expect(exec.calls.map((c) => c.args)).toEqual([["link", "add", "name", "kube-ipvs0", "type", "dummy"]]);
     expect(fake.deviceKind("kube-ipvs0")).toBe("dummy");
     expect(fake.isUp("kube-ipvs0")).toBe(false);
     expect(await client.ensureDummyDevice("kube-ipvs0")).toBe(true);
@@ -143,7 +143,7 @@ describe("NetlinkClient against FakeNetlink", () => {
     const { fake, exec, client } = setup();
     await client.ensureDummyDevice("kube-ipvs0");
     await client.deleteDevice("kube-ipvs0");
-    expect(exec.calls.at(-1)!.args).toEqual(["link", "del", "kube-ipvs0"]);
+    expect(exec.calls.at(-1)!.args).toEqual(["link", "del", "dev", "kube-ipvs0"]);
     expect(fake.hasDevice("kube-ipvs0")).toBe(false);
     await client.deleteDevice("kube-ipvs0");
   });

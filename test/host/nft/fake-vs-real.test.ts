@@ -136,6 +136,13 @@ const STEPS: Step[] = [
   ),
   step("deleting a set a rule uses", tx().delete(CLUSTER_IPS)),
   step(
+    "comments over 128 bytes are refused while parsing (raw text: the transaction cuts them)",
+    `add chain ip kube-proxy c128 { comment "${"a".repeat(128)}" ; }\n` +
+      `add chain ip kube-proxy c129 { comment "${"a".repeat(129)}" ; }\n` +
+      `add rule ip kube-proxy services accept comment "${"é".repeat(65)}"\n` +
+      `add element ip kube-proxy cluster-ips { 10.96.0.99 comment "${"日".repeat(43)}" }\n`,
+  ),
+  step(
     "elements: adds, re-adds, deletes within one transaction",
     tx()
       .add(elem("cluster-ips", ["10.96.0.11"]))

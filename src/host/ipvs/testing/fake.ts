@@ -21,6 +21,7 @@ import {
   type ListedService,
   sortServices,
 } from "../format.ts";
+import { KERNEL_SCHEDULERS } from "../restore-text.ts";
 import {
   type DestSpec,
   type IpvsadmCommand,
@@ -32,23 +33,8 @@ import {
 } from "../syntax.ts";
 import type { IpvsService, IpvsTimeouts, VirtualServerKey } from "../types.ts";
 
-/** Schedulers a stock kernel ships as ip_vs_* modules. */
-export const KERNEL_SCHEDULERS: readonly string[] = [
-  "rr",
-  "wrr",
-  "lc",
-  "wlc",
-  "lblc",
-  "lblcr",
-  "dh",
-  "sh",
-  "sed",
-  "nq",
-  "fo",
-  "ovf",
-  "mh",
-  "twos",
-];
+/** Schedulers a stock kernel ships as ip_vs_* modules (the only ones restore-text writes). */
+export { KERNEL_SCHEDULERS };
 
 export interface FakeIpvsOptions {
   /** false: every call fails like a kernel without IPVS. Default true. */

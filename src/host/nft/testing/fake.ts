@@ -14,6 +14,7 @@
 
 import { FakeExec, fail, ok } from "../../../exec/testing/fake.ts";
 import type { ExecResult, TextExecRequest } from "../../../exec/types.ts";
+import { utf8Length } from "../../comment-text.ts";
 
 export const FAKE_NFT_VERSION = "1.0.6";
 const RELEASE_NAME = "Lester Gooch #5";
@@ -365,9 +366,30 @@ function verdictTarget(value: string | undefined): string | undefined {
   return m?.[1];
 }
 
+/** nft's limit on a comment, in bytes: it refuses a longer one while parsing. */
+const COMMENT_MAX_BYTES = 128;
+
+/** The first comment over nft's limit, blamed on its quoted string as nft does. */
+function tooLongComment(tokens: readonly Token[]): SyntaxFailure | undefined {
+  for (let i = 1; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    const prev = tokens[i - 1]!;
+    if (!t.quoted || prev.quoted || prev.text !== "comment") continue;
+    if (utf8Length(t.text) > COMMENT_MAX_BYTES)
+      return new SyntaxFailure(
+        t.col,
+        t.end,
+        `comment too long, ${COMMENT_MAX_BYTES} characters maximum allowed`,
+      );
+  }
+  return undefined;
+}
+
 function parseLine(text: string, line: number): Parsed | SyntaxFailure {
   const tokens = tokenize(text);
   if (tokens instanceof SyntaxFailure) return tokens;
+  const longComment = tooLongComment(tokens);
+  if (longComment) return longComment;
   const c = new Cursor(tokens, text.length);
   try {
     const verbTok = c.word("string");
