@@ -48,7 +48,7 @@ const IPVS_MATCH = / -m ipvs(?: --v(?:addr|proto|port|dir|method) \S+)+/g;
 const IPVS_PROBE =
   "*filter\n:KUBE-PROBE - [0:0]\n-A KUBE-PROBE -m ipvs --vaddr 192.0.2.1 -j ACCEPT\nCOMMIT\n";
 
-const DUMMY = ["ip", "link", "add", "kube-ipvs0", "type", "dummy"];
+const DUMMY = ["ip", "link", "add", "name", "kube-ipvs0", "type", "dummy"];
 /** Where the kernel has no dummy devices, a veth pair stands in for kube-ipvs0 (same addresses). */
 const VETH = ["ip", "link", "add", "kube-ipvs0", "type", "veth", "peer", "name", "kpts-ipvs-peer"];
 
