@@ -601,8 +601,9 @@ export function commandViolations(c: RecordedCommand): string[] {
     case "ip": {
       if (args.join(" ") === "-force -batch -") return where(ipBatchViolations(stdin));
       const line = args.join(" ");
-      return /^link (add (name )?kube-ipvs0 type dummy|set kube-ipvs0 up|del (dev )?kube-ipvs0)$/.test(line) ||
-        /^-?\S* ?(address|addr) (add|del) \S+ dev kube-ipvs0$/.test(line)
+      return /^link (add (name )?kube-ipvs0 type dummy|set kube-ipvs0 up|del (dev )?kube-ipvs0)$/.test(
+        line,
+      ) || /^-?\S* ?(address|addr) (add|del) \S+ dev kube-ipvs0$/.test(line)
         ? []
         : where([`arguments ${show(line)}`]);
     }
