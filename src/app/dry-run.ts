@@ -7,11 +7,10 @@ import type { ProxyConfig } from "../config/types.ts";
 import { missingToolsCheck } from "../dryrun/missing-tools.ts";
 import { PlanProxier } from "../dryrun/plan-proxier.ts";
 import { type DryRunReport, dryRunExitCode, renderJsonParts, renderText } from "../dryrun/report.ts";
-import { probeHostState } from "../host/host-state/probe.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
 import { nodeIPs, nodeName as nodeNameOf } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
-import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
+import { recordingHandler } from "../k8s/object-store.ts";
 import type { NodeObject } from "../k8s/objects.ts";
 import type { Logger } from "../log/logger.ts";
 import { cleanupOtherModes, type ModeName, modeForConfig, modeNamed } from "../modes/registry.ts";
@@ -25,8 +24,8 @@ import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { prepareNode } from "./prepare.ts";
-import { writePrivateFileSync } from "./private-file.ts";
 import type { Io } from "./run.ts";
+import { dumpState } from "./state-dump.ts";
 
 /** How long a dry run waits for the API server's initial lists. */
 const API_SYNC_TIMEOUT_MS = 30_000;
@@ -100,21 +99,7 @@ export async function dryRun(
   const missing = missingToolsCheck(host.missingTools ?? []);
   if (missing) checks.push(missing);
 
-  let dumpFailed = false;
-  if (opts.dumpStateFile) {
-    const text = renderStateFile(
-      store,
-      await probeHostState(host.exec, host.kernel, host.ipset),
-      stateFileFormatFor(opts.dumpStateFile),
-    );
-    try {
-      writePrivateFileSync(opts.dumpStateFile, text);
-      log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
-    } catch (err) {
-      log.error("Could not write cluster and host state", { file: opts.dumpStateFile, err: errText(err) });
-      dumpFailed = true;
-    }
-  }
+  const dumpFailed = opts.dumpStateFile ? !(await dumpState(opts.dumpStateFile, store, host, log)) : false;
 
   const report: DryRunReport = {
     mode: prep.mode,

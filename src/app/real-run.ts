@@ -5,10 +5,9 @@ import { writeFileSync } from "node:fs";
 import type { RunOptions } from "../cli/types.ts";
 import { effectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ProxyConfig } from "../config/types.ts";
-import { probeHostState } from "../host/host-state/probe.ts";
 import { nodeEligibility } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
-import { recordingHandler, renderStateFile, stateFileFormatFor } from "../k8s/object-store.ts";
+import { recordingHandler } from "../k8s/object-store.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
 import { cleanupOtherModes, healthTimeoutMs, modeForConfig, modeNamed } from "../modes/registry.ts";
@@ -25,10 +24,10 @@ import { memoryFigures } from "../util/memory.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { type Preparation, prepareNode } from "./prepare.ts";
-import { writePrivateFileSync } from "./private-file.ts";
 import { openRealSource } from "./real-source.ts";
 import { createRunMetrics } from "./run-metrics.ts";
 import { startServers } from "./servers.ts";
+import { dumpState } from "./state-dump.ts";
 
 /** Resolves with the exit code: 0 on SIGTERM/SIGINT, or the code `until` settles with. */
 function waitForShutdown(log: Logger, until?: Promise<number>): Promise<number> {
@@ -212,20 +211,8 @@ async function runMode(
     // A stop that came during the first sync must not find canary timers started after it.
     if (stopping) return;
     mode.afterFirstSync(() => controller.requestSync());
-    if (opts.dumpStateFile && recording) {
-      const text = renderStateFile(
-        recording.store,
-        await probeHostState(host.exec, host.kernel, host.ipset),
-        stateFileFormatFor(opts.dumpStateFile),
-      );
-      // A file that cannot be written is reported; the proxy keeps running.
-      try {
-        writePrivateFileSync(opts.dumpStateFile, text);
-        log.info("Wrote cluster and host state", { file: opts.dumpStateFile });
-      } catch (err) {
-        log.error("Could not write cluster and host state", { file: opts.dumpStateFile, err: errText(err) });
-      }
-    }
+    // A file that cannot be written is reported; the proxy keeps running.
+    if (opts.dumpStateFile && recording) await dumpState(opts.dumpStateFile, recording.store, host, log);
   });
 
   const code = await waitForShutdown(log, until);

@@ -33,33 +33,28 @@ function tooLong(value: string, max: number): string | undefined {
   return value.length > max ? `must be no more than ${max} characters (has ${value.length})` : undefined;
 }
 
+/** A validator for one kind of DNS label: a string of at most 63 characters matching `pattern`. */
+function labelRule(pattern: RegExp, shape: string): Validator {
+  return (value) => {
+    const notString = stringProblem(value);
+    if (notString) return notString;
+    const s = value as string;
+    if (s === "") return "must not be empty";
+    return tooLong(s, LABEL_MAX) ?? (pattern.test(s) ? undefined : shape);
+  };
+}
+
 /** RFC 1123 label: lower-case letters, digits and '-', starting and ending alphanumeric, ≤63. */
-export const dns1123Label: Validator = (value) => {
-  const notString = stringProblem(value);
-  if (notString) return notString;
-  const s = value as string;
-  if (s === "") return "must not be empty";
-  return (
-    tooLong(s, LABEL_MAX) ??
-    (DNS1123_LABEL.test(s)
-      ? undefined
-      : "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit")
-  );
-};
+export const dns1123Label: Validator = labelRule(
+  DNS1123_LABEL,
+  "must be a DNS-1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit",
+);
 
 /** RFC 1035 label: as a DNS-1123 label, but starting with a letter. */
-export const dns1035Label: Validator = (value) => {
-  const notString = stringProblem(value);
-  if (notString) return notString;
-  const s = value as string;
-  if (s === "") return "must not be empty";
-  return (
-    tooLong(s, LABEL_MAX) ??
-    (DNS1035_LABEL.test(s)
-      ? undefined
-      : "must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit")
-  );
-};
+export const dns1035Label: Validator = labelRule(
+  DNS1035_LABEL,
+  "must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit",
+);
 
 /** RFC 1123 subdomain: dot-separated DNS-1123 labels, ≤253 in all. */
 export const dns1123Subdomain: Validator = (value) => {
