@@ -20,8 +20,9 @@ export class TimeSlice {
 
   /** One turn of the event loop (I/O included), then a fresh slice. */
   async pause(): Promise<void> {
-    // A timer, not a microtask or setImmediate alone: it is what lets the runtime poll sockets.
-    await new Promise<void>((resolve) => setImmediate(() => setTimeout(resolve, 0)));
+    // setImmediate, not a resolved promise: microtasks run before any I/O, so a loop awaiting
+    // one would never let a connection in.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     this.start = performance.now();
   }
 }
