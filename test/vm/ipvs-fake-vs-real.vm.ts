@@ -17,6 +17,7 @@ import { FakeIpvs, KERNEL_SCHEDULERS } from "../../src/host/ipvs/testing/fake.ts
 import type { IpvsChange, IpvsClient } from "../../src/host/ipvs/types.ts";
 import { createTestNetns, type TestNetns } from "../host/iptables/netns.ts";
 import { requireKernelVm } from "../support/kernel-vm.ts";
+import { describeHostileRestore } from "./ipvs-hostile-restore-cases.ts";
 
 type Step = { name: string; args: string[]; stdin?: string };
 
@@ -394,3 +395,6 @@ describe("FakeIpvs matches the real ipvsadm in a netns", () => {
     expect(differences).toEqual([]);
   });
 });
+
+// The hostile-object replay with ipvsadm shares this guest (one boot fewer for the suite).
+describeHostileRestore();
