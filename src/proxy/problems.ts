@@ -5,6 +5,7 @@
 
 import type { EventRecorder } from "../k8s/events.ts";
 import type { ObjectRef } from "../k8s/objects.ts";
+import { shownText, shownValue } from "../k8s/validation.ts";
 import type { Logger } from "../log/logger.ts";
 
 /** Event reason for a field kube-proxy could not parse (our addition; upstream only logs). */
@@ -63,28 +64,17 @@ function refText(ref: ObjectRef): string {
   return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
 }
 
-/** How much of a value a log line or event quotes: a hostile field can be megabytes. */
-const MAX_VALUE_CHARS = 256;
 /** Problems told per object; the rest are counted in one summary line. */
 const MAX_TOLD_PER_OBJECT = 20;
 
+// Values are cut by shownValue (a hostile field can be megabytes): strings quoted as JSON in
+// events and signatures, bare in log fields.
 function valueText(value: unknown): string {
-  let text: string;
-  if (typeof value === "string") text = JSON.stringify(value.slice(0, MAX_VALUE_CHARS + 1));
-  else {
-    try {
-      text = JSON.stringify(value) ?? String(value);
-    } catch {
-      text = String(value);
-    }
-  }
-  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}...` : text;
+  return typeof value === "string" ? JSON.stringify(shownValue(value)) : shownText(value);
 }
 
 function shortValue(value: unknown): string {
-  if (value === undefined) return "<unset>";
-  if (typeof value !== "string") return valueText(value);
-  return value.length > MAX_VALUE_CHARS ? `${value.slice(0, MAX_VALUE_CHARS)}...` : value;
+  return value === undefined ? "<unset>" : shownText(value);
 }
 
 function kindKey(ref: ObjectRef): string {
