@@ -85,6 +85,8 @@ export interface IptablesProxierDeps {
   readonly wallClock?: () => number;
   /** The run's feature gates (topology); the v1.31 defaults when absent. */
   readonly featureGates?: EffectiveFeatureGates;
+  /** Filter rules from which partial syncs edit that table (filter-edits.ts); tests lower it. */
+  readonly filterLinesForEdits?: number;
 }
 
 /** Everything that stays fixed for the life of the proxier. */
@@ -119,7 +121,7 @@ export class IptablesProxier implements Proxier {
   private readonly fixed: FixedSettings;
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly builder = new RuleSetBuilder();
+  private readonly builder: RuleSetBuilder;
   private readonly probabilities = new ProbabilityCache();
   private readonly counters = new Map<string, boolean>([
     [CT_STATE_INVALID_DROPPED_COUNTER, false],
@@ -139,6 +141,7 @@ export class IptablesProxier implements Proxier {
 
   constructor(private readonly deps: IptablesProxierDeps) {
     this.fixed = fixedSettings(deps);
+    this.builder = new RuleSetBuilder(deps.filterLinesForEdits);
     this.clock = deps.clock ?? realClock;
     this.log = deps.logger.named("iptables");
     this.book = new SyncBookkeeping({ ...deps, log: this.log });
@@ -200,7 +203,7 @@ export class IptablesProxier implements Proxier {
       const big = set.natRuleLines >= LINES_FOR_FULL_COLLECTION;
       if (big) collectGarbage();
       this.recordRuleCounts(set, input, scope.totalEndpoints);
-      this.tableLines = set.filterRuleLines + set.natRuleLines + set.skippedNatRuleLines;
+      this.tableLines = set.filterLinesHeld + set.natRuleLines + set.skippedNatRuleLines;
       await this.restore(set.payload);
       this.book.synced(fullSync, start);
       this.builder.commit(set);
@@ -344,6 +347,8 @@ export class IptablesProxier implements Proxier {
       largeClusterMode: this.largeClusterMode,
       existingNatChains,
       nodePortIPs,
+      nowMs: now,
+      syncPeriodMs: this.deps.config.iptables.syncPeriod,
     };
     return this.builder.build(request, scope, settings);
   }
@@ -414,8 +419,8 @@ export class IptablesProxier implements Proxier {
 
   private recordRuleCounts(set: RuleSet, input: SyncInput, totalEndpoints: number): void {
     const m = this.deps.metrics;
-    m.iptablesRulesTotal.set({ table: "filter" }, set.filterRuleLines);
-    m.iptablesRulesLastSync.set({ table: "filter" }, set.filterWritten ? set.filterRuleLines : 0);
+    m.iptablesRulesTotal.set({ table: "filter" }, set.filterLinesHeld);
+    m.iptablesRulesLastSync.set({ table: "filter" }, set.filterLinesWritten);
     m.iptablesRulesTotal.set({ table: "nat" }, set.natRuleLines + set.skippedNatRuleLines);
     m.iptablesRulesLastSync.set({ table: "nat" }, set.natRuleLines);
     this.log.v(2).info("Reloading service iptables data", {

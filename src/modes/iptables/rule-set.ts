@@ -17,6 +17,12 @@ import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { TimeSlice } from "../../util/time-slice.ts";
 import { isServiceChainName } from "./chains.ts";
+import {
+  FILTER_LINES_FOR_EDITS,
+  type FilterEdit,
+  FilterEdits,
+  type PortFilterChange,
+} from "./filter-edits.ts";
 import { LineBlocks, type LineSink } from "./line-blocks.ts";
 import { CHUNK_SIZE, PortOrder } from "./port-order.ts";
 import { type PortState, portInputs } from "./port-state.ts";
@@ -96,6 +102,10 @@ export interface RuleSetRequest extends ScopeRequest, TopologyContext {
   readonly existingNatChains: readonly string[] | undefined;
   /** undefined: nodePortAddresses match every local address. */
   readonly nodePortIPs: readonly string[] | undefined;
+  /** Now, on the proxier's clock (how long unwanted filter rules have stayed: filter-edits.ts). */
+  readonly nowMs: number;
+  /** The sync period: the longest an unwanted filter rule stays. */
+  readonly syncPeriodMs: number;
 }
 
 export interface RuleSet {
@@ -106,10 +116,18 @@ export interface RuleSet {
   /** Nat rules of unchanged ports that this (partial) sync did not rewrite. */
   readonly skippedNatRuleLines: number;
   readonly deletedChains: readonly string[];
-  /** False when a partial sync left the filter table out: it was what the kernel holds. */
-  readonly filterWritten: boolean;
-  /** Digest of the filter table's text, committed with the sync. */
+  /**
+   * How the filter table was written: whole, as appended rules (a big table, filter-edits.ts),
+   * or not at all (a partial sync that left it as the kernel holds it).
+   */
+  readonly filterEdit: FilterEdit;
+  /** Filter lines in this payload. */
+  readonly filterLinesWritten: number;
+  /** Filter rules the kernel holds after this sync: the model's plus stale ones. */
+  readonly filterLinesHeld: number;
+  /** Digests of the filter table's text and of its part that is no port's, committed with the sync. */
   readonly filterDigest: string;
+  readonly fixedFilterDigest: string;
   readonly rewrittenPorts: number;
   readonly noLocalInternal: number;
   readonly noLocalExternal: number;
@@ -185,10 +203,21 @@ export class RuleSetBuilder {
   private committedOnce = false;
   /** The filter table the kernel holds since the last successful restore (its text's digest). */
   private committedFilterDigest: string | undefined;
+  /** ...the digest of its lines that are no port's (chains, guard, forward rules)... */
+  private committedFixedFilterDigest: string | undefined;
+  /** ...its rules, stale ones included... */
+  private committedFilterLines = 0;
+  /** ...and the rules in it that no port wants any longer. */
+  private readonly filterEdits: FilterEdits;
   /** Whether the build in progress is a full sync (the filter table is then always written). */
   private fullSync = false;
   /** Settings of the build in progress (they change only on full syncs). */
   private settings!: RuleSetSettings;
+
+  /** `filterLinesForEdits`: where a big filter table starts (tests make it small). */
+  constructor(private readonly filterLinesForEdits = FILTER_LINES_FOR_EDITS) {
+    this.filterEdits = new FilterEdits();
+  }
 
   /** Picks the walk and counts endpoints; cheap on the fast path. */
   scope(req: ScopeRequest, family: IPFamily): SyncScope {
@@ -223,6 +252,9 @@ export class RuleSetBuilder {
     else this.order.replaceAt(set.commit.replacements);
     this.committedOnce = true;
     this.committedFilterDigest = set.filterDigest;
+    this.committedFixedFilterDigest = set.fixedFilterDigest;
+    this.committedFilterLines = set.filterLinesHeld;
+    this.filterEdits.commit(set.filterEdit);
   }
 
   /** The chains every committed service port owns (all KUBE-SVC/SVL/EXT/FW/SEP). */
@@ -252,7 +284,7 @@ export class RuleSetBuilder {
     // The payload is made from the blocks, so both are alive at once: in a big sync, the
     // walk's garbage goes first, and the memory it held back to the system.
     if (out.natChains.length + out.natRules.length >= LINES_FOR_FULL_COLLECTION) collectGarbage();
-    return this.finish(out, natDeclarations, deletedChains, commit);
+    return this.finish(req, out, natDeclarations, deletedChains, commit);
   }
 
   private writesLocalnetGuard(): boolean {
@@ -403,6 +435,7 @@ export class RuleSetBuilder {
   }
 
   private finish(
+    req: RuleSetRequest,
     out: Output,
     natDeclarations: readonly string[],
     deletedChains: string[],
@@ -412,35 +445,63 @@ export class RuleSetBuilder {
     if (this.writesLocalnetGuard()) filterChains.push(chainLine(KUBE_FIREWALL));
     const filterBlocks = [...filterChains, ...out.filterRules.joinedBlocks()];
     const filterDigest = digestOf(filterBlocks);
-    // The filter table is rewritten whole (one REJECT per port without endpoints: 100,000 rules
-    // for one hostile Service). A partial sync leaves it out when it is what the kernel already
-    // holds; full syncs always write it, so anything else that touched it is repaired there.
-    const filterWritten = this.fullSync || filterDigest !== this.committedFilterDigest;
+    const fixedFilterDigest = digestOf([...filterChains, ...this.fixedFilterRules()]);
+    const filterRuleLines = out.filterRules.length + out.filterExtraLines;
+    const edit = this.filterEdit(req, out, filterDigest, fixedFilterDigest);
+    const filterSection = edit.kind === "whole" ? filterBlocks : edit.kind === "appends" ? edit.appends : [];
+    const filter = ["*filter", ...filterSection, "COMMIT"];
+    const nat = ["*nat", ...natDeclarations, ...out.natRules.joinedBlocks(), "COMMIT"];
+    // Each COMMIT is its own commit, in input order. A big filter table goes last: the nat rules
+    // that send new endpoints their traffic are in while it is still being rewritten (its rules
+    // match only traffic nat did not DNAT, so until then they stand aside).
+    const natFirst = edit.kind === "whole" && filterRuleLines >= this.filterLinesForEdits;
     // One join over the blocks: a flat string, so the blocks are garbage as soon as the build
     // returns (a concatenation would keep them until the restore writer flattens it).
-    const payload = [
-      "*filter",
-      ...(filterWritten ? filterBlocks : []),
-      "COMMIT",
-      "*nat",
-      ...natDeclarations,
-      ...out.natRules.joinedBlocks(),
-      "COMMIT",
-      "",
-    ].join("\n");
+    const payload = (natFirst ? [...nat, ...filter, ""] : [...filter, ...nat, ""]).join("\n");
     return {
       payload,
-      filterRuleLines: out.filterRules.length + out.filterExtraLines,
+      filterRuleLines,
       natRuleLines: out.natRules.length + out.natExtraLines - deletedChains.length,
       skippedNatRuleLines: out.skippedNatRuleLines,
       deletedChains,
-      filterWritten,
+      filterEdit: edit,
+      filterLinesWritten:
+        edit.kind === "whole" ? filterRuleLines : edit.kind === "appends" ? edit.appends.length : 0,
+      filterLinesHeld: filterRuleLines + edit.stale.size,
       filterDigest,
+      fixedFilterDigest,
       rewrittenPorts: out.rendered.length,
       noLocalInternal: out.noLocalInternal,
       noLocalExternal: out.noLocalExternal,
       commit,
     };
+  }
+
+  /** The filter rules that are no port's, in the order build() wrote them. */
+  private fixedFilterRules(): string[] {
+    const guard = this.writesLocalnetGuard() ? [BLOCK_LOCALNET_RULE] : [];
+    return [...guard, ...forwardRules(this.settings)];
+  }
+
+  /**
+   * Full syncs write the filter table whole, so anything else that touched it is repaired there.
+   * A partial sync leaves it out when it is what the kernel holds; over a big table, it edits
+   * it from the ports' changes (filter-edits.ts); otherwise it writes it whole.
+   */
+  private filterEdit(req: RuleSetRequest, out: Output, digest: string, fixedDigest: string): FilterEdit {
+    const edits = this.filterEdits;
+    if (this.fullSync || this.committedFilterDigest === undefined) return edits.whole();
+    const big = this.committedFilterLines >= this.filterLinesForEdits;
+    if (!big || fixedDigest !== this.committedFixedFilterDigest) {
+      if (digest !== this.committedFilterDigest || edits.staleLines > 0) return edits.whole();
+      return edits.plan({ changes: [], nowMs: req.nowMs, maxStaleMs: req.syncPeriodMs });
+    }
+    const changes: PortFilterChange[] = [];
+    for (const { prev, now } of out.rendered) {
+      changes.push({ portId: now.source.id, before: prev?.filterText ?? "", after: now.filterText });
+    }
+    for (const s of out.removed) changes.push({ portId: s.source.id, before: s.filterText, after: "" });
+    return edits.plan({ changes, nowMs: req.nowMs, maxStaleMs: req.syncPeriodMs });
   }
 }
 

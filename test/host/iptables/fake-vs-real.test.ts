@@ -92,6 +92,17 @@ COMMIT
 COMMIT
 `;
 
+// What a partial sync over a big filter table writes (filter-edits.ts): nat first, then rules
+// appended to an existing filter chain that is not redeclared (so not flushed).
+const APPENDS = `*nat
+:KUBE-SERVICES - [0:0]
+-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS
+COMMIT
+*filter
+-A KUBE-SERVICES -d 10.96.0.11/32 -p tcp -m comment --comment "ns/new:http has no endpoints" -m tcp --dport 80 -j REJECT --reject-with icmp-port-unreachable
+COMMIT
+`;
+
 const EDITS = `*filter
 :FORWARD DROP [0:0]
 -I KUBE-FORWARD 2 -m comment --comment "inserted second" -j RETURN
@@ -114,6 +125,7 @@ const FW_RULE = ["-m", "comment", "--comment", "kubernetes load balancer firewal
 const IPV4_STEPS: Step[] = [
   restore("full restore of filter and nat", FULL, false),
   restore("noflush partial sync with chain deletion", PARTIAL, true),
+  restore("nat first, then appends to an undeclared existing filter chain", APPENDS, true),
   restore("jump to a missing chain in the second table", BAD_TARGET, true),
   restore("-X of a referenced chain", "*nat\n-X KUBE-SEP-CCCCCCCCCCCCCCCC\nCOMMIT\n", true),
   restore("-X of a missing chain", "*nat\n-X KUBE-SEP-NOTTHERE\nCOMMIT\n", true),

@@ -468,3 +468,95 @@ describe("the filter table in partial syncs", () => {
     expect(filterOf(await s.sync())).toContain("has no endpoints");
   });
 });
+
+describe("a big filter table in partial syncs (filter-edits.ts)", () => {
+  // Every table counts as big: a threshold of 1 rule.
+  const big = () => setup({ deps: { filterLinesForEdits: 1 } });
+  const sectionOf = (payload: string, table: string) => {
+    const from = payload.indexOf(`*${table}\n`);
+    return payload.slice(from, payload.indexOf("COMMIT", from));
+  };
+  const filterTotal = (s: Setup) => value(s.metrics.iptablesRulesTotal, { table: "filter" });
+  const filterWritten = (s: Setup) => value(s.metrics.iptablesRulesLastSync, { table: "filter" });
+
+  test("a Service before its endpoints: its REJECT is appended, then left (stale) when they come, then goes a sync period later", async () => {
+    const s = big();
+    twoServices(s);
+    await s.sync();
+    s.cluster.apply(service("ns3", "new", { clusterIP: "198.51.100.43" }));
+    const added = await s.sync();
+    // Only the new rule, with no chain declaration (which would flush the chain).
+    expect(sectionOf(added, "filter").split("\n").filter(Boolean)).toEqual([
+      "*filter",
+      expect.stringMatching(
+        /^-A KUBE-SERVICES -m comment --comment "ns3\/new:p80 has no endpoints" .* -j REJECT/,
+      ),
+    ]);
+    expect(s.ipt.rules("filter", "KUBE-SERVICES").join("\n")).toContain("ns3/new:p80 has no endpoints");
+    expect(await filterWritten(s)).toBe(1);
+
+    s.cluster.apply(endpointSlice("ns3", "new", [ep("192.0.2.31")]));
+    const served = await s.sync();
+    // The nat rules are written; the filter table is left as it is, the REJECT stale in it.
+    expect(sectionOf(served, "nat")).toContain("ns3/new:p80 cluster IP");
+    expect(sectionOf(served, "filter")).toBe("*filter\n");
+    expect(s.ipt.rules("filter", "KUBE-SERVICES").join("\n")).toContain("ns3/new:p80 has no endpoints");
+    const held = await filterTotal(s);
+    expect(await filterWritten(s)).toBe(0);
+
+    // Endpoints gone again: the stale rule is the wanted one, so nothing is written.
+    s.cluster.apply(endpointSlice("ns3", "new", []));
+    expect(sectionOf(await s.sync(), "filter")).toBe("*filter\n");
+    expect(s.ipt.rules("filter", "KUBE-SERVICES").filter((r) => r.includes("ns3/new"))).toHaveLength(1);
+    s.cluster.apply(endpointSlice("ns3", "new", [ep("192.0.2.31")]));
+    await s.sync();
+
+    // One sync period after it went stale, the next sync writes the table whole, nat first.
+    s.clock.advance(s.config.iptables.syncPeriod);
+    const whole = await s.sync();
+    expect(whole.indexOf("*nat")).toBeLessThan(whole.indexOf("*filter"));
+    expect(sectionOf(whole, "filter")).toContain(":KUBE-SERVICES - [0:0]");
+    expect(s.ipt.rules("filter", "KUBE-SERVICES").join("\n")).not.toContain("ns3/new");
+    expect(await filterTotal(s)).toBe(held - 1);
+  });
+
+  test("any other removal, or a new rule for a port with a stale one, writes the table whole", async () => {
+    const s = big();
+    s.cluster.apply(
+      service("ns1", "np", {
+        type: "NodePort",
+        clusterIP: "198.51.100.44",
+        ports: [{ name: "p80", port: 80, protocol: "TCP", nodePort: 30044 }],
+      }),
+    );
+    await s.sync();
+    expect(s.ipt.rules("filter", "KUBE-EXTERNAL-SERVICES").join("\n")).toContain(
+      "ns1/np:p80 has no endpoints",
+    );
+    // Its endpoints arrive: the NodePort REJECT (KUBE-EXTERNAL-SERVICES) must go now.
+    s.cluster.apply(endpointSlice("ns1", "np", [ep("192.0.2.44")]));
+    const served = await s.sync();
+    expect(served.indexOf("*nat")).toBeLessThan(served.indexOf("*filter"));
+    expect(s.ipt.rules("filter", "KUBE-EXTERNAL-SERVICES")).toEqual([]);
+    expect(s.ipt.rules("filter", "KUBE-SERVICES")).toEqual([]);
+
+    // A ClusterIP Service loses its endpoints, gets them back (stale REJECT), and then becomes
+    // internalTrafficPolicy Local with no local endpoint: its DROP must not sit behind the REJECT.
+    s.cluster.apply(
+      service("ns2", "itp", { clusterIP: "198.51.100.45" }),
+      endpointSlice("ns2", "itp", [ep("192.0.2.45", { node: "node-b" })]),
+    );
+    await s.sync();
+    s.cluster.apply(endpointSlice("ns2", "itp", []));
+    await s.sync();
+    s.cluster.apply(endpointSlice("ns2", "itp", [ep("192.0.2.45", { node: "node-b" })]));
+    await s.sync();
+    expect(s.ipt.rules("filter", "KUBE-SERVICES").join("\n")).toContain("ns2/itp:p80 has no endpoints");
+    s.cluster.apply(service("ns2", "itp", { clusterIP: "198.51.100.45", internalTrafficPolicy: "Local" }));
+    const local = await s.sync();
+    expect(sectionOf(local, "filter")).toContain(":KUBE-SERVICES - [0:0]");
+    const rules = s.ipt.rules("filter", "KUBE-SERVICES").filter((r) => r.includes("ns2/itp"));
+    expect(rules).toHaveLength(1);
+    expect(rules[0]).toContain("-j DROP");
+  });
+});
