@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { EndpointSliceObject, ServiceObject } from "../../../src/k8s/objects.ts";
-import { endpointSlice, ep, NODE, service, setup } from "./harness.ts";
+import { endpointSlice, ep, NODE, type Setup, service, setup } from "./harness.ts";
 
 // Partial syncs must leave the kernel exactly as a fresh full sync of the same cluster would:
 // this drives a few hundred Services (several output chunks) through random changes and, after
@@ -45,9 +45,9 @@ function makeSlice(i: number, count: number, rand: () => number): EndpointSliceO
   return endpointSlice("ns", `s${i}`, eps, { ports: [{ name: "p", port: 8000 + i, protocol }] });
 }
 
-/** iptables-save of both tables without the timestamp comments. */
-async function tables(s: ReturnType<typeof setup>): Promise<string> {
-  const text = `${await s.ipt.save("filter")}${await s.ipt.save("nat")}`;
+/** iptables-save of one table, or both, without the timestamp comments. */
+async function tables(s: Setup, only?: "nat"): Promise<string> {
+  const text = only ? await s.ipt.save(only) : `${await s.ipt.save("filter")}${await s.ipt.save("nat")}`;
   return text
     .split("\n")
     .filter((l) => !l.startsWith("#"))
@@ -66,6 +66,78 @@ function rulesByChain(save: string): Map<string, string[]> {
   return out;
 }
 
+const KINDS: Kind[] = ["ClusterIP", "NodePort", "LoadBalancer"];
+
+/** The cluster the proxier under test is fed, kept alongside so a fresh proxier can be fed it too. */
+class Churn {
+  readonly live = new Map<number, { svc: ServiceObject; slice?: EndpointSliceObject }>();
+  private next: number;
+
+  constructor(
+    private readonly s: Setup,
+    private readonly rand: () => number,
+    private readonly o: {
+      readonly services: number;
+      /** Service i starts without a slice when this says so. */
+      readonly sliceless: (i: number) => boolean;
+      /** Endpoints per slice: 0..maxEndpoints-1 more than `extra`. */
+      readonly maxEndpoints: number;
+      readonly extra: number;
+      /** Odds of an endpoint change, a deletion and a Service update (else a new Service). */
+      readonly odds: readonly [number, number, number];
+      /** A new Service: with a slice of 2 endpoints, or alone (its endpoints come later). */
+      readonly newWithSlice: boolean;
+    },
+  ) {
+    for (let i = 0; i < o.services; i++) {
+      const svc = makeService(i, KINDS[i % 3]!, i % 4 === 0);
+      const slice = o.sliceless(i) ? undefined : makeSlice(i, 1 + (i % o.maxEndpoints) + o.extra, rand);
+      this.live.set(i, slice ? { svc, slice } : { svc });
+      s.cluster.apply(svc, ...(slice ? [slice] : []));
+    }
+    this.next = o.services;
+  }
+
+  /** 1..maxChanges random changes. */
+  changes(maxChanges: number): void {
+    const { s, rand, live, o } = this;
+    for (let k = 0; k < 1 + Math.floor(rand() * maxChanges); k++) {
+      const ids = [...live.keys()];
+      const i = ids[Math.floor(rand() * ids.length)]!;
+      const entry = live.get(i)!;
+      const op = rand();
+      if (op < o.odds[0]) {
+        const slice = makeSlice(i, Math.floor(rand() * o.maxEndpoints) + o.extra, rand);
+        s.cluster.apply(slice);
+        live.set(i, { ...entry, slice });
+      } else if (op < o.odds[1]) {
+        s.cluster.remove(entry.svc, ...(entry.slice ? [entry.slice] : []));
+        live.delete(i);
+      } else if (op < o.odds[2]) {
+        const svc = makeService(i, KINDS[Math.floor(rand() * 3)]!, rand() < 0.5);
+        s.cluster.apply(svc);
+        live.set(i, { ...entry, svc });
+      } else if (o.newWithSlice) {
+        const svc = makeService(this.next, KINDS[this.next % 3]!, false);
+        const slice = makeSlice(this.next, 2, rand);
+        s.cluster.apply(svc, slice);
+        live.set(this.next++, { svc, slice });
+      } else {
+        live.set(this.next, { svc: makeService(this.next, "ClusterIP", false) });
+        s.cluster.apply(live.get(this.next++)!.svc);
+      }
+    }
+  }
+
+  /** A new proxier synced once from the same cluster: what a full sync writes. */
+  async fresh(): Promise<Setup> {
+    const fresh = setup();
+    for (const { svc, slice } of this.live.values()) fresh.cluster.apply(svc, ...(slice ? [slice] : []));
+    await fresh.sync();
+    return fresh;
+  }
+}
+
 describe("partial syncs converge to the full-sync state", () => {
   // Large clusters (over 1000 endpoints) skip the iptables-save sweep between sync periods, so
   // stale chains are found from the previous state instead: both paths are exercised.
@@ -73,47 +145,21 @@ describe("partial syncs converge to the full-sync state", () => {
     ["small cluster", 0],
     ["large cluster", 4],
   ])("random Service and endpoint changes over several hundred Services (%s)", async (_name, extra) => {
-    const rand = prng(42);
-    const live = new Map<number, { svc: ServiceObject; slice?: EndpointSliceObject }>();
     const s = setup();
-    const kinds: Kind[] = ["ClusterIP", "NodePort", "LoadBalancer"];
-    for (let i = 0; i < 300; i++) {
-      const svc = makeService(i, kinds[i % 3]!, i % 4 === 0);
-      const slice = i % 11 === 0 ? undefined : makeSlice(i, 1 + (i % 4) + extra, rand);
-      live.set(i, slice ? { svc, slice } : { svc });
-      s.cluster.apply(svc, ...(slice ? [slice] : []));
-    }
+    const churn = new Churn(s, prng(42), {
+      services: 300,
+      sliceless: (i) => i % 11 === 0,
+      maxEndpoints: 4,
+      extra,
+      odds: [0.5, 0.65, 0.8],
+      newWithSlice: true,
+    });
     await s.sync();
     expect(s.proxier.inLargeClusterMode).toBe(extra > 0);
-    let next = 300;
     for (let round = 0; round < 25; round++) {
-      for (let k = 0; k < 1 + Math.floor(rand() * 4); k++) {
-        const ids = [...live.keys()];
-        const i = ids[Math.floor(rand() * ids.length)]!;
-        const entry = live.get(i)!;
-        const op = rand();
-        if (op < 0.5) {
-          const slice = makeSlice(i, Math.floor(rand() * 4) + extra, rand);
-          s.cluster.apply(slice);
-          live.set(i, { ...entry, slice });
-        } else if (op < 0.65) {
-          s.cluster.remove(entry.svc, ...(entry.slice ? [entry.slice] : []));
-          live.delete(i);
-        } else if (op < 0.8) {
-          const svc = makeService(i, kinds[Math.floor(rand() * 3)]!, rand() < 0.5);
-          s.cluster.apply(svc);
-          live.set(i, { ...entry, svc });
-        } else {
-          const svc = makeService(next, kinds[next % 3]!, false);
-          const slice = makeSlice(next, 2, rand);
-          s.cluster.apply(svc, slice);
-          live.set(next++, { svc, slice });
-        }
-      }
+      churn.changes(4);
       await s.sync();
-      const fresh = setup();
-      for (const { svc, slice } of live.values()) fresh.cluster.apply(svc, ...(slice ? [slice] : []));
-      await fresh.sync();
+      const fresh = await churn.fresh();
       expect(s.proxier.inLargeClusterMode).toBe(extra > 0);
       expect(await tables(s)).toBe(await tables(fresh));
     }
@@ -128,61 +174,29 @@ describe("partial syncs converge to the full-sync state", () => {
 
 describe("a big filter table is edited, not rewritten (filter-edits.ts), and still converges", () => {
   test("random changes: nat as a full sync writes it; filter the same rules, plus stale KUBE-SERVICES ones that go after a sync period", async () => {
-    const rand = prng(7);
-    const live = new Map<number, { svc: ServiceObject; slice?: EndpointSliceObject }>();
     // Every table counts as big here.
     const s = setup({ deps: { filterLinesForEdits: 1 } });
-    const kinds: Kind[] = ["ClusterIP", "NodePort", "LoadBalancer"];
-    for (let i = 0; i < 200; i++) {
-      const svc = makeService(i, kinds[i % 3]!, i % 4 === 0);
-      const slice = i % 3 === 0 ? undefined : makeSlice(i, 1 + (i % 3), rand);
-      live.set(i, slice ? { svc, slice } : { svc });
-      s.cluster.apply(svc, ...(slice ? [slice] : []));
-    }
+    // Mostly endpoint changes, so ClusterIP REJECTs appear and go stale; new Services come
+    // without endpoints, so their REJECT is appended.
+    const churn = new Churn(s, prng(7), {
+      services: 200,
+      sliceless: (i) => i % 3 === 0,
+      maxEndpoints: 3,
+      extra: 0,
+      odds: [0.6, 0.7, 0.8],
+      newWithSlice: false,
+    });
     await s.sync();
     let appended = 0;
     let stale = 0;
-    let next = 200;
     for (let round = 0; round < 40; round++) {
-      for (let k = 0; k < 1 + Math.floor(rand() * 3); k++) {
-        const ids = [...live.keys()];
-        const i = ids[Math.floor(rand() * ids.length)]!;
-        const entry = live.get(i)!;
-        const op = rand();
-        if (op < 0.6) {
-          // Endpoints come and go: the REJECT rules of ClusterIPs appear and go stale.
-          const slice = makeSlice(i, Math.floor(rand() * 3), rand);
-          s.cluster.apply(slice);
-          live.set(i, { ...entry, slice });
-        } else if (op < 0.7) {
-          s.cluster.remove(entry.svc, ...(entry.slice ? [entry.slice] : []));
-          live.delete(i);
-        } else if (op < 0.8) {
-          const svc = makeService(i, kinds[Math.floor(rand() * 3)]!, rand() < 0.5);
-          s.cluster.apply(svc);
-          live.set(i, { ...entry, svc });
-        } else {
-          // A Service before its endpoints: a new REJECT rule, appended.
-          const svc = makeService(next, "ClusterIP", false);
-          s.cluster.apply(svc);
-          live.set(next++, { svc });
-        }
-      }
+      churn.changes(3);
       const payload = await s.sync();
-      const filter = payload.slice(
-        payload.indexOf("*filter"),
-        payload.indexOf("COMMIT", payload.indexOf("*filter")),
-      );
+      const from = payload.indexOf("*filter");
+      const filter = payload.slice(from, payload.indexOf("COMMIT", from));
       if (!filter.includes(":KUBE-SERVICES") && filter.includes("-A KUBE-SERVICES")) appended++;
-      const fresh = setup();
-      for (const { svc, slice } of live.values()) fresh.cluster.apply(svc, ...(slice ? [slice] : []));
-      await fresh.sync();
-      const nat = async (x: ReturnType<typeof setup>) =>
-        (await x.ipt.save("nat"))
-          .split("\n")
-          .filter((l) => !l.startsWith("#"))
-          .join("\n");
-      expect(await nat(s)).toBe(await nat(fresh));
+      const fresh = await churn.fresh();
+      expect(await tables(s, "nat")).toBe(await tables(fresh, "nat"));
       const got = rulesByChain(await s.ipt.save("filter"));
       const want = rulesByChain(await fresh.ipt.save("filter"));
       for (const [chain, rules] of want) {
@@ -207,9 +221,6 @@ describe("a big filter table is edited, not rewritten (filter-edits.ts), and sti
     // A sync period later, the next sync writes the table whole: exactly a full sync's rules.
     s.clock.advance(s.config.iptables.syncPeriod);
     await s.sync();
-    const fresh = setup();
-    for (const { svc, slice } of live.values()) fresh.cluster.apply(svc, ...(slice ? [slice] : []));
-    await fresh.sync();
-    expect(await tables(s)).toBe(await tables(fresh));
+    expect(await tables(s)).toBe(await tables(await churn.fresh()));
   });
 });
