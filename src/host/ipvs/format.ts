@@ -46,62 +46,137 @@ function invalid(message: string): never {
   throw new IpvsError({ kind: "invalid", message: `ipvs: ${message}` });
 }
 
-function checkedKey(key: VirtualServerKey): VirtualServerKey & { family: IPFamily } {
+interface CheckedKey {
+  readonly family: IPFamily;
+  /** The address in canonical form, and the port. */
+  readonly ip: string;
+  readonly port: number;
+  /** serviceArgs() of the checked key: "-t 10.96.0.1:443". */
+  readonly words: string;
+}
+
+function checkedKey(key: VirtualServerKey): CheckedKey {
   if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
   const addr = ipvsAddress(key.address, "virtual server");
   const port = ipvsPort(key.port, "virtual server", true);
-  return { address: addr.ip, port, protocol: key.protocol, family: addr.family };
+  const words = serviceArgs({ address: addr.ip, port, protocol: key.protocol });
+  return { family: addr.family, ip: addr.ip, port, words };
 }
 
-// Every word of a line comes from restore-text.ts, which checks it.
-function renderService(op: "-A" | "-E", change: Extract<IpvsChange, { op: "add-service" | "edit-service" }>) {
-  const s = change.server;
-  const key = checkedKey(s);
-  const scheduler = ipvsScheduler(s.scheduler);
-  const timeout = ipvsTimeout(s.timeout);
-  if (key.port === 0 && timeout === 0) invalid(`${joinHostPort(key.address, 0)}: port 0 needs persistence`);
-  let line = `${op} ${serviceArgs(key)} -s ${scheduler}`;
-  if (timeout > 0) line += ` -p ${timeout}`;
-  if (s.flags.length > 0) line += ` -b ${ipvsSchedulerFlags(scheduler, s.flags)}`;
-  return line;
-}
+/** Real-server addresses checked once per render, up to this many (then the cache starts over). */
+const REAL_CACHE_LIMIT = 4096;
 
-function renderReal(
-  change: Extract<IpvsChange, { op: "add-real" | "edit-real" | "delete-real" }>,
-  op: "-a" | "-e" | "-d",
-): string {
-  const key = checkedKey(change.key);
-  const real = ipvsAddress(change.real.address, "real server");
-  if (real.family !== key.family)
-    invalid(`real server ${change.real.address} is not of the service's family`);
-  const port = ipvsPort(change.real.port, "real server", true);
-  const head = `${op} ${serviceArgs(key)} -r ${joinHostPort(real.ip, port)}`;
-  if (change.op === "delete-real") return head;
-  // Masquerading (NAT), as upstream kube-proxy programs every real server.
-  return `${head} -m -w ${ipvsWeight(change.real.weight)}`;
+/**
+ * Renders lines one after another, checking each virtual server key and real-server address
+ * once rather than on every line: the real servers of one virtual server follow each other and
+ * share its key object, and a few addresses serve many virtual servers. Every word still comes
+ * from restore-text.ts.
+ */
+class LineRenderer {
+  private lastKey: VirtualServerKey | undefined;
+  private lastChecked: CheckedKey | undefined;
+  private readonly reals = new Map<string, { ip: string; family: IPFamily }>();
+
+  private key(key: VirtualServerKey): CheckedKey {
+    if (key !== this.lastKey || !this.lastChecked) {
+      this.lastChecked = checkedKey(key);
+      this.lastKey = key;
+    }
+    return this.lastChecked;
+  }
+
+  private realAddress(address: string): { ip: string; family: IPFamily } {
+    let real = this.reals.get(address);
+    if (!real) {
+      real = ipvsAddress(address, "real server");
+      if (this.reals.size >= REAL_CACHE_LIMIT) this.reals.clear();
+      this.reals.set(address, real);
+    }
+    return real;
+  }
+
+  // Every word of a line comes from restore-text.ts, which checks it.
+  private service(op: "-A" | "-E", change: Extract<IpvsChange, { op: "add-service" | "edit-service" }>) {
+    const s = change.server;
+    const key = this.key(s);
+    const scheduler = ipvsScheduler(s.scheduler);
+    const timeout = ipvsTimeout(s.timeout);
+    if (key.port === 0 && timeout === 0) invalid(`${joinHostPort(key.ip, 0)}: port 0 needs persistence`);
+    let line = `${op} ${key.words} -s ${scheduler}`;
+    if (timeout > 0) line += ` -p ${timeout}`;
+    if (s.flags.length > 0) line += ` -b ${ipvsSchedulerFlags(scheduler, s.flags)}`;
+    return line;
+  }
+
+  private real(
+    change: Extract<IpvsChange, { op: "add-real" | "edit-real" | "delete-real" }>,
+    op: "-a" | "-e" | "-d",
+  ): string {
+    const key = this.key(change.key);
+    const real = this.realAddress(change.real.address);
+    if (real.family !== key.family)
+      invalid(`real server ${change.real.address} is not of the service's family`);
+    const port = ipvsPort(change.real.port, "real server", true);
+    const head = `${op} ${key.words} -r ${joinHostPort(real.ip, port)}`;
+    if (change.op === "delete-real") return head;
+    // Masquerading (NAT), as upstream kube-proxy programs every real server.
+    return `${head} -m -w ${ipvsWeight(change.real.weight)}`;
+  }
+
+  line(change: IpvsChange): string {
+    switch (change.op) {
+      case "add-service":
+        return this.service("-A", change);
+      case "edit-service":
+        return this.service("-E", change);
+      case "delete-service":
+        return `-D ${this.key(change.key).words}`;
+      case "add-real":
+        return this.real(change, "-a");
+      case "edit-real":
+        return this.real(change, "-e");
+      case "delete-real":
+        return this.real(change, "-d");
+    }
+  }
 }
 
 /** One change as one `ipvsadm --restore` line. Throws IpvsError(kind "invalid") for bad input. */
 export function renderChange(change: IpvsChange): string {
-  switch (change.op) {
-    case "add-service":
-      return renderService("-A", change);
-    case "edit-service":
-      return renderService("-E", change);
-    case "delete-service":
-      return `-D ${serviceArgs(checkedKey(change.key))}`;
-    case "add-real":
-      return renderReal(change, "-a");
-    case "edit-real":
-      return renderReal(change, "-e");
-    case "delete-real":
-      return renderReal(change, "-d");
-  }
+  return new LineRenderer().line(change);
 }
 
 /** Every change, in order, as `ipvsadm --restore` input (one line each, newline-terminated). */
-export function renderRestore(changes: readonly IpvsChange[]): string {
-  return changes.map((c) => `${renderChange(c)}\n`).join("");
+export function renderRestore(changes: Iterable<IpvsChange>): string {
+  return renderRestorePieces(changes).join("");
+}
+
+/** Characters per piece of renderRestorePieces (whole lines; a piece ends after a newline). */
+const PIECE_CHARS = 1 << 16;
+
+/**
+ * renderRestore's text in pieces of whole lines, about 64 KiB each: what the client hands to
+ * exec, so the input of two million virtual servers exists once, as pieces, never as one string
+ * on top of a string per line. Every change is checked before a piece is returned (a refused
+ * one throws here, before ipvsadm has run anything).
+ */
+export function renderRestorePieces(changes: Iterable<IpvsChange>): string[] {
+  const renderer = new LineRenderer();
+  const pieces: string[] = [];
+  let lines: string[] = [];
+  let chars = 0;
+  for (const change of changes) {
+    const line = renderer.line(change);
+    lines.push(line);
+    chars += line.length + 1;
+    if (chars >= PIECE_CHARS) {
+      pieces.push(`${lines.join("\n")}\n`);
+      lines = [];
+      chars = 0;
+    }
+  }
+  if (lines.length > 0) pieces.push(`${lines.join("\n")}\n`);
+  return pieces;
 }
 
 // ---- reading ----

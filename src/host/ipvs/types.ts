@@ -47,6 +47,12 @@ export type IpvsChange =
       readonly real: { address: string; port: number };
     };
 
+/**
+ * The changes of one write, in order: an array, or any list that can be read more than once
+ * (a failed write reads it again to name the refused lines) and knows its length.
+ */
+export type IpvsChanges = Iterable<IpvsChange> & { readonly length: number };
+
 export interface IpvsTimeouts {
   /** Seconds; 0 leaves the kernel's value. */
   readonly tcp: number;
@@ -58,7 +64,7 @@ export interface IpvsClient {
   /** The whole table, with connection counts (one ipvsadm call). */
   read(): Promise<IpvsService[]>;
   /** All changes in one `ipvsadm --restore` (one call); resolves when applied. */
-  apply(changes: readonly IpvsChange[]): Promise<void>;
+  apply(changes: IpvsChanges): Promise<void>;
   setTimeouts(t: IpvsTimeouts): Promise<void>;
   /** Removes every virtual server (ipvsadm -C). */
   flush(): Promise<void>;

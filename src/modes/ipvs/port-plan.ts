@@ -18,10 +18,11 @@ import { ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries
 import type { SetCatalog, SetId } from "./ipsets.ts";
 import {
   type DesiredReal,
-  type DesiredVirtualServer,
+  DesiredVirtualServer,
   desiredReals,
-  desiredVirtualServer,
   type VirtualServerSettings,
+  type VirtualServerTemplate,
+  virtualServerTemplate,
 } from "./virtual-servers.ts";
 
 /** Node-level facts every plan depends on; a change invalidates all cached plans. */
@@ -42,11 +43,14 @@ export interface SetEntry {
   readonly entry: string;
 }
 
+/** Set members by set, each set's in the order planned (one array slot per member). */
+export type PlannedEntries = Readonly<Partial<Record<SetId, readonly string[]>>>;
+
 export interface PortPlan {
   /** "ns/name", for the no-local-endpoints metrics (counted per Service, not per port). */
   readonly serviceKey: string;
   readonly virtualServers: readonly DesiredVirtualServer[];
-  readonly entries: readonly SetEntry[];
+  readonly entries: PlannedEntries;
   /** Addresses to bind on kube-ipvs0. */
   readonly bindAddresses: readonly string[];
   /** KUBE-IPVS-OUT-FILTER rules: LoadBalancer IPs whose source ranges leave the node out. */
@@ -64,7 +68,7 @@ interface Draft {
   readonly timeout: number;
   readonly categorized: CategorizedEndpoints;
   readonly virtualServers: DesiredVirtualServer[];
-  readonly entries: SetEntry[];
+  readonly entries: Partial<Record<SetId, string[]>>;
   readonly rejected: SetEntry[];
   readonly bindAddresses: string[];
   readonly noNodeAccessRules: string[];
@@ -72,6 +76,13 @@ interface Draft {
   noLocalExternal: boolean;
   clusterReals?: DesiredReal[];
   localReals?: DesiredReal[];
+  /** Shared settings of this port's virtual servers, by port number and real server list. */
+  readonly templates: VirtualServerTemplate[];
+}
+
+/** Calls `fn` with every member a plan wants, set by set. */
+export function forEachEntry(entries: PlannedEntries, fn: (set: SetId, entry: string) => void): void {
+  for (const set of Object.keys(entries) as SetId[]) for (const entry of entries[set]!) fn(set, entry);
 }
 
 export function planServicePort(
@@ -86,12 +97,13 @@ export function planServicePort(
     timeout: svc.sessionAffinity.type === "ClientIP" ? svc.sessionAffinity.timeoutSeconds : 0,
     categorized: categorizeEndpoints(endpoints, svc, ctx),
     virtualServers: [],
-    entries: [],
+    entries: {},
     rejected: [],
     bindAddresses: [],
     noNodeAccessRules: [],
     noLocalInternal: false,
     noLocalExternal: false,
+    templates: [],
   };
   addLoopbackEntries(draft, endpoints);
   addClusterIP(draft);
@@ -114,8 +126,13 @@ export function planServicePort(
 /** Adds an entry if ipset would take it for its set's type and family. */
 function addEntry(d: Draft, set: SetId, entry: string): void {
   const { spec } = d.ctx.sets[set];
-  if (validateEntry(spec.type, entry, spec.family)) d.entries.push({ set, entry });
-  else d.rejected.push({ set, entry });
+  if (!validateEntry(spec.type, entry, spec.family)) {
+    d.rejected.push({ set, entry });
+    return;
+  }
+  const members = d.entries[set];
+  if (members) members.push(entry);
+  else d.entries[set] = [entry];
 }
 
 /**
@@ -140,9 +157,12 @@ function realsFor(d: Draft, onlyLocal: boolean): DesiredReal[] {
 function addVirtualServer(d: Draft, address: string, port: number, onlyLocal: boolean, bind: boolean): void {
   const { svc, ctx } = d;
   const reals = realsFor(d, onlyLocal);
-  d.virtualServers.push(
-    desiredVirtualServer(svc.id, address, port, svc.protocol, d.timeout, ctx.scheduler, reals),
-  );
+  let template = d.templates.find((t) => t.port === port && t.reals === reals);
+  if (!template) {
+    template = virtualServerTemplate(svc.id, port, svc.protocol, d.timeout, ctx.scheduler, reals);
+    d.templates.push(template);
+  }
+  d.virtualServers.push(new DesiredVirtualServer(address, template));
   if (bind) d.bindAddresses.push(address);
 }
 

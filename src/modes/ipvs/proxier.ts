@@ -16,8 +16,7 @@ import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/
 import type { ProxyConfig } from "../../config/types.ts";
 import type { IpsetClient, IpsetSet } from "../../host/ipset/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
-import { compareKeys } from "../../host/ipvs/format.ts";
-import type { IpvsChange, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
+import type { IpvsChanges, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
@@ -45,12 +44,20 @@ import {
   NAT_CHAINS,
   renderIpvsRules,
 } from "./iptables-rules.ts";
-import { diffIpvs, SERVING_WEIGHT } from "./ipvs-diff.ts";
+import { diffIpvs } from "./ipvs-diff.ts";
 import { PortPlans } from "./plan-cache.ts";
 import type { PlanContext } from "./port-plan.ts";
 import { SyncScope } from "./scope.ts";
 import { SerialQueue } from "./serial.ts";
-import { DEFAULT_SCHEDULER, schedulerFlags, type VirtualServerSettings } from "./virtual-servers.ts";
+import {
+  DEFAULT_SCHEDULER,
+  type DesiredVirtualServer,
+  SERVING_WEIGHT,
+  schedulerFlags,
+  type VirtualServerSettings,
+  type VirtualServerTemplate,
+  virtualServerOrder,
+} from "./virtual-servers.ts";
 
 export interface IpvsProxierDeps {
   readonly ipvs: IpvsClient;
@@ -77,15 +84,19 @@ export interface IpvsProxierDeps {
   readonly featureGates?: EffectiveFeatureGates;
 }
 
-/** One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). */
+/**
+ * One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). The
+ * virtual servers of one service port share their `flags` and (while none of their real servers
+ * is draining) their `realServers` arrays.
+ */
 export interface VirtualServerView {
   readonly address: string;
   readonly port: number;
   readonly protocol: string;
   readonly scheduler: string;
-  readonly flags: string[];
+  readonly flags: readonly string[];
   readonly timeout: number;
-  readonly realServers: { address: string; port: number; weight: number }[];
+  readonly realServers: readonly { address: string; port: number; weight: number }[];
 }
 
 /** What the last sync did, for logs, tests and the bench. */
@@ -193,19 +204,38 @@ export class IpvsProxier implements Proxier {
 
   /** The virtual servers the last sync programmed, terminating real servers at weight 0. */
   desiredVirtualServers(): VirtualServerView[] {
-    const out = [...this.plans.state.virtualServers.values()].sort((a, b) => compareKeys(a.server, b.server));
-    return out.map((vs) => ({
-      address: vs.server.address,
-      port: vs.server.port,
-      protocol: vs.server.protocol,
-      scheduler: vs.server.scheduler,
-      flags: [...vs.server.flags],
-      timeout: vs.server.timeout,
-      realServers: [
-        ...vs.reals.map((r) => ({ address: r.address, port: r.port, weight: SERVING_WEIGHT })),
-        ...this.graceful.realsOf(vs.key).map((r) => ({ address: r.address, port: r.port, weight: 0 })),
-      ],
-    }));
+    const sorted = virtualServerOrder(this.plans.state.virtualServers.values());
+    // What the virtual servers of one port have in common is made once for all of them.
+    const shared = new Map<VirtualServerTemplate, Pick<VirtualServerView, "flags" | "realServers">>();
+    const common = (t: VirtualServerTemplate) => {
+      let c = shared.get(t);
+      if (!c) {
+        const realServers = t.reals.map((r) => ({
+          address: r.address,
+          port: r.port,
+          weight: SERVING_WEIGHT,
+        }));
+        c = { flags: [...t.flags], realServers };
+        shared.set(t, c);
+      }
+      return c;
+    };
+    return sorted.map((vs: DesiredVirtualServer): VirtualServerView => {
+      const { flags, realServers } = common(vs.template);
+      const draining = this.graceful.hasAny(vs.key) ? this.graceful.realsOf(vs.key) : [];
+      return {
+        address: vs.address,
+        port: vs.port,
+        protocol: vs.protocol,
+        scheduler: vs.scheduler,
+        flags,
+        timeout: vs.timeout,
+        realServers:
+          draining.length === 0
+            ? realServers
+            : [...realServers, ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 }))],
+      };
+    });
   }
 
   sync(input: SyncInput): Promise<void> {
@@ -327,7 +357,7 @@ export class IpvsProxier implements Proxier {
    */
   private async write(
     ipsetScript: string,
-    changes: readonly IpvsChange[],
+    changes: IpvsChanges,
     binds: { add: readonly string[]; remove: readonly string[] },
     rules: string,
   ): Promise<void> {

@@ -6,7 +6,7 @@
 // repair anything changed behind our back.
 
 import type { SetId } from "./ipsets.ts";
-import type { PortPlan } from "./port-plan.ts";
+import { forEachEntry, type PortPlan } from "./port-plan.ts";
 
 export class SyncScope {
   /** Virtual server keys ("TCP/198.51.100.1:80"). */
@@ -19,8 +19,8 @@ export class SyncScope {
 
   /** Records everything a plan wants (call with a port's old plan and its new one). */
   touch(plan: PortPlan): void {
-    for (const vs of plan.virtualServers) this.addVirtualServer(vs.key, vs.server.address);
-    for (const e of plan.entries) this.addEntry(e.set, e.entry);
+    for (const vs of plan.virtualServers) this.addVirtualServer(vs.key, vs.address);
+    forEachEntry(plan.entries, (set, entry) => this.addEntry(set, entry));
     for (const a of plan.bindAddresses) {
       this.bindAddresses.add(a);
       this.addEntry("ipvsIPs", a);

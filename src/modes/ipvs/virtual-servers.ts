@@ -4,8 +4,12 @@
 
 import { type VirtualServer, virtualServerKeyString } from "../../host/ipvs/types.ts";
 import { parseIPInet } from "../../util/net/address.ts";
+import { familyOf } from "../../util/net/family.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
+
+/** Weight of a serving real server (upstream never weighs endpoints differently). */
+export const SERVING_WEIGHT = 1;
 
 /** The scheduler upstream falls back to when none is configured. */
 export const DEFAULT_SCHEDULER = "rr";
@@ -31,12 +35,21 @@ export interface DesiredReal {
   readonly id: string;
   /** Address bytes as fixed-width hex: orders like ipvsadm's listing. */
   readonly sortKey: string;
+  /** The real server at the serving weight, as an add or edit writes it (shared, never copied). */
+  readonly serving: { readonly address: string; readonly port: number; readonly weight: number };
 }
 
-export interface DesiredVirtualServer {
-  /** virtualServerKeyString(server): "TCP/198.51.100.1:80". */
-  readonly key: string;
-  readonly server: VirtualServer;
+/**
+ * What the virtual servers of one service port have in common: all but the address. A port
+ * with 20,000 external IPs has 20,000 virtual servers and one of these (two or three with a
+ * NodePort or a Local policy), so a virtual server costs an address, a key and a reference.
+ */
+export interface VirtualServerTemplate {
+  readonly port: number;
+  readonly protocol: Protocol;
+  readonly scheduler: string;
+  readonly flags: readonly string[];
+  readonly timeout: number;
   readonly reals: readonly DesiredReal[];
   /** The service port that wants it (upstream lets one owner win when two collide). */
   readonly owner: string;
@@ -47,25 +60,62 @@ export interface VirtualServerSettings {
   readonly flags: readonly string[];
 }
 
-/** One virtual server with its real servers (deduplicated by ip:port and sorted). */
-export function desiredVirtualServer(
+/** The settings every virtual server of a port shares. */
+export function virtualServerTemplate(
   owner: string,
-  address: string,
   port: number,
   protocol: Protocol,
   persistenceTimeout: number,
   settings: VirtualServerSettings,
   reals: readonly DesiredReal[],
-): DesiredVirtualServer {
-  const server: VirtualServer = {
-    address,
+): VirtualServerTemplate {
+  return {
     port,
     protocol,
     scheduler: settings.scheduler,
     flags: settings.flags,
     timeout: persistenceTimeout,
+    reals,
+    owner,
   };
-  return { key: virtualServerKeyString(server), server, reals, owner };
+}
+
+/**
+ * One wanted virtual server with its real servers: itself the VirtualServer the host client
+ * writes (its fields read through to the port's template, so nothing is copied per server).
+ */
+export class DesiredVirtualServer implements VirtualServer {
+  /** virtualServerKeyString(this): "TCP/198.51.100.1:80". */
+  readonly key: string;
+
+  constructor(
+    readonly address: string,
+    readonly template: VirtualServerTemplate,
+  ) {
+    this.key = virtualServerKeyString(this);
+  }
+
+  get port(): number {
+    return this.template.port;
+  }
+  get protocol(): Protocol {
+    return this.template.protocol;
+  }
+  get scheduler(): string {
+    return this.template.scheduler;
+  }
+  get flags(): readonly string[] {
+    return this.template.flags;
+  }
+  get timeout(): number {
+    return this.template.timeout;
+  }
+  get reals(): readonly DesiredReal[] {
+    return this.template.reals;
+  }
+  get owner(): string {
+    return this.template.owner;
+  }
 }
 
 /** Real servers for endpoints "ip:port", each once, in ipvsadm's listing order. */
@@ -73,7 +123,9 @@ export function desiredReals(endpoints: readonly { ip: string; port: number }[])
   const byId = new Map<string, DesiredReal>();
   for (const ep of endpoints) {
     const id = joinHostPort(ep.ip, ep.port);
-    if (!byId.has(id)) byId.set(id, { address: ep.ip, port: ep.port, id, sortKey: addressSortKey(ep.ip) });
+    if (byId.has(id)) continue;
+    const serving = { address: ep.ip, port: ep.port, weight: SERVING_WEIGHT };
+    byId.set(id, { address: ep.ip, port: ep.port, id, sortKey: addressSortKey(ep.ip), serving });
   }
   return [...byId.values()].sort(compareReals);
 }
@@ -87,4 +139,26 @@ export function compareReals(a: DesiredReal, b: DesiredReal): number {
 export function addressSortKey(ip: string): string {
   const bytes = parseIPInet(ip)?.bytes ?? [];
   return bytes.map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const PROTOCOL_ORDER: Readonly<Record<Protocol, string>> = { TCP: "006", UDP: "017", SCTP: "132" };
+
+/**
+ * The order ipvsadm lists virtual servers in (compareKeys: family, protocol number, address,
+ * port) as one string per server, made once: comparing parsed addresses in the comparator
+ * would parse two addresses per comparison, some forty million times for two million servers.
+ */
+function orderKey(vs: DesiredVirtualServer): string {
+  const family = familyOf(vs.address) === "IPv4" ? "0" : "1";
+  return `${family}${PROTOCOL_ORDER[vs.protocol]}${addressSortKey(vs.address)}${String(vs.port).padStart(5, "0")}`;
+}
+
+/** Virtual servers sorted as compareKeys orders them. */
+export function virtualServerOrder(all: Iterable<DesiredVirtualServer>): DesiredVirtualServer[] {
+  const servers = [...all];
+  const keys = servers.map(orderKey);
+  const order = new Uint32Array(servers.length);
+  for (let i = 0; i < order.length; i++) order[i] = i;
+  order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+  return Array.from(order, (i) => servers[i]!);
 }

@@ -1,12 +1,17 @@
 import { describe, expect, test } from "bun:test";
 import { DEFAULT_FEATURE_GATES } from "../../../src/config/feature-gates.ts";
+import { compareKeys } from "../../../src/host/ipvs/format.ts";
 import { setCatalog } from "../../../src/modes/ipvs/ipsets.ts";
+import { IpvsChangeList } from "../../../src/modes/ipvs/ipvs-diff.ts";
 import { type PlanContext, planServicePort } from "../../../src/modes/ipvs/port-plan.ts";
 import {
   addressSortKey,
+  DesiredVirtualServer,
   desiredReals,
   IPVS_SCHEDULERS,
   schedulerFlags,
+  virtualServerOrder,
+  virtualServerTemplate,
 } from "../../../src/modes/ipvs/virtual-servers.ts";
 import { familyView } from "../../../src/proxy/family-view.ts";
 import type { ServicePortInfo } from "../../../src/proxy/types.ts";
@@ -95,9 +100,7 @@ describe("port plans", () => {
     expect(plan.rejected).toEqual([
       { set: "loadBalancerSourceCIDR", entry: "203.0.113.70,tcp:80,not-a-cidr" },
     ]);
-    expect(plan.entries.filter((e) => e.set === "loadBalancerSourceCIDR")).toEqual([
-      { set: "loadBalancerSourceCIDR", entry: "203.0.113.70,tcp:80,198.51.100.0/24" },
-    ]);
+    expect(plan.entries.loadBalancerSourceCIDR).toEqual(["203.0.113.70,tcp:80,198.51.100.0/24"]);
     expect(plan.virtualServers.map((v) => v.key)).toEqual(["TCP/198.51.100.70:80", "TCP/203.0.113.70:80"]);
   });
 
@@ -105,10 +108,91 @@ describe("port plans", () => {
     const svc = port({ serviceType: "LoadBalancer", nodePort: 30070, healthCheckNodePort: 32000 });
     const plan = planServicePort(familyView(svc, "IPv4")!, [], context({ nodePortIPs: [] }));
     expect(plan.virtualServers.map((v) => v.key)).toEqual(["TCP/198.51.100.70:80"]);
-    expect(plan.entries.map((e) => e.set)).toEqual(["clusterIP"]);
+    expect(plan.entries).toEqual({ clusterIP: ["198.51.100.70,tcp:80"] });
   });
 
   test("a port the family does not serve has no view, so no plan", () => {
     expect(familyView(port({}), "IPv6")).toBeUndefined();
+  });
+});
+
+describe("virtual servers of one port", () => {
+  const settings = { scheduler: "rr", flags: [] };
+  const reals = desiredReals([
+    { ip: "192.0.2.12", port: 8080 },
+    { ip: "192.0.2.11", port: 8080 },
+  ]);
+
+  test("share one template: a virtual server holds its address, its key and a reference", () => {
+    const svc = port({ externalIPs: ["203.0.113.71", "203.0.113.72", "203.0.113.73"] });
+    const plan = planServicePort(familyView(svc, "IPv4")!, [], context());
+    const external = plan.virtualServers.slice(1);
+    expect(external.map((v) => v.key)).toEqual([
+      "TCP/203.0.113.71:80",
+      "TCP/203.0.113.72:80",
+      "TCP/203.0.113.73:80",
+    ]);
+    expect(new Set(external.map((v) => v.template)).size).toBe(1);
+    expect(Object.keys(external[0]!).sort()).toEqual(["address", "key", "template"]);
+  });
+
+  test("read as VirtualServers, with the template's settings", () => {
+    const t = virtualServerTemplate("ns/web:http", 443, "TCP", 10800, settings, reals);
+    const vs = new DesiredVirtualServer("2001:db8::5", t);
+    expect(vs.key).toBe("TCP/[2001:db8::5]:443");
+    expect([vs.address, vs.port, vs.protocol, vs.scheduler, vs.flags, vs.timeout]).toEqual([
+      "2001:db8::5",
+      443,
+      "TCP",
+      "rr",
+      [],
+      10800,
+    ]);
+    expect(vs.reals.map((r) => r.serving)).toEqual([
+      { address: "192.0.2.11", port: 8080, weight: 1 },
+      { address: "192.0.2.12", port: 8080, weight: 1 },
+    ]);
+  });
+
+  test("virtualServerOrder sorts as compareKeys does (protocol number, address bytes, port)", () => {
+    const addresses = ["198.51.100.9", "198.51.100.10", "10.0.0.1", "203.0.113.1", "9.255.255.255"];
+    const all: DesiredVirtualServer[] = [];
+    for (const protocol of ["UDP", "SCTP", "TCP"] as const)
+      for (const p of [8080, 80, 443])
+        for (const a of addresses)
+          all.push(new DesiredVirtualServer(a, virtualServerTemplate("x", p, protocol, 0, settings, reals)));
+    const expected = [...all].sort(compareKeys).map((v) => v.key);
+    expect(virtualServerOrder(all.reverse()).map((v) => v.key)).toEqual(expected);
+    const v6 = ["2001:db8::10", "2001:db8::9", "fe80::1", "2001:db8:0:1::", "::ffff:192.0.2.1"].map(
+      (a) => new DesiredVirtualServer(a, virtualServerTemplate("x", 80, "TCP", 0, settings, reals)),
+    );
+    expect(virtualServerOrder(v6).map((v) => v.key)).toEqual([...v6].sort(compareKeys).map((v) => v.key));
+  });
+
+  test("a change list holds a new virtual server once per batch and reads as one change per line", () => {
+    const t = virtualServerTemplate("x", 80, "TCP", 0, settings, reals);
+    const a = new DesiredVirtualServer("198.51.100.1", t);
+    const b = new DesiredVirtualServer(
+      "198.51.100.2",
+      virtualServerTemplate("x", 80, "TCP", 0, settings, []),
+    );
+    const list = new IpvsChangeList();
+    list.addNew(a);
+    list.push("realsDown", { op: "delete-real", key: b, real: { address: "192.0.2.99", port: 1 } });
+    list.addNew(b);
+    list.push("services", { op: "edit-service", server: b });
+    expect(list.services.length + list.realsUp.length).toBe(4);
+    const read = [...list];
+    expect(read).toEqual([
+      { op: "add-service", server: a },
+      { op: "add-service", server: b },
+      { op: "edit-service", server: b },
+      { op: "add-real", key: a, real: { address: "192.0.2.11", port: 8080, weight: 1 } },
+      { op: "add-real", key: a, real: { address: "192.0.2.12", port: 8080, weight: 1 } },
+      { op: "delete-real", key: b, real: { address: "192.0.2.99", port: 1 } },
+    ]);
+    expect(list.length).toBe(read.length);
+    // Read again (a failed write reads its input twice): the same.
+    expect([...list]).toEqual(read);
   });
 });
