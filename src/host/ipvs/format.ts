@@ -2,6 +2,7 @@
 // `ipvsadm -L -n` and `ipvsadm -S -n` output (what the client reads and the fake prints).
 // Layouts follow ipvsadm 1.31's print_title()/print_service_entry().
 
+import { LinePieces } from "../../util/line-pieces.ts";
 import { compareIPs, parseIPInet } from "../../util/net/address.ts";
 import { familyNumber, familyOf, type IPFamily } from "../../util/net/family.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
@@ -151,32 +152,16 @@ export function renderRestore(changes: Iterable<IpvsChange>): string {
   return renderRestorePieces(changes).join("");
 }
 
-/** Characters per piece of renderRestorePieces (whole lines; a piece ends after a newline). */
-const PIECE_CHARS = 1 << 16;
-
 /**
- * renderRestore's text in pieces of whole lines, about 64 KiB each: what the client hands to
- * exec, so the input of two million virtual servers exists once, as pieces, never as one string
- * on top of a string per line. Every change is checked before a piece is returned (a refused
- * one throws here, before ipvsadm has run anything).
+ * renderRestore's text in whole-line pieces of about 64 KiB (LinePieces): what the client hands
+ * to exec. Every change is checked before a piece is returned (a refused one throws here, before
+ * ipvsadm has run anything).
  */
 export function renderRestorePieces(changes: Iterable<IpvsChange>): string[] {
   const renderer = new LineRenderer();
-  const pieces: string[] = [];
-  let lines: string[] = [];
-  let chars = 0;
-  for (const change of changes) {
-    const line = renderer.line(change);
-    lines.push(line);
-    chars += line.length + 1;
-    if (chars >= PIECE_CHARS) {
-      pieces.push(`${lines.join("\n")}\n`);
-      lines = [];
-      chars = 0;
-    }
-  }
-  if (lines.length > 0) pieces.push(`${lines.join("\n")}\n`);
-  return pieces;
+  const out = new LinePieces();
+  for (const change of changes) out.add(renderer.line(change));
+  return out.finish();
 }
 
 // ---- reading ----

@@ -356,7 +356,7 @@ export class IpvsProxier implements Proxier {
    * partial progress beats none); the first failure is rethrown so the runner retries.
    */
   private async write(
-    ipsetScript: string,
+    ipsetScript: readonly string[],
     changes: IpvsChanges,
     binds: { add: readonly string[]; remove: readonly string[] },
     rules: string,
@@ -371,7 +371,7 @@ export class IpvsProxier implements Proxier {
       }
     };
     // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
-    if (ipsetScript !== "")
+    if (ipsetScript.length > 0)
       await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript));
     if (changes.length > 0)
       await attempt("Failed to apply IPVS changes", () => this.deps.ipvs.apply(changes));
