@@ -14,7 +14,7 @@ import type {
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { VirtualServerClaims } from "./desired-state.ts";
 import { drained, type GracefulTermination } from "./graceful-termination.ts";
-import { type DesiredReal, DesiredVirtualServer, SERVING_WEIGHT } from "./virtual-servers.ts";
+import { type DesiredReal, DesiredVirtualServer, realId, SERVING_WEIGHT } from "./virtual-servers.ts";
 
 export { SERVING_WEIGHT } from "./virtual-servers.ts";
 
@@ -72,7 +72,7 @@ export class IpvsChangeList implements IpvsChanges {
       yield c instanceof DesiredVirtualServer ? { op: "add-service", server: c } : c;
     for (const c of this.realsUp) {
       if (!(c instanceof DesiredVirtualServer)) yield c;
-      else for (const r of c.reals) yield { op: "add-real", key: c, real: r.serving };
+      else for (const real of c.reals) yield { op: "add-real", key: c, real };
     }
     yield* this.realsDown;
     yield* this.servicesGone;
@@ -150,7 +150,10 @@ function diffWeightsInStep(
   // Pending entries of wanted real servers must leave the list even when the weight is right.
   const anyPending = input.graceful.hasAny(vs.key);
   for (let i = 0; i < have.length; i++) {
-    if (anyPending || have[i]!.weight !== SERVING_WEIGHT) keepReal(vs, vs.reals[i]!, have[i]!, input, out);
+    if (anyPending || have[i]!.weight !== SERVING_WEIGHT) {
+      const want = vs.reals[i]!;
+      keepReal(vs, want, realId(want), have[i]!, input, out);
+    }
   }
 }
 
@@ -158,15 +161,16 @@ function diffReals(vs: DesiredVirtualServer, kernel: IpvsService, input: IpvsDif
   const have = new Map<string, RealServer>();
   for (const r of kernel.reals) have.set(joinHostPort(r.address, r.port), r);
   for (const want of vs.reals) {
-    const current = have.get(want.id);
+    const id = realId(want);
+    const current = have.get(id);
     if (!current) {
       // A real server that vanished while terminating simply comes back.
-      input.graceful.remove(vs.key, want.id);
-      out.push("realsUp", { op: "add-real", key: vs, real: want.serving });
+      input.graceful.remove(vs.key, id);
+      out.push("realsUp", { op: "add-real", key: vs, real: want });
       continue;
     }
-    have.delete(want.id);
-    keepReal(vs, want, current, input, out);
+    have.delete(id);
+    keepReal(vs, want, id, current, input, out);
   }
   for (const [id, real] of have) retireReal(vs, id, real, input, out);
 }
@@ -179,14 +183,15 @@ function diffReals(vs: DesiredVirtualServer, kernel: IpvsService, input: IpvsDif
 function keepReal(
   vs: DesiredVirtualServer,
   want: DesiredReal,
+  id: string,
   have: RealServer,
   input: IpvsDiffInput,
   out: Batches,
 ): void {
-  const terminating = input.graceful.has(vs.key, want.id);
-  if (terminating) input.graceful.remove(vs.key, want.id);
+  const terminating = input.graceful.has(vs.key, id);
+  if (terminating) input.graceful.remove(vs.key, id);
   if (have.weight === SERVING_WEIGHT || !(terminating || input.resetWeights)) return;
-  out.push("realsUp", { op: "edit-real", key: vs, real: want.serving });
+  out.push("realsUp", { op: "edit-real", key: vs, real: want });
 }
 
 /** A real server the kernel has but nobody wants: delete it now, or drain it first. */

@@ -85,10 +85,14 @@ export function forEachEntry(entries: PlannedEntries, fn: (set: SetId, entry: st
   for (const set of Object.keys(entries) as SetId[]) for (const entry of entries[set]!) fn(set, entry);
 }
 
+/** Empty lists of a plan: one shared array rather than two new ones for every port. */
+const NONE: readonly never[] = Object.freeze([]);
+
 export function planServicePort(
   svc: FamilyServicePort,
   endpoints: readonly EndpointInfo[],
   ctx: PlanContext,
+  serviceKey = `${svc.name.namespace}/${svc.name.name}`,
 ): PortPlan {
   const draft: Draft = {
     svc,
@@ -112,14 +116,14 @@ export function planServicePort(
   // Upstream skips the rest of the port (health check port included) when no node IP exists.
   if (addNodePorts(draft)) addHealthCheckPort(draft);
   return {
-    serviceKey: `${svc.name.namespace}/${svc.name.name}`,
+    serviceKey,
     virtualServers: draft.virtualServers,
     entries: draft.entries,
     bindAddresses: draft.bindAddresses,
-    noNodeAccessRules: draft.noNodeAccessRules,
+    noNodeAccessRules: draft.noNodeAccessRules.length > 0 ? draft.noNodeAccessRules : NONE,
     noLocalInternal: draft.noLocalInternal,
     noLocalExternal: draft.noLocalExternal,
-    rejected: draft.rejected,
+    rejected: draft.rejected.length > 0 ? draft.rejected : NONE,
   };
 }
 

@@ -51,11 +51,9 @@ import { SyncScope } from "./scope.ts";
 import { SerialQueue } from "./serial.ts";
 import {
   DEFAULT_SCHEDULER,
-  type DesiredVirtualServer,
-  SERVING_WEIGHT,
+  realId,
   schedulerFlags,
   type VirtualServerSettings,
-  type VirtualServerTemplate,
   virtualServerOrder,
 } from "./virtual-servers.ts";
 
@@ -85,9 +83,9 @@ export interface IpvsProxierDeps {
 }
 
 /**
- * One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). The
- * virtual servers of one service port share their `flags` and (while none of their real servers
- * is draining) their `realServers` arrays.
+ * One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). Its
+ * `flags` and (while none of its real servers is draining) `realServers` are the plan's own
+ * arrays, shared by every virtual server of the port: read them, never change them.
  */
 export interface VirtualServerView {
   readonly address: string;
@@ -171,7 +169,7 @@ export class IpvsProxier implements Proxier {
       exclusive: (work) => this.queue.run(work),
       ownsAddress: (a) => this.ownsAddress(a),
       isWanted: (vsKey, id) =>
-        this.plans.state.virtualServers.get(vsKey)?.reals.some((r) => r.id === id) ?? false,
+        this.plans.state.virtualServers.get(vsKey)?.reals.some((r) => realId(r) === id) ?? false,
       ...(deps.gracefulCheckIntervalMs !== undefined ? { intervalMs: deps.gracefulCheckIntervalMs } : {}),
     });
     this.log.v(2).info("ipvs sync params", { ipFamily: deps.family, scheduler, mark: this.mark });
@@ -204,36 +202,20 @@ export class IpvsProxier implements Proxier {
 
   /** The virtual servers the last sync programmed, terminating real servers at weight 0. */
   desiredVirtualServers(): VirtualServerView[] {
-    const sorted = virtualServerOrder(this.plans.state.virtualServers.values());
-    // What the virtual servers of one port have in common is made once for all of them.
-    const shared = new Map<VirtualServerTemplate, Pick<VirtualServerView, "flags" | "realServers">>();
-    const common = (t: VirtualServerTemplate) => {
-      let c = shared.get(t);
-      if (!c) {
-        const realServers = t.reals.map((r) => ({
-          address: r.address,
-          port: r.port,
-          weight: SERVING_WEIGHT,
-        }));
-        c = { flags: [...t.flags], realServers };
-        shared.set(t, c);
-      }
-      return c;
-    };
-    return sorted.map((vs: DesiredVirtualServer): VirtualServerView => {
-      const { flags, realServers } = common(vs.template);
+    return virtualServerOrder(this.plans.state.virtualServers.values()).map((vs): VirtualServerView => {
       const draining = this.graceful.hasAny(vs.key) ? this.graceful.realsOf(vs.key) : [];
       return {
         address: vs.address,
         port: vs.port,
         protocol: vs.protocol,
         scheduler: vs.scheduler,
-        flags,
+        flags: vs.flags,
         timeout: vs.timeout,
+        // The port's own list (its entries are {address, port, weight} at the serving weight).
         realServers:
           draining.length === 0
-            ? realServers
-            : [...realServers, ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 }))],
+            ? vs.reals
+            : [...vs.reals, ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 }))],
       };
     });
   }

@@ -28,15 +28,19 @@ export function schedulerFlags(scheduler: string): readonly string[] {
 const MH_FLAGS: readonly string[] = Object.freeze(["mh-port"]);
 const NO_FLAGS: readonly string[] = Object.freeze([]);
 
+/**
+ * A wanted real server, at the serving weight: what an add or edit line writes and what the dry
+ * run reports, as it is (one object per endpoint and port, shared by the port's virtual servers).
+ */
 export interface DesiredReal {
   readonly address: string;
   readonly port: number;
-  /** "ip:port" ("[ip]:port" for IPv6): identity within its virtual server. */
-  readonly id: string;
-  /** Address bytes as fixed-width hex: orders like ipvsadm's listing. */
-  readonly sortKey: string;
-  /** The real server at the serving weight, as an add or edit writes it (shared, never copied). */
-  readonly serving: { readonly address: string; readonly port: number; readonly weight: number };
+  readonly weight: number;
+}
+
+/** "ip:port" ("[ip]:port" for IPv6): a real server's identity within its virtual server. */
+export function realId(real: { readonly address: string; readonly port: number }): string {
+  return joinHostPort(real.address, real.port);
 }
 
 /**
@@ -118,21 +122,24 @@ export class DesiredVirtualServer implements VirtualServer {
   }
 }
 
-/** Real servers for endpoints "ip:port", each once, in ipvsadm's listing order. */
+/**
+ * Real servers for endpoints "ip:port", each once, in ipvsadm's listing order (address bytes,
+ * then port). Identities and sort keys live only while the list is made.
+ */
 export function desiredReals(endpoints: readonly { ip: string; port: number }[]): DesiredReal[] {
-  const byId = new Map<string, DesiredReal>();
+  const seen = new Set<string>();
+  const keyed: { readonly order: string; readonly real: DesiredReal }[] = [];
   for (const ep of endpoints) {
     const id = joinHostPort(ep.ip, ep.port);
-    if (byId.has(id)) continue;
-    const serving = { address: ep.ip, port: ep.port, weight: SERVING_WEIGHT };
-    byId.set(id, { address: ep.ip, port: ep.port, id, sortKey: addressSortKey(ep.ip), serving });
+    if (seen.has(id)) continue;
+    seen.add(id);
+    keyed.push({
+      order: addressSortKey(ep.ip),
+      real: { address: ep.ip, port: ep.port, weight: SERVING_WEIGHT },
+    });
   }
-  return [...byId.values()].sort(compareReals);
-}
-
-export function compareReals(a: DesiredReal, b: DesiredReal): number {
-  if (a.sortKey !== b.sortKey) return a.sortKey < b.sortKey ? -1 : 1;
-  return a.port - b.port;
+  keyed.sort((a, b) => (a.order !== b.order ? (a.order < b.order ? -1 : 1) : a.real.port - b.real.port));
+  return keyed.map((k) => k.real);
 }
 
 /** Fixed-width hex of the address bytes (canonical input), so string order is byte order. */

@@ -9,6 +9,7 @@ import {
   DesiredVirtualServer,
   desiredReals,
   IPVS_SCHEDULERS,
+  realId,
   schedulerFlags,
   virtualServerOrder,
   virtualServerTemplate,
@@ -41,7 +42,8 @@ describe("real server order", () => {
       { ip: "192.0.2.11", port: 80 },
       { ip: "192.0.2.12", port: 80 },
     ]);
-    expect(reals.map((r) => r.id)).toEqual(["192.0.2.11:80", "192.0.2.11:81", "192.0.2.12:80"]);
+    expect(reals.map(realId)).toEqual(["192.0.2.11:80", "192.0.2.11:81", "192.0.2.12:80"]);
+    expect(reals[0]).toEqual({ address: "192.0.2.11", port: 80, weight: 1 });
   });
 });
 
@@ -148,7 +150,7 @@ describe("virtual servers of one port", () => {
       [],
       10800,
     ]);
-    expect(vs.reals.map((r) => r.serving)).toEqual([
+    expect(vs.reals).toEqual([
       { address: "192.0.2.11", port: 8080, weight: 1 },
       { address: "192.0.2.12", port: 8080, weight: 1 },
     ]);
