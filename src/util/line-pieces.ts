@@ -8,15 +8,32 @@ export const PIECE_CHARS = 1 << 16;
 
 export class LinePieces {
   private readonly done: string[] = [];
-  private open: string[] = [];
+  /** The open piece's parts, joined when it closes (one array, emptied and used again). */
+  private readonly open: string[] = [];
   private chars = 0;
   private count = 0;
 
   /** Appends one line (without its newline). */
   add(line: string): void {
-    this.open.push(line);
+    this.part(line);
+    this.endLine();
+  }
+
+  /**
+   * Appends text to the current line. Writing a line as parts that the caller keeps anyway
+   * (an address, a word shared by many lines) copies them into the piece as they are, with no
+   * string made for the line itself.
+   */
+  part(text: string): void {
+    this.open.push(text);
+    this.chars += text.length;
+  }
+
+  /** Ends the current line. */
+  endLine(): void {
+    this.open.push("\n");
+    this.chars++;
     this.count++;
-    this.chars += line.length + 1;
     if (this.chars >= PIECE_CHARS) this.close();
   }
 
@@ -33,8 +50,8 @@ export class LinePieces {
 
   private close(): void {
     if (this.open.length === 0) return;
-    this.done.push(`${this.open.join("\n")}\n`);
-    this.open = [];
+    this.done.push(this.open.join(""));
+    this.open.length = 0;
     this.chars = 0;
   }
 }

@@ -30,7 +30,15 @@ import {
   SVC_F_SCHED3,
   schedFlagNames,
 } from "./syntax.ts";
-import type { IpvsChange, IpvsService, RealServer, VirtualServerKey } from "./types.ts";
+import type {
+  AddRealsChange,
+  IpvsChange,
+  IpvsChanges,
+  IpvsService,
+  RealServer,
+  VirtualServer,
+  VirtualServerKey,
+} from "./types.ts";
 
 const SERVICE_OPTION: Readonly<Record<Protocol, string>> = {
   TCP: "-t",
@@ -43,112 +51,175 @@ export function serviceArgs(key: VirtualServerKey): string {
   return `${SERVICE_OPTION[key.protocol]} ${joinHostPort(key.address, key.port)}`;
 }
 
+/** SERVICE_OPTION with the blank that follows it on a line. */
+const SERVICE_OPTION_WORD: Readonly<Record<Protocol, string>> = {
+  TCP: "-t ",
+  UDP: "-u ",
+  SCTP: "--sctp-service ",
+};
+
 function invalid(message: string): never {
   throw new IpvsError({ kind: "invalid", message: `ipvs: ${message}` });
 }
 
-interface CheckedKey {
-  readonly family: IPFamily;
-  /** The address in canonical form, and the port. */
-  readonly ip: string;
-  readonly port: number;
-  /** serviceArgs() of the checked key: "-t 10.96.0.1:443". */
-  readonly words: string;
-}
-
-function checkedKey(key: VirtualServerKey): CheckedKey {
-  if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
-  const addr = ipvsAddress(key.address, "virtual server");
-  const port = ipvsPort(key.port, "virtual server", true);
-  const words = serviceArgs({ address: addr.ip, port, protocol: key.protocol });
-  return { family: addr.family, ip: addr.ip, port, words };
-}
-
-/** Real-server addresses checked once per render, up to this many (then the cache starts over). */
+/** Real servers whose words are kept during one render, up to this many (then it starts over). */
 const REAL_CACHE_LIMIT = 4096;
 
+interface RealTarget {
+  readonly address: string;
+  readonly port: number;
+}
+
+interface CheckedTail {
+  readonly family: IPFamily;
+  /** " -r IP:PORT", with " -m -w WEIGHT" when a weight is written. */
+  readonly tail: string;
+}
+
+function realTail(real: RealTarget, weight: number | undefined): CheckedTail {
+  const addr = ipvsAddress(real.address, "real server");
+  const port = ipvsPort(real.port, "real server", true);
+  const target = ` -r ${joinHostPort(addr.ip, port)}`;
+  if (weight === undefined) return { family: addr.family, tail: target };
+  // Masquerading (NAT), as upstream kube-proxy programs every real server.
+  return { family: addr.family, tail: `${target} -m -w ${ipvsWeight(weight)}` };
+}
+
 /**
- * Renders lines one after another, checking each virtual server key and real-server address
- * once rather than on every line: the real servers of one virtual server follow each other and
- * share its key object, and a few addresses serve many virtual servers. Every word still comes
- * from restore-text.ts.
+ * Writes lines one after another as parts (the op word, the virtual server's words, a tail),
+ * checking each virtual server key and real server once rather than on every line and making
+ * no string per line: the real servers of one virtual server follow each other and share its
+ * key object (so "-t VIP:PORT" is made once per virtual server), the port's real servers are
+ * the same objects for all its virtual servers (so " -r IP:PORT -m -w 1" is made once per real
+ * server), and the virtual servers of a port share their settings (" -s rr"). Every word still
+ * comes from restore-text.ts.
  */
 class LineRenderer {
+  // The last virtual server key and its checked words: option ("-t "), host, ":PORT".
   private lastKey: VirtualServerKey | undefined;
-  private lastChecked: CheckedKey | undefined;
-  private readonly reals = new Map<string, { ip: string; family: IPFamily }>();
+  private family: IPFamily = "IPv4";
+  private option = "";
+  private host = "";
+  private portWord = "";
+  /** ":PORT" words, by port. */
+  private readonly portWords = new Map<number, string>();
+  /** The last service line's settings and the tail they make (" -s rr", ...). */
+  private lastSettings: readonly [string, number, readonly string[]] | undefined;
+  private lastServiceTail = "";
+  /** add/edit tails by real-server object, with the family they were checked for. */
+  private readonly tails = new Map<object, CheckedTail>();
 
-  private key(key: VirtualServerKey): CheckedKey {
-    if (key !== this.lastKey || !this.lastChecked) {
-      this.lastChecked = checkedKey(key);
-      this.lastKey = key;
+  constructor(private readonly out: LinePieces) {}
+
+  /** Checks a virtual server key (once for a run of lines with the same key object). */
+  private key(key: VirtualServerKey): void {
+    if (key === this.lastKey) return;
+    this.lastKey = undefined;
+    if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
+    const addr = ipvsAddress(key.address, "virtual server");
+    const port = ipvsPort(key.port, "virtual server", true);
+    let portWord = this.portWords.get(port);
+    if (portWord === undefined) {
+      portWord = `:${port}`;
+      this.portWords.set(port, portWord);
     }
-    return this.lastChecked;
+    this.family = addr.family;
+    this.option = SERVICE_OPTION_WORD[key.protocol];
+    this.host = addr.family === "IPv6" ? `[${addr.ip}]` : addr.ip;
+    this.portWord = portWord;
+    this.lastKey = key;
   }
 
-  private realAddress(address: string): { ip: string; family: IPFamily } {
-    let real = this.reals.get(address);
-    if (!real) {
-      real = ipvsAddress(address, "real server");
-      if (this.reals.size >= REAL_CACHE_LIMIT) this.reals.clear();
-      this.reals.set(address, real);
-    }
-    return real;
+  /** The checked key's words, "-t 10.96.0.1:443", as parts of the current line. */
+  private keyWords(): void {
+    this.out.part(this.option);
+    this.out.part(this.host);
+    this.out.part(this.portWord);
   }
 
   // Every word of a line comes from restore-text.ts, which checks it.
-  private service(op: "-A" | "-E", change: Extract<IpvsChange, { op: "add-service" | "edit-service" }>) {
-    const s = change.server;
-    const key = this.key(s);
+  private service(op: "-A " | "-E ", s: VirtualServer): void {
+    this.key(s);
     const scheduler = ipvsScheduler(s.scheduler);
     const timeout = ipvsTimeout(s.timeout);
-    if (key.port === 0 && timeout === 0) invalid(`${joinHostPort(key.ip, 0)}: port 0 needs persistence`);
-    let line = `${op} ${key.words} -s ${scheduler}`;
-    if (timeout > 0) line += ` -p ${timeout}`;
-    if (s.flags.length > 0) line += ` -b ${ipvsSchedulerFlags(scheduler, s.flags)}`;
-    return line;
+    if (s.port === 0 && timeout === 0) invalid(`${this.host}:0: port 0 needs persistence`);
+    const last = this.lastSettings;
+    if (!last || last[0] !== scheduler || last[1] !== timeout || last[2] !== s.flags) {
+      let tail = ` -s ${scheduler}`;
+      if (timeout > 0) tail += ` -p ${timeout}`;
+      if (s.flags.length > 0) tail += ` -b ${ipvsSchedulerFlags(scheduler, s.flags)}`;
+      this.lastServiceTail = tail;
+      this.lastSettings = [scheduler, timeout, s.flags];
+    }
+    this.out.part(op);
+    this.keyWords();
+    this.out.part(this.lastServiceTail);
+    this.out.endLine();
   }
 
-  private real(
-    change: Extract<IpvsChange, { op: "add-real" | "edit-real" | "delete-real" }>,
-    op: "-a" | "-e" | "-d",
-  ): string {
-    const key = this.key(change.key);
-    const real = this.realAddress(change.real.address);
-    if (real.family !== key.family)
-      invalid(`real server ${change.real.address} is not of the service's family`);
-    const port = ipvsPort(change.real.port, "real server", true);
-    const head = `${op} ${key.words} -r ${joinHostPort(real.ip, port)}`;
-    if (change.op === "delete-real") return head;
-    // Masquerading (NAT), as upstream kube-proxy programs every real server.
-    return `${head} -m -w ${ipvsWeight(change.real.weight)}`;
+  private real(op: "-a " | "-e " | "-d ", vs: VirtualServerKey, real: RealTarget): void {
+    this.key(vs);
+    const checked = op === "-d " ? realTail(real, undefined) : this.weightedTail(real);
+    if (checked.family !== this.family) invalid(`real server ${real.address} is not of the service's family`);
+    this.out.part(op);
+    this.keyWords();
+    this.out.part(checked.tail);
+    this.out.endLine();
   }
 
-  line(change: IpvsChange): string {
+  private weightedTail(real: RealTarget & { readonly weight?: number }): CheckedTail {
+    let checked = this.tails.get(real);
+    if (!checked) {
+      checked = realTail(real, real.weight ?? Number.NaN);
+      if (this.tails.size >= REAL_CACHE_LIMIT) this.tails.clear();
+      this.tails.set(real, checked);
+    }
+    return checked;
+  }
+
+  write(change: IpvsChange | AddRealsChange): void {
     switch (change.op) {
+      case "add-reals":
+        for (const real of change.reals) this.real("-a ", change.key, real);
+        return;
       case "add-service":
-        return this.service("-A", change);
+        this.service("-A ", change.server);
+        return;
       case "edit-service":
-        return this.service("-E", change);
+        this.service("-E ", change.server);
+        return;
       case "delete-service":
-        return `-D ${this.key(change.key).words}`;
+        this.key(change.key);
+        this.out.part("-D ");
+        this.keyWords();
+        this.out.endLine();
+        return;
       case "add-real":
-        return this.real(change, "-a");
+        this.real("-a ", change.key, change.real);
+        return;
       case "edit-real":
-        return this.real(change, "-e");
+        this.real("-e ", change.key, change.real);
+        return;
       case "delete-real":
-        return this.real(change, "-d");
+        this.real("-d ", change.key, change.real);
+        return;
     }
   }
 }
 
 /** One change as one `ipvsadm --restore` line. Throws IpvsError(kind "invalid") for bad input. */
 export function renderChange(change: IpvsChange): string {
-  return new LineRenderer().line(change);
+  const out = new LinePieces();
+  new LineRenderer(out).write(change);
+  return out.finish().join("").slice(0, -1);
+}
+
+function isChangeArray(changes: IpvsChanges): changes is readonly IpvsChange[] {
+  return Array.isArray(changes);
 }
 
 /** Every change, in order, as `ipvsadm --restore` input (one line each, newline-terminated). */
-export function renderRestore(changes: Iterable<IpvsChange>): string {
+export function renderRestore(changes: IpvsChanges): string {
   return renderRestorePieces(changes).join("");
 }
 
@@ -157,10 +228,14 @@ export function renderRestore(changes: Iterable<IpvsChange>): string {
  * to exec. Every change is checked before a piece is returned (a refused one throws here, before
  * ipvsadm has run anything).
  */
-export function renderRestorePieces(changes: Iterable<IpvsChange>): string[] {
-  const renderer = new LineRenderer();
+export function renderRestorePieces(changes: IpvsChanges): string[] {
   const out = new LinePieces();
-  for (const change of changes) out.add(renderer.line(change));
+  const renderer = new LineRenderer(out);
+  if (isChangeArray(changes)) for (const change of changes) renderer.write(change);
+  else
+    changes.forEach((change) => {
+      renderer.write(change);
+    });
   return out.finish();
 }
 

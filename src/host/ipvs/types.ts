@@ -47,11 +47,26 @@ export type IpvsChange =
       readonly real: { address: string; port: number };
     };
 
+/** The adds of one virtual server's real servers, in order: one element for as many lines. */
+export interface AddRealsChange {
+  readonly op: "add-reals";
+  readonly key: VirtualServerKey;
+  readonly reals: readonly { readonly address: string; readonly port: number; readonly weight: number }[];
+}
+
 /**
- * The changes of one write, in order: an array, or any list that can be read more than once
- * (a failed write reads it again to name the refused lines) and knows its length.
+ * A compact list of changes: it hands them over one by one, in order (the real servers of a
+ * new virtual server possibly as one AddRealsChange). A change handed over is valid during the
+ * call only (the list may hand over one object again, refilled): copy what is kept. `length`
+ * counts lines.
  */
-export type IpvsChanges = Iterable<IpvsChange> & { readonly length: number };
+export interface CompactIpvsChanges {
+  readonly length: number;
+  forEach(fn: (change: IpvsChange | AddRealsChange) => void): void;
+}
+
+/** The changes of one write, in order. */
+export type IpvsChanges = readonly IpvsChange[] | CompactIpvsChanges;
 
 export interface IpvsTimeouts {
   /** Seconds; 0 leaves the kernel's value. */

@@ -2,7 +2,7 @@
 // script for one `ipset restore -exist`. Missing sets are created; members are added and deleted
 // by difference only, so a quiet sync writes nothing and a one-Service change writes a few lines.
 
-import { addLine, createLine, delLine } from "../../host/ipset/lines.ts";
+import { createLine, memberLineHead, memberLineTail } from "../../host/ipset/lines.ts";
 import type { IpsetSet } from "../../host/ipset/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import { LinePieces } from "../../util/line-pieces.ts";
@@ -39,7 +39,8 @@ export function planIpsets(input: IpsetSyncInput): IpsetSyncPlan {
     const have = input.kernel.get(spec.name);
     if (!have) {
       creates.push(createLine(spec));
-      for (const entry of want.keys()) changes.add(addLine(spec.name, entry));
+      const add = memberLineHead("add", spec.name);
+      for (const entry of want.keys()) memberLine(changes, add, entry);
       continue;
     }
     if (!compatible(have, input.sets[id].spec)) {
@@ -59,6 +60,13 @@ export function planIpsets(input: IpsetSyncInput): IpsetSyncPlan {
   return { script, lines, nonEmpty };
 }
 
+/** "add SET ENTRY" / "del SET ENTRY" from the set's head and the member's own (checked) text. */
+function memberLine(out: LinePieces, head: string, entry: string): void {
+  out.part(head);
+  out.part(memberLineTail(entry));
+  out.endLine();
+}
+
 /** `create -exist` refuses a set whose type or family differ; so would adding to it. */
 function compatible(have: IpsetSet, want: IpsetSet["spec"]): boolean {
   if (have.spec.type !== want.type) return false;
@@ -67,8 +75,10 @@ function compatible(have: IpsetSet, want: IpsetSet["spec"]): boolean {
 
 // Stale members go first: a set near maxelem then has room for the new ones.
 function diffMembers(name: string, want: RefCount, have: ReadonlySet<string>, out: LinePieces): void {
-  for (const entry of have) if (!want.has(entry)) out.add(delLine(name, entry));
-  for (const entry of want.keys()) if (!have.has(entry)) out.add(addLine(name, entry));
+  const del = memberLineHead("del", name);
+  for (const entry of have) if (!want.has(entry)) memberLine(out, del, entry);
+  const add = memberLineHead("add", name);
+  for (const entry of want.keys()) if (!have.has(entry)) memberLine(out, add, entry);
 }
 
 function diffScoped(
@@ -79,6 +89,8 @@ function diffScoped(
   out: LinePieces,
 ): void {
   if (!scope) return;
-  for (const entry of scope) if (!want.has(entry) && have.has(entry)) out.add(delLine(name, entry));
-  for (const entry of scope) if (want.has(entry) && !have.has(entry)) out.add(addLine(name, entry));
+  const del = memberLineHead("del", name);
+  for (const entry of scope) if (!want.has(entry) && have.has(entry)) memberLine(out, del, entry);
+  const add = memberLineHead("add", name);
+  for (const entry of scope) if (want.has(entry) && !have.has(entry)) memberLine(out, add, entry);
 }

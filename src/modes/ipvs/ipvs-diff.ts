@@ -5,11 +5,13 @@
 // virtual servers nobody wants are deleted unless they sit in an excluded CIDR.
 
 import type {
+  AddRealsChange,
+  CompactIpvsChanges,
   IpvsChange,
-  IpvsChanges,
   IpvsService,
   RealServer,
   VirtualServer,
+  VirtualServerKey,
 } from "../../host/ipvs/types.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { VirtualServerClaims } from "./desired-state.ts";
@@ -38,10 +40,10 @@ export interface IpvsDiffInput {
  * Changes in the order ipvsadm must run them: services exist before their real servers. A
  * virtual server the kernel lacks is held as itself, once in `services` (its add) and once in
  * `realsUp` (the adds of all its real servers), not as an object per line: a first sync of
- * two million virtual servers then costs two references each, and each line's IpvsChange is
- * made only when the list is read.
+ * two million virtual servers then costs two references each, and the changes handed over
+ * while the restore input is written are two small objects per virtual server, not one per line.
  */
-export class IpvsChangeList implements IpvsChanges {
+export class IpvsChangeList implements CompactIpvsChanges {
   readonly services: (IpvsChange | DesiredVirtualServer)[] = [];
   readonly realsUp: (IpvsChange | DesiredVirtualServer)[] = [];
   readonly realsDown: IpvsChange[] = [];
@@ -67,19 +69,45 @@ export class IpvsChangeList implements IpvsChanges {
     this.lines++;
   }
 
-  *[Symbol.iterator](): Iterator<IpvsChange> {
-    for (const c of this.services)
-      yield c instanceof DesiredVirtualServer ? { op: "add-service", server: c } : c;
-    for (const c of this.realsUp) {
-      if (!(c instanceof DesiredVirtualServer)) yield c;
-      else for (const real of c.reals) yield { op: "add-real", key: c, real };
+  forEach(fn: (change: IpvsChange | AddRealsChange) => void): void {
+    // Two objects refilled for each new virtual server, not two made for each.
+    const addService: { op: "add-service"; server: VirtualServer } = { op: "add-service", server: NO_SERVER };
+    for (const c of this.services) {
+      if (!(c instanceof DesiredVirtualServer)) fn(c);
+      else {
+        addService.server = c;
+        fn(addService);
+      }
     }
-    yield* this.realsDown;
-    yield* this.servicesGone;
+    const addReals: { op: "add-reals"; key: VirtualServerKey; reals: readonly DesiredReal[] } = {
+      op: "add-reals",
+      key: NO_SERVER,
+      reals: [],
+    };
+    for (const c of this.realsUp) {
+      if (!(c instanceof DesiredVirtualServer)) fn(c);
+      else {
+        addReals.key = c;
+        addReals.reals = c.reals;
+        fn(addReals);
+      }
+    }
+    for (const c of this.realsDown) fn(c);
+    for (const c of this.servicesGone) fn(c);
   }
 }
 
 type Batches = IpvsChangeList;
+
+/** A placeholder until a refilled change gets its first virtual server. */
+const NO_SERVER: VirtualServer = {
+  address: "",
+  port: 0,
+  protocol: "TCP",
+  scheduler: "",
+  flags: [],
+  timeout: 0,
+};
 
 export function diffIpvs(input: IpvsDiffInput): IpvsChangeList {
   const out = new IpvsChangeList();
