@@ -2,8 +2,9 @@
 // `ipvsadm -L -n` and `ipvsadm -S -n` output (what the client reads and the fake prints).
 // Layouts follow ipvsadm 1.31's print_title()/print_service_entry().
 
+import { flatString } from "../../util/flat-string.ts";
 import { LinePieces } from "../../util/line-pieces.ts";
-import { compareIPs, parseIPInet } from "../../util/net/address.ts";
+import { canonicalIPv4Value, compareIPs, parseIPInet } from "../../util/net/address.ts";
 import { familyNumber, familyOf, type IPFamily } from "../../util/net/family.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
@@ -248,7 +249,13 @@ function parseFailure(line: number, text: string, why: string): never {
   });
 }
 
-function splitHostPort(text: string): { address: string; port: number } | undefined {
+function splitHostPort(text: string, words: WordCache): { address: string; port: number } | undefined {
+  // The common case without a regular expression: a canonical IPv4 address and a port.
+  const colon = text.indexOf(":");
+  if (colon > 0 && canonicalIPv4Value(text, 0, colon) >= 0) {
+    const port = decimalPort(text, colon + 1);
+    if (port >= 0) return { address: words.get(text.slice(0, colon)), port };
+  }
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:]+):(\d+)$/.exec(text);
   if (!m) return undefined;
   const addr = parseIPInet(m[1]!);
@@ -257,56 +264,99 @@ function splitHostPort(text: string): { address: string; port: number } | undefi
   return { address: addr.ip, port };
 }
 
+/** text[from..] as a port: 1-5 decimal digits up to 65535, or -1. */
+function decimalPort(text: string, from: number): number {
+  const digits = text.length - from;
+  if (digits < 1 || digits > 5) return -1;
+  let n = 0;
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return -1;
+    n = n * 10 + (c - 48);
+  }
+  return n <= 65535 ? n : -1;
+}
+
+/** Words kept from a listing, up to this many distinct ones per read (more are copied apart). */
+const WORD_CACHE_LIMIT = 1 << 16;
+
+/**
+ * Words read out of a listing (addresses, scheduler names), each kept once and as a string of
+ * its own: a slice of the listing would keep the whole listing alive (hundreds of megabytes for
+ * two million virtual servers) for as long as the table read from it.
+ */
+class WordCache {
+  private readonly words = new Map<string, string>();
+
+  get(slice: string): string {
+    const known = this.words.get(slice);
+    if (known !== undefined) return known;
+    const word = flatString(slice);
+    if (this.words.size < WORD_CACHE_LIMIT) this.words.set(word, word);
+    return word;
+  }
+}
+
 const SERVICE_LINE = /^(TCP|UDP|SCTP)\s+(\S+)\s+(\S+)(.*)$/;
 const REAL_LINE = /^\s+->\s+(\S+)\s+(Masq|Local|Route|Tunnel)\s+(-?\d+)\s+(\d+)\s+(\d+)\s*$/;
+const NO_FLAGS: readonly string[] = Object.freeze([]);
 
 /**
  * Parses `ipvsadm -L -n [--exact]` output: virtual servers with their scheduler, flags and
  * persistence, and real servers with weights and connection counts. Firewall-mark services
- * (which kube-proxy never creates) are skipped with their real servers.
+ * (which kube-proxy never creates) are skipped with their real servers. Read line by line (the
+ * listing is never split into an array of lines); addresses and scheduler names are shared
+ * strings, and virtual servers without scheduler flags share one empty list.
  */
 export function parseIpvsList(text: string): IpvsService[] {
   const out: { server: IpvsService["server"]; reals: RealServer[] }[] = [];
+  const words = new WordCache();
   let current: { reals: RealServer[] } | undefined;
   let skipping = false;
-  const lines = text.split("\n");
-  lines.forEach((raw, i) => {
-    const line = raw.replace(/\r$/, "");
-    const n = i + 1;
-    if (line.trim() === "") return;
-    if (/^IP Virtual Server version /.test(line) || /^Prot LocalAddress:Port/.test(line)) return;
-    if (/^\s+->\s+RemoteAddress:Port/.test(line)) return;
+  for (let from = 0, n = 1; from <= text.length; n++) {
+    const newline = text.indexOf("\n", from);
+    const end = newline < 0 ? text.length : newline;
+    const cut = end > from && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
+    const line = text.slice(from, cut);
+    from = end + 1;
+    if (/^\s*$/.test(line)) continue;
+    if (/^IP Virtual Server version /.test(line) || /^Prot LocalAddress:Port/.test(line)) continue;
+    if (/^\s+->\s+RemoteAddress:Port/.test(line)) continue;
     const svc = SERVICE_LINE.exec(line);
     if (svc) {
-      const addr = splitHostPort(svc[2]!);
+      const addr = splitHostPort(svc[2]!, words);
       if (!addr) parseFailure(n, line, "bad virtual server address");
-      const scheduler = svc[3]!;
-      let flags: string[] = [];
+      const scheduler = words.get(svc[3]!);
+      let flags: readonly string[] = NO_FLAGS;
       let timeout = 0;
       const rest = svc[4]!.trim();
       const group = /^\(([^)]*)\)/.exec(rest);
-      if (group) flags = group[1]!.split(",").filter((f) => f !== "");
+      if (group)
+        flags = group[1]!
+          .split(",")
+          .filter((f) => f !== "")
+          .map((f) => words.get(f));
       const persistent = /\bpersistent (\d+)/.exec(rest);
       if (persistent) timeout = Number(persistent[1]);
       const entry = {
-        server: { ...addr, protocol: svc[1] as Protocol, scheduler, flags, timeout },
+        server: { ...addr, protocol: PROTOCOLS[svc[1] as Protocol], scheduler, flags, timeout },
         reals: [] as RealServer[],
       };
       out.push(entry);
       current = entry;
       skipping = false;
-      return;
+      continue;
     }
     if (/^FWM\s+/.test(line)) {
       current = undefined;
       skipping = true;
-      return;
+      continue;
     }
     const real = REAL_LINE.exec(line);
     if (real) {
-      if (skipping) return;
+      if (skipping) continue;
       if (!current) parseFailure(n, line, "real server before any virtual server");
-      const addr = splitHostPort(real[1]!);
+      const addr = splitHostPort(real[1]!, words);
       if (!addr) parseFailure(n, line, "bad real server address");
       current.reals.push({
         ...addr,
@@ -314,12 +364,15 @@ export function parseIpvsList(text: string): IpvsService[] {
         activeConnections: Number(real[4]),
         inactiveConnections: Number(real[5]),
       });
-      return;
+      continue;
     }
     parseFailure(n, line, "unrecognised line");
-  });
+  }
   return out;
 }
+
+/** The protocol names as constants (not slices of a listing). */
+const PROTOCOLS: Readonly<Record<Protocol, Protocol>> = { TCP: "TCP", UDP: "UDP", SCTP: "SCTP" };
 
 /**
  * Parses `ipvsadm -S -n` output (restore syntax). Connection counts are not part of it and

@@ -122,6 +122,40 @@ describe("parseIpvsList", () => {
   });
 });
 
+describe("parseIpvsList, line by line", () => {
+  test("CRLF line ends, no final newline and blank lines read the same", () => {
+    const want = parseIpvsList(LIST);
+    expect(parseIpvsList(LIST.replaceAll("\n", "\r\n"))).toEqual(want);
+    expect(parseIpvsList(LIST.trimEnd())).toEqual(want);
+    expect(parseIpvsList(`\n${LIST.replaceAll("\n", "\n  \n")}`)).toEqual(want);
+  });
+
+  test("addresses the fast path does not take (IPv6, out-of-range ports) go the whole way", () => {
+    const list = [
+      "TCP  10.96.0.1:443 rr",
+      "  -> 10.244.1.7:65535              Masq    1      0          0         ",
+      "TCP  [fd00::1]:53 wrr (mh-port)",
+      "  -> [fd00:10:244::5]:53           Masq    0      1          2         ",
+      "",
+    ].join("\n");
+    const [a, b] = parseIpvsList(list);
+    expect(a!.server).toEqual({
+      address: "10.96.0.1",
+      port: 443,
+      protocol: "TCP",
+      scheduler: "rr",
+      flags: [],
+      timeout: 0,
+    });
+    expect(a!.reals[0]).toMatchObject({ address: "10.244.1.7", port: 65535, weight: 1 });
+    expect(b!.server).toMatchObject({ address: "fd00::1", port: 53, scheduler: "wrr", flags: ["mh-port"] });
+    expect(b!.reals[0]).toMatchObject({ address: "fd00:10:244::5", weight: 0, inactiveConnections: 2 });
+    for (const bad of ["10.96.0.1:65536", "10.96.0.01:80", "10.96.0.1:"]) {
+      expect(() => parseIpvsList(`TCP  ${bad} rr\n`)).toThrow(IpvsError);
+    }
+  });
+});
+
 describe("parseIpvsSave", () => {
   test("reads the -S form (no connection counts), skipping fwmark services", () => {
     const fromList = parseIpvsList(LIST).map((s) => ({
