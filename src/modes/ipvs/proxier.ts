@@ -33,9 +33,9 @@ import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
 import { cidrContains, isLoopbackLenient } from "../../util/net/address.ts";
 import { familyOf, type IPFamily } from "../../util/net/family.ts";
-import { boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
+import { type BindPlan, boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
-import { planIpsets } from "./ipset-sync.ts";
+import { type IpsetSyncPlan, planIpsets } from "./ipset-sync.ts";
 import { type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
 import {
   FILTER_CHAINS,
@@ -118,6 +118,15 @@ export interface IpvsSyncStats {
 }
 
 type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs">;
+
+/** One sync's writes, planned. */
+interface Batches {
+  readonly full: boolean;
+  readonly replanned: number;
+  ipsets: IpsetSyncPlan;
+  readonly changes: IpvsChanges;
+  readonly binds: BindPlan;
+}
 
 interface KernelView {
   readonly services: readonly IpvsService[];
@@ -236,8 +245,7 @@ export class IpvsProxier implements Proxier {
     try {
       if (fullSync) await this.ensureBaseline();
       await this.configureTimeoutsOnce();
-      const kernel = await this.readKernel();
-      counts = await this.reconcile(input, kernel, fullSync, start);
+      counts = await this.reconcile(input, fullSync, start);
       this.book.synced(fullSync, start);
       this.resetWeights = false;
       await this.afterSuccess(input);
@@ -254,8 +262,37 @@ export class IpvsProxier implements Proxier {
     }
   }
 
-  /** Computes every batch from one read of the kernel, then writes them. */
-  private async reconcile(input: SyncInput, kernel: KernelView, fullSync: boolean, now: number) {
+  /**
+   * Computes every batch from one read of the kernel, then writes them. The kernel's tables are
+   * no longer referenced once the batches exist, so they are not held while the batches are
+   * written (on a warm node with two million virtual servers the table read is as large as the
+   * restore input).
+   */
+  private async reconcile(input: SyncInput, fullSync: boolean, now: number): Promise<SyncCounts> {
+    const batches = await this.batches(input, await this.readKernel(), fullSync, now);
+    const { full, changes, binds } = batches;
+    const rules = await this.rules(batches.ipsets.nonEmpty);
+    const ipsetLines = batches.ipsets.lines;
+    await this.write(batches, rules);
+    if (full) this.lastReconcile = now;
+    return {
+      reconcile: full ? "full" : "partial",
+      recomputedPorts: batches.replanned,
+      virtualServers: this.plans.state.virtualServers.size,
+      ipvsRestoreLines: changes.length,
+      ipsetRestoreLines: ipsetLines,
+      ipBatchLines: binds.add.length + binds.remove.length,
+      iptablesRestoreBytes: Buffer.byteLength(rules),
+    };
+  }
+
+  /** What this sync writes, from the plans and one read of the kernel. */
+  private async batches(
+    input: SyncInput,
+    kernel: KernelView,
+    fullSync: boolean,
+    now: number,
+  ): Promise<Batches> {
     const ctx = this.planContext(nodeAddresses(kernel.addresses, this.family));
     const { replanned, scope } = await this.replan(input, ctx);
     const full =
@@ -281,18 +318,7 @@ export class IpvsProxier implements Proxier {
     });
     const bound = boundAddresses(kernel.addresses, this.family, partial?.bindAddresses);
     const binds = planBindings(this.plans.state.bindAddresses, bound, partial?.bindAddresses);
-    const rules = await this.rules(ipsets.nonEmpty);
-    await this.write(ipsets.script, changes, binds, rules);
-    if (full) this.lastReconcile = now;
-    return {
-      reconcile: full ? ("full" as const) : ("partial" as const),
-      recomputedPorts: replanned,
-      virtualServers: this.plans.state.virtualServers.size,
-      ipvsRestoreLines: changes.length,
-      ipsetRestoreLines: ipsets.lines,
-      ipBatchLines: binds.add.length + binds.remove.length,
-      iptablesRestoreBytes: Buffer.byteLength(rules),
-    };
+    return { full, replanned, ipsets, changes, binds };
   }
 
   /**
@@ -337,12 +363,15 @@ export class IpvsProxier implements Proxier {
    * Writes every batch, each even if an earlier one failed (they are independent enough that
    * partial progress beats none); the first failure is rethrown so the runner retries.
    */
-  private async write(
-    ipsetScript: readonly string[],
-    changes: IpvsChanges,
-    binds: { add: readonly string[]; remove: readonly string[] },
-    rules: string,
-  ): Promise<void> {
+  private async write(batches: Batches, rules: string): Promise<void> {
+    const { changes, binds } = batches;
+    // The ipset script is let go as it is handed over: it is not held while the IPVS input is
+    // rendered.
+    const ipsetScript = () => {
+      const { script } = batches.ipsets;
+      batches.ipsets = { ...batches.ipsets, script: [] };
+      return script;
+    };
     const failures: unknown[] = [];
     const attempt = async (what: string, op: () => Promise<void>) => {
       try {
@@ -353,8 +382,8 @@ export class IpvsProxier implements Proxier {
       }
     };
     // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
-    if (ipsetScript.length > 0)
-      await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript));
+    if (batches.ipsets.script.length > 0)
+      await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript()));
     if (changes.length > 0)
       await attempt("Failed to apply IPVS changes", () => this.deps.ipvs.apply(changes));
     if (binds.add.length > 0 || binds.remove.length > 0) {
