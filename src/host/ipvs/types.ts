@@ -1,7 +1,6 @@
 // The typed IPVS client (over ipvsadm). The proxier reads the whole kernel table once per sync
 // and writes one batch, so exec calls per sync stay constant however many Services there are.
 
-import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
 
 export interface VirtualServerKey {
@@ -85,6 +84,13 @@ export interface IpvsClient {
   flush(): Promise<void>;
 }
 
+const KEY_PROTOCOL: Readonly<Record<Protocol, string>> = { TCP: "tcp", UDP: "udp", SCTP: "sctp" };
+
+/**
+ * A virtual server's identity as one string, "198.51.100.1,tcp:80" ("2001:db8::1,tcp:80"): the
+ * spelling of an ipset hash:ip,port member, so a proxier can use one string both as the key of
+ * a virtual server and as the set member for the same address, protocol and port.
+ */
 export function virtualServerKeyString(k: VirtualServerKey): string {
-  return `${k.protocol}/${joinHostPort(k.address, k.port)}`;
+  return `${k.address},${KEY_PROTOCOL[k.protocol]}:${k.port}`;
 }

@@ -158,7 +158,19 @@ function realsFor(d: Draft, onlyLocal: boolean): DesiredReal[] {
   return d.clusterReals;
 }
 
-function addVirtualServer(d: Draft, address: string, port: number, onlyLocal: boolean, bind: boolean): void {
+/**
+ * `key`, when given, is ipPortEntry(address, protocol, port): the virtual server's key and its
+ * set member are then one string (virtualServerKeyString spells keys the way ipset spells
+ * hash:ip,port members).
+ */
+function addVirtualServer(
+  d: Draft,
+  address: string,
+  port: number,
+  onlyLocal: boolean,
+  bind: boolean,
+  key?: string,
+): void {
   const { svc, ctx } = d;
   const reals = realsFor(d, onlyLocal);
   let template = d.templates.find((t) => t.port === port && t.reals === reals);
@@ -166,7 +178,7 @@ function addVirtualServer(d: Draft, address: string, port: number, onlyLocal: bo
     template = virtualServerTemplate(svc.id, port, svc.protocol, d.timeout, ctx.scheduler, reals);
     d.templates.push(template);
   }
-  d.virtualServers.push(new DesiredVirtualServer(address, template));
+  d.virtualServers.push(new DesiredVirtualServer(address, template, key));
   if (bind) d.bindAddresses.push(address);
 }
 
@@ -180,18 +192,20 @@ function addLoopbackEntries(d: Draft, endpoints: readonly EndpointInfo[]): void 
 
 function addClusterIP(d: Draft): void {
   const { svc } = d;
-  addEntry(d, "clusterIP", ipPortEntry(svc.clusterIP, d.protocol, svc.port));
+  const entry = ipPortEntry(svc.clusterIP, d.protocol, svc.port);
+  addEntry(d, "clusterIP", entry);
   // externalTrafficPolicy never applies to the cluster IP; internalTrafficPolicy does.
-  addVirtualServer(d, svc.clusterIP, svc.port, svc.internalPolicyLocal, true);
+  addVirtualServer(d, svc.clusterIP, svc.port, svc.internalPolicyLocal, true, entry);
 }
 
 function addExternalIPs(d: Draft): void {
   const { svc, ctx } = d;
   for (const ip of svc.externalIPs) {
     const set: SetId = svc.externalPolicyLocal ? "externalIPLocal" : "externalIP";
-    addEntry(d, set, ipPortEntry(ip, d.protocol, svc.port));
+    const entry = ipPortEntry(ip, d.protocol, svc.port);
+    addEntry(d, set, entry);
     // An address another interface already carries must not also go on kube-ipvs0.
-    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip));
+    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip), entry);
   }
 }
 
@@ -202,7 +216,7 @@ function addLoadBalancers(d: Draft): void {
     addEntry(d, "loadBalancer", entry);
     if (svc.externalPolicyLocal) addEntry(d, "loadBalancerLocal", entry);
     if (svc.loadBalancerSourceRanges.length > 0) addSourceRanges(d, ip, entry);
-    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip));
+    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip), entry);
   }
 }
 

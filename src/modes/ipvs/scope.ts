@@ -9,7 +9,7 @@ import type { SetId } from "./ipsets.ts";
 import { forEachEntry, type PortPlan } from "./port-plan.ts";
 
 export class SyncScope {
-  /** Virtual server keys ("TCP/198.51.100.1:80"). */
+  /** Virtual server keys ("198.51.100.1,tcp:80"). */
   readonly virtualServers = new Set<string>();
   /** Their addresses, to pick them out of the kernel listing without building every key. */
   readonly virtualServerAddresses = new Set<string>();

@@ -89,14 +89,18 @@ export function virtualServerTemplate(
  * writes (its fields read through to the port's template, so nothing is copied per server).
  */
 export class DesiredVirtualServer implements VirtualServer {
-  /** virtualServerKeyString(this): "TCP/198.51.100.1:80". */
+  /**
+   * virtualServerKeyString(this): "198.51.100.1,tcp:80", which is also this address, protocol
+   * and port as an ipset member: a plan passes the one string it uses for both.
+   */
   readonly key: string;
 
   constructor(
     readonly address: string,
     readonly template: VirtualServerTemplate,
+    key?: string,
   ) {
-    this.key = virtualServerKeyString(this);
+    this.key = key ?? virtualServerKeyString(this);
   }
 
   get port(): number {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { DEFAULT_FEATURE_GATES } from "../../../src/config/feature-gates.ts";
 import { compareKeys, renderRestore } from "../../../src/host/ipvs/format.ts";
+import { ipPortEntry } from "../../../src/modes/ipvs/entries.ts";
 import { setCatalog } from "../../../src/modes/ipvs/ipsets.ts";
 import { IpvsChangeList } from "../../../src/modes/ipvs/ipvs-diff.ts";
 import { type PlanContext, planServicePort } from "../../../src/modes/ipvs/port-plan.ts";
@@ -17,6 +18,7 @@ import {
 import { familyView } from "../../../src/proxy/family-view.ts";
 import type { ServicePortInfo } from "../../../src/proxy/types.ts";
 import { compareIPs } from "../../../src/util/net/address.ts";
+import { lowerProtocol } from "../../../src/util/net/protocol.ts";
 
 describe("real server order", () => {
   test("the sort key orders addresses byte-wise, as ipvsadm lists real servers", () => {
@@ -103,13 +105,13 @@ describe("port plans", () => {
       { set: "loadBalancerSourceCIDR", entry: "203.0.113.70,tcp:80,not-a-cidr" },
     ]);
     expect(plan.entries.loadBalancerSourceCIDR).toEqual(["203.0.113.70,tcp:80,198.51.100.0/24"]);
-    expect(plan.virtualServers.map((v) => v.key)).toEqual(["TCP/198.51.100.70:80", "TCP/203.0.113.70:80"]);
+    expect(plan.virtualServers.map((v) => v.key)).toEqual(["198.51.100.70,tcp:80", "203.0.113.70,tcp:80"]);
   });
 
   test("a NodePort with no node address to listen on: no NodePort, no health check port", () => {
     const svc = port({ serviceType: "LoadBalancer", nodePort: 30070, healthCheckNodePort: 32000 });
     const plan = planServicePort(familyView(svc, "IPv4")!, [], context({ nodePortIPs: [] }));
-    expect(plan.virtualServers.map((v) => v.key)).toEqual(["TCP/198.51.100.70:80"]);
+    expect(plan.virtualServers.map((v) => v.key)).toEqual(["198.51.100.70,tcp:80"]);
     expect(plan.entries).toEqual({ clusterIP: ["198.51.100.70,tcp:80"] });
   });
 
@@ -130,18 +132,28 @@ describe("virtual servers of one port", () => {
     const plan = planServicePort(familyView(svc, "IPv4")!, [], context());
     const external = plan.virtualServers.slice(1);
     expect(external.map((v) => v.key)).toEqual([
-      "TCP/203.0.113.71:80",
-      "TCP/203.0.113.72:80",
-      "TCP/203.0.113.73:80",
+      "203.0.113.71,tcp:80",
+      "203.0.113.72,tcp:80",
+      "203.0.113.73,tcp:80",
     ]);
     expect(new Set(external.map((v) => v.template)).size).toBe(1);
     expect(Object.keys(external[0]!).sort()).toEqual(["address", "key", "template"]);
   });
 
+  test("a key is spelled as the ipset member for the same address, protocol and port", () => {
+    for (const protocol of ["TCP", "UDP", "SCTP"] as const)
+      for (const address of ["198.51.100.7", "2001:db8::7"]) {
+        const t = virtualServerTemplate("x", 8443, protocol, 0, settings, reals);
+        expect(new DesiredVirtualServer(address, t).key).toBe(
+          ipPortEntry(address, lowerProtocol(protocol), 8443),
+        );
+      }
+  });
+
   test("read as VirtualServers, with the template's settings", () => {
     const t = virtualServerTemplate("ns/web:http", 443, "TCP", 10800, settings, reals);
     const vs = new DesiredVirtualServer("2001:db8::5", t);
-    expect(vs.key).toBe("TCP/[2001:db8::5]:443");
+    expect(vs.key).toBe("2001:db8::5,tcp:443");
     expect([vs.address, vs.port, vs.protocol, vs.scheduler, vs.flags, vs.timeout]).toEqual([
       "2001:db8::5",
       443,
