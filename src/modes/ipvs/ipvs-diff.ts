@@ -18,8 +18,6 @@ import type { VirtualServerClaims } from "./desired-state.ts";
 import { drained, type GracefulTermination } from "./graceful-termination.ts";
 import { type DesiredReal, DesiredVirtualServer, realId, SERVING_WEIGHT } from "./virtual-servers.ts";
 
-export { SERVING_WEIGHT } from "./virtual-servers.ts";
-
 export interface IpvsDiffInput {
   readonly desired: VirtualServerClaims;
   /** The kernel table of this family, by virtual server key. */
