@@ -3,7 +3,7 @@
 // lines are rendered by lines.ts, entries are understood by entries.ts, and save-parser.ts reads
 // `ipset save`.
 
-import type { Exec, ExecResult } from "../../exec/types.ts";
+import type { Exec, ExecInput, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { VersionParseError, versionAtLeast } from "../../util/version.ts";
 import { IpsetError } from "./errors.ts";
@@ -25,6 +25,15 @@ export function ipsetVersionSupported(version: string): boolean {
   }
 }
 
+/** Newlines in the input, counted without splitting it. */
+function countLines(input: string | readonly string[]): number {
+  let n = 0;
+  for (const piece of typeof input === "string" ? [input] : input) {
+    for (let at = piece.indexOf("\n"); at >= 0; at = piece.indexOf("\n", at + 1)) n++;
+  }
+  return n;
+}
+
 export interface IpsetClientOptions {
   exec: Exec;
   logger?: Logger;
@@ -38,7 +47,7 @@ const DEFAULT_TIMEOUT_MS = 60_000;
 export function createIpsetClient({ exec, logger, timeoutMs }: IpsetClientOptions): IpsetClient {
   const log = (logger ?? nullLogger).named("ipset");
   const bound = timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const run = (args: string[], stdin?: string): Promise<ExecResult> =>
+  const run = (args: string[], stdin?: ExecInput): Promise<ExecResult> =>
     exec.run({ cmd: "ipset", args, timeoutMs: bound, ...(stdin !== undefined ? { stdin } : {}) });
 
   return {
@@ -63,14 +72,21 @@ export function createIpsetClient({ exec, logger, timeoutMs }: IpsetClientOption
       return parseIpsetSave(res.stdout);
     },
 
-    async restore(script: string) {
-      if (script.trim() === "") return;
+    async restore(script: string | readonly string[]) {
+      let input: string | readonly string[];
+      if (typeof script !== "string") {
+        if (script.length === 0) return;
+        input = script;
+      } else {
+        if (script.trim() === "") return;
+        input = script.endsWith("\n") ? script : `${script}\n`;
+      }
       const args = ["restore", "-exist"];
-      const input = script.endsWith("\n") ? script : `${script}\n`;
-      log.v(4).info("Running ipset restore", { lines: input.split("\n").length - 1 });
+      log.v(4).info("Running ipset restore", { lines: countLines(input) });
       const res = await run(args, input);
       if (res.code === 0) return;
-      const err = new IpsetError("ipset", args, res.code, res.stderr || res.stdout, input);
+      const text = typeof input === "string" ? input : input.join("");
+      const err = new IpsetError("ipset", args, res.code, res.stderr || res.stdout, text);
       log.error("ipset restore failed", { err, line: err.line });
       throw err;
     },

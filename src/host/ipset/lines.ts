@@ -29,6 +29,16 @@ export function delLine(set: string, entry: string): string {
   return `del ${setName(set)} ${entryWord(entry)}`;
 }
 
+/**
+ * addLine/delLine in two parts, for scripts of many members: the head ("add SET ") made once
+ * per set, and each member's own text as its tail (checked, never copied).
+ */
+export function memberLineHead(verb: "add" | "del", set: string): string {
+  return `${verb} ${setName(set)} `;
+}
+
+export { entryWord as memberLineTail };
+
 export function flushLine(set: string): string {
   return `flush ${setName(set)}`;
 }

@@ -62,9 +62,10 @@ export interface IpsetClient {
    * One `ipset restore -exist` of a script (create/add/del/flush/destroy lines). Not atomic:
    * on failure the lines before the reported one have mostly been applied (ipset sends runs of
    * add/del lines for one set as one batch, and a batch cut short by a syntax error is dropped),
-   * so callers re-read with listSets() before trusting their picture of the kernel.
+   * so callers re-read with listSets() before trusting their picture of the kernel. A big
+   * script can come as whole-line pieces, each newline-terminated, written one after another.
    */
-  restore(script: string): Promise<void>;
+  restore(script: string | readonly string[]): Promise<void>;
   /** Destroys a set; missing is not an error. */
   destroy(name: string): Promise<void>;
 }

@@ -6,12 +6,12 @@
 // LAST line only. So success means exit 0 and nothing on stderr. ipvsadm never names the line it
 // refused; the client works that out from the message and its own input (see IpvsLineFailure).
 
-import type { Exec, ExecResult } from "../../exec/types.ts";
+import type { Exec, ExecInput, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { IpvsError, type IpvsLineFailure, isUnavailableMessage } from "./errors.ts";
-import { parseIpvsList, renderRestore } from "./format.ts";
+import { parseIpvsList, renderRestorePieces } from "./format.ts";
 import { type IpvsadmCommand, MAX_TIMEOUT, parseIpvsadmArgs, restoreLineWords } from "./syntax.ts";
-import type { IpvsChange, IpvsClient, IpvsService, IpvsTimeouts } from "./types.ts";
+import type { IpvsChanges, IpvsClient, IpvsService, IpvsTimeouts } from "./types.ts";
 
 export interface IpvsClientOptions {
   exec: Exec;
@@ -133,7 +133,7 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
   const command = opts.command ?? "ipvsadm";
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
 
-  async function run(args: readonly string[], stdin?: string): Promise<ExecResult> {
+  async function run(args: readonly string[], stdin?: ExecInput): Promise<ExecResult> {
     return exec.run({ cmd: command, args, timeoutMs, ...(stdin !== undefined ? { stdin } : {}) });
   }
 
@@ -168,9 +168,10 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
       return parseIpvsList(res.stdout);
     },
 
-    async apply(changes: readonly IpvsChange[]): Promise<void> {
+    async apply(changes: IpvsChanges): Promise<void> {
       if (changes.length === 0) return;
-      const input = renderRestore(changes);
+      // Whole lines in pieces: the runner writes them one after another (one copy of the input).
+      const input = renderRestorePieces(changes);
       log.v(4).info("Running ipvsadm --restore", { lines: changes.length });
       const res = await run(RESTORE_ARGS, input);
       const refused = messages(res.stderr);
@@ -178,7 +179,7 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
       if (res.code === 127 || isUnavailableMessage(res.stderr) || res.timedOut) {
         throw failure(RESTORE_ARGS, res, "applying IPVS changes");
       }
-      const failures = attributeRestoreFailures(input, res.stderr, res.code);
+      const failures = attributeRestoreFailures(input.join(""), res.stderr, res.code);
       const first = failures[0];
       const where = first?.line !== undefined ? ` (line ${first.line}: ${first.text})` : "";
       const err = new IpvsError({

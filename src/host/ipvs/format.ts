@@ -2,7 +2,9 @@
 // `ipvsadm -L -n` and `ipvsadm -S -n` output (what the client reads and the fake prints).
 // Layouts follow ipvsadm 1.31's print_title()/print_service_entry().
 
-import { compareIPs, parseIPInet } from "../../util/net/address.ts";
+import { flatString } from "../../util/flat-string.ts";
+import { LinePieces } from "../../util/line-pieces.ts";
+import { canonicalIPv4Value, compareIPs, parseIPInet } from "../../util/net/address.ts";
 import { familyNumber, familyOf, type IPFamily } from "../../util/net/family.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
@@ -29,7 +31,15 @@ import {
   SVC_F_SCHED3,
   schedFlagNames,
 } from "./syntax.ts";
-import type { IpvsChange, IpvsService, RealServer, VirtualServerKey } from "./types.ts";
+import type {
+  AddRealsChange,
+  IpvsChange,
+  IpvsChanges,
+  IpvsService,
+  RealServer,
+  VirtualServer,
+  VirtualServerKey,
+} from "./types.ts";
 
 const SERVICE_OPTION: Readonly<Record<Protocol, string>> = {
   TCP: "-t",
@@ -42,66 +52,192 @@ export function serviceArgs(key: VirtualServerKey): string {
   return `${SERVICE_OPTION[key.protocol]} ${joinHostPort(key.address, key.port)}`;
 }
 
+/** SERVICE_OPTION with the blank that follows it on a line. */
+const SERVICE_OPTION_WORD: Readonly<Record<Protocol, string>> = {
+  TCP: "-t ",
+  UDP: "-u ",
+  SCTP: "--sctp-service ",
+};
+
 function invalid(message: string): never {
   throw new IpvsError({ kind: "invalid", message: `ipvs: ${message}` });
 }
 
-function checkedKey(key: VirtualServerKey): VirtualServerKey & { family: IPFamily } {
-  if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
-  const addr = ipvsAddress(key.address, "virtual server");
-  const port = ipvsPort(key.port, "virtual server", true);
-  return { address: addr.ip, port, protocol: key.protocol, family: addr.family };
+/** Real servers whose words are kept during one render, up to this many (then it starts over). */
+const REAL_CACHE_LIMIT = 4096;
+
+interface RealTarget {
+  readonly address: string;
+  readonly port: number;
 }
 
-// Every word of a line comes from restore-text.ts, which checks it.
-function renderService(op: "-A" | "-E", change: Extract<IpvsChange, { op: "add-service" | "edit-service" }>) {
-  const s = change.server;
-  const key = checkedKey(s);
-  const scheduler = ipvsScheduler(s.scheduler);
-  const timeout = ipvsTimeout(s.timeout);
-  if (key.port === 0 && timeout === 0) invalid(`${joinHostPort(key.address, 0)}: port 0 needs persistence`);
-  let line = `${op} ${serviceArgs(key)} -s ${scheduler}`;
-  if (timeout > 0) line += ` -p ${timeout}`;
-  if (s.flags.length > 0) line += ` -b ${ipvsSchedulerFlags(scheduler, s.flags)}`;
-  return line;
+interface CheckedTail {
+  readonly family: IPFamily;
+  /** " -r IP:PORT", with " -m -w WEIGHT" when a weight is written. */
+  readonly tail: string;
 }
 
-function renderReal(
-  change: Extract<IpvsChange, { op: "add-real" | "edit-real" | "delete-real" }>,
-  op: "-a" | "-e" | "-d",
-): string {
-  const key = checkedKey(change.key);
-  const real = ipvsAddress(change.real.address, "real server");
-  if (real.family !== key.family)
-    invalid(`real server ${change.real.address} is not of the service's family`);
-  const port = ipvsPort(change.real.port, "real server", true);
-  const head = `${op} ${serviceArgs(key)} -r ${joinHostPort(real.ip, port)}`;
-  if (change.op === "delete-real") return head;
+function realTail(real: RealTarget, weight: number | undefined): CheckedTail {
+  const addr = ipvsAddress(real.address, "real server");
+  const port = ipvsPort(real.port, "real server", true);
+  const target = ` -r ${joinHostPort(addr.ip, port)}`;
+  if (weight === undefined) return { family: addr.family, tail: target };
   // Masquerading (NAT), as upstream kube-proxy programs every real server.
-  return `${head} -m -w ${ipvsWeight(change.real.weight)}`;
+  return { family: addr.family, tail: `${target} -m -w ${ipvsWeight(weight)}` };
+}
+
+/**
+ * Writes lines one after another as parts (the op word, the virtual server's words, a tail),
+ * checking each virtual server key and real server once rather than on every line and making
+ * no string per line: the real servers of one virtual server follow each other and share its
+ * key object (so "-t VIP:PORT" is made once per virtual server), the port's real servers are
+ * the same objects for all its virtual servers (so " -r IP:PORT -m -w 1" is made once per real
+ * server), and the virtual servers of a port share their settings (" -s rr"). Every word still
+ * comes from restore-text.ts.
+ */
+class LineRenderer {
+  // The last virtual server key and its checked words: option ("-t "), host, ":PORT".
+  private lastKey: VirtualServerKey | undefined;
+  private family: IPFamily = "IPv4";
+  private option = "";
+  private host = "";
+  private portWord = "";
+  /** ":PORT" words, by port. */
+  private readonly portWords = new Map<number, string>();
+  /** The last service line's settings and the tail they make (" -s rr", ...). */
+  private lastSettings: readonly [string, number, readonly string[]] | undefined;
+  private lastServiceTail = "";
+  /** add/edit tails by real-server object, with the family they were checked for. */
+  private readonly tails = new Map<object, CheckedTail>();
+
+  constructor(private readonly out: LinePieces) {}
+
+  /** Checks a virtual server key (once for a run of lines with the same key object). */
+  private key(key: VirtualServerKey): void {
+    if (key === this.lastKey) return;
+    this.lastKey = undefined;
+    if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
+    const addr = ipvsAddress(key.address, "virtual server");
+    const port = ipvsPort(key.port, "virtual server", true);
+    let portWord = this.portWords.get(port);
+    if (portWord === undefined) {
+      portWord = `:${port}`;
+      this.portWords.set(port, portWord);
+    }
+    this.family = addr.family;
+    this.option = SERVICE_OPTION_WORD[key.protocol];
+    this.host = addr.family === "IPv6" ? `[${addr.ip}]` : addr.ip;
+    this.portWord = portWord;
+    this.lastKey = key;
+  }
+
+  /** The checked key's words, "-t 10.96.0.1:443", as parts of the current line. */
+  private keyWords(): void {
+    this.out.part(this.option);
+    this.out.part(this.host);
+    this.out.part(this.portWord);
+  }
+
+  // Every word of a line comes from restore-text.ts, which checks it.
+  private service(op: "-A " | "-E ", s: VirtualServer): void {
+    this.key(s);
+    const scheduler = ipvsScheduler(s.scheduler);
+    const timeout = ipvsTimeout(s.timeout);
+    if (s.port === 0 && timeout === 0) invalid(`${this.host}:0: port 0 needs persistence`);
+    const last = this.lastSettings;
+    if (!last || last[0] !== scheduler || last[1] !== timeout || last[2] !== s.flags) {
+      let tail = ` -s ${scheduler}`;
+      if (timeout > 0) tail += ` -p ${timeout}`;
+      if (s.flags.length > 0) tail += ` -b ${ipvsSchedulerFlags(scheduler, s.flags)}`;
+      this.lastServiceTail = tail;
+      this.lastSettings = [scheduler, timeout, s.flags];
+    }
+    this.out.part(op);
+    this.keyWords();
+    this.out.part(this.lastServiceTail);
+    this.out.endLine();
+  }
+
+  private real(op: "-a " | "-e " | "-d ", vs: VirtualServerKey, real: RealTarget): void {
+    this.key(vs);
+    const checked = op === "-d " ? realTail(real, undefined) : this.weightedTail(real);
+    if (checked.family !== this.family) invalid(`real server ${real.address} is not of the service's family`);
+    this.out.part(op);
+    this.keyWords();
+    this.out.part(checked.tail);
+    this.out.endLine();
+  }
+
+  private weightedTail(real: RealTarget & { readonly weight?: number }): CheckedTail {
+    let checked = this.tails.get(real);
+    if (!checked) {
+      checked = realTail(real, real.weight ?? Number.NaN);
+      if (this.tails.size >= REAL_CACHE_LIMIT) this.tails.clear();
+      this.tails.set(real, checked);
+    }
+    return checked;
+  }
+
+  write(change: IpvsChange | AddRealsChange): void {
+    switch (change.op) {
+      case "add-reals":
+        for (const real of change.reals) this.real("-a ", change.key, real);
+        return;
+      case "add-service":
+        this.service("-A ", change.server);
+        return;
+      case "edit-service":
+        this.service("-E ", change.server);
+        return;
+      case "delete-service":
+        this.key(change.key);
+        this.out.part("-D ");
+        this.keyWords();
+        this.out.endLine();
+        return;
+      case "add-real":
+        this.real("-a ", change.key, change.real);
+        return;
+      case "edit-real":
+        this.real("-e ", change.key, change.real);
+        return;
+      case "delete-real":
+        this.real("-d ", change.key, change.real);
+        return;
+    }
+  }
 }
 
 /** One change as one `ipvsadm --restore` line. Throws IpvsError(kind "invalid") for bad input. */
 export function renderChange(change: IpvsChange): string {
-  switch (change.op) {
-    case "add-service":
-      return renderService("-A", change);
-    case "edit-service":
-      return renderService("-E", change);
-    case "delete-service":
-      return `-D ${serviceArgs(checkedKey(change.key))}`;
-    case "add-real":
-      return renderReal(change, "-a");
-    case "edit-real":
-      return renderReal(change, "-e");
-    case "delete-real":
-      return renderReal(change, "-d");
-  }
+  const out = new LinePieces();
+  new LineRenderer(out).write(change);
+  return out.finish().join("").slice(0, -1);
+}
+
+function isChangeArray(changes: IpvsChanges): changes is readonly IpvsChange[] {
+  return Array.isArray(changes);
 }
 
 /** Every change, in order, as `ipvsadm --restore` input (one line each, newline-terminated). */
-export function renderRestore(changes: readonly IpvsChange[]): string {
-  return changes.map((c) => `${renderChange(c)}\n`).join("");
+export function renderRestore(changes: IpvsChanges): string {
+  return renderRestorePieces(changes).join("");
+}
+
+/**
+ * renderRestore's text in whole-line pieces of about 64 KiB (LinePieces): what the client hands
+ * to exec. Every change is checked before a piece is returned (a refused one throws here, before
+ * ipvsadm has run anything).
+ */
+export function renderRestorePieces(changes: IpvsChanges): string[] {
+  const out = new LinePieces();
+  const renderer = new LineRenderer(out);
+  if (isChangeArray(changes)) for (const change of changes) renderer.write(change);
+  else
+    changes.forEach((change) => {
+      renderer.write(change);
+    });
+  return out.finish();
 }
 
 // ---- reading ----
@@ -113,7 +249,13 @@ function parseFailure(line: number, text: string, why: string): never {
   });
 }
 
-function splitHostPort(text: string): { address: string; port: number } | undefined {
+function splitHostPort(text: string, words: WordCache): { address: string; port: number } | undefined {
+  // The common case without a regular expression: a canonical IPv4 address and a port.
+  const colon = text.indexOf(":");
+  if (colon > 0 && canonicalIPv4Value(text, 0, colon) >= 0) {
+    const port = decimalPort(text, colon + 1);
+    if (port >= 0) return { address: words.get(text.slice(0, colon)), port };
+  }
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:]+):(\d+)$/.exec(text);
   if (!m) return undefined;
   const addr = parseIPInet(m[1]!);
@@ -122,56 +264,99 @@ function splitHostPort(text: string): { address: string; port: number } | undefi
   return { address: addr.ip, port };
 }
 
+/** text[from..] as a port: 1-5 decimal digits up to 65535, or -1. */
+function decimalPort(text: string, from: number): number {
+  const digits = text.length - from;
+  if (digits < 1 || digits > 5) return -1;
+  let n = 0;
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return -1;
+    n = n * 10 + (c - 48);
+  }
+  return n <= 65535 ? n : -1;
+}
+
+/** Words kept from a listing, up to this many distinct ones per read (more are copied apart). */
+const WORD_CACHE_LIMIT = 1 << 16;
+
+/**
+ * Words read out of a listing (addresses, scheduler names), each kept once and as a string of
+ * its own: a slice of the listing would keep the whole listing alive (hundreds of megabytes for
+ * two million virtual servers) for as long as the table read from it.
+ */
+class WordCache {
+  private readonly words = new Map<string, string>();
+
+  get(slice: string): string {
+    const known = this.words.get(slice);
+    if (known !== undefined) return known;
+    const word = flatString(slice);
+    if (this.words.size < WORD_CACHE_LIMIT) this.words.set(word, word);
+    return word;
+  }
+}
+
 const SERVICE_LINE = /^(TCP|UDP|SCTP)\s+(\S+)\s+(\S+)(.*)$/;
 const REAL_LINE = /^\s+->\s+(\S+)\s+(Masq|Local|Route|Tunnel)\s+(-?\d+)\s+(\d+)\s+(\d+)\s*$/;
+const NO_FLAGS: readonly string[] = Object.freeze([]);
 
 /**
  * Parses `ipvsadm -L -n [--exact]` output: virtual servers with their scheduler, flags and
  * persistence, and real servers with weights and connection counts. Firewall-mark services
- * (which kube-proxy never creates) are skipped with their real servers.
+ * (which kube-proxy never creates) are skipped with their real servers. Read line by line (the
+ * listing is never split into an array of lines); addresses and scheduler names are shared
+ * strings, and virtual servers without scheduler flags share one empty list.
  */
 export function parseIpvsList(text: string): IpvsService[] {
   const out: { server: IpvsService["server"]; reals: RealServer[] }[] = [];
+  const words = new WordCache();
   let current: { reals: RealServer[] } | undefined;
   let skipping = false;
-  const lines = text.split("\n");
-  lines.forEach((raw, i) => {
-    const line = raw.replace(/\r$/, "");
-    const n = i + 1;
-    if (line.trim() === "") return;
-    if (/^IP Virtual Server version /.test(line) || /^Prot LocalAddress:Port/.test(line)) return;
-    if (/^\s+->\s+RemoteAddress:Port/.test(line)) return;
+  for (let from = 0, n = 1; from <= text.length; n++) {
+    const newline = text.indexOf("\n", from);
+    const end = newline < 0 ? text.length : newline;
+    const cut = end > from && text.charCodeAt(end - 1) === 13 ? end - 1 : end;
+    const line = text.slice(from, cut);
+    from = end + 1;
+    if (/^\s*$/.test(line)) continue;
+    if (/^IP Virtual Server version /.test(line) || /^Prot LocalAddress:Port/.test(line)) continue;
+    if (/^\s+->\s+RemoteAddress:Port/.test(line)) continue;
     const svc = SERVICE_LINE.exec(line);
     if (svc) {
-      const addr = splitHostPort(svc[2]!);
+      const addr = splitHostPort(svc[2]!, words);
       if (!addr) parseFailure(n, line, "bad virtual server address");
-      const scheduler = svc[3]!;
-      let flags: string[] = [];
+      const scheduler = words.get(svc[3]!);
+      let flags: readonly string[] = NO_FLAGS;
       let timeout = 0;
       const rest = svc[4]!.trim();
       const group = /^\(([^)]*)\)/.exec(rest);
-      if (group) flags = group[1]!.split(",").filter((f) => f !== "");
+      if (group)
+        flags = group[1]!
+          .split(",")
+          .filter((f) => f !== "")
+          .map((f) => words.get(f));
       const persistent = /\bpersistent (\d+)/.exec(rest);
       if (persistent) timeout = Number(persistent[1]);
       const entry = {
-        server: { ...addr, protocol: svc[1] as Protocol, scheduler, flags, timeout },
+        server: { ...addr, protocol: PROTOCOLS[svc[1] as Protocol], scheduler, flags, timeout },
         reals: [] as RealServer[],
       };
       out.push(entry);
       current = entry;
       skipping = false;
-      return;
+      continue;
     }
     if (/^FWM\s+/.test(line)) {
       current = undefined;
       skipping = true;
-      return;
+      continue;
     }
     const real = REAL_LINE.exec(line);
     if (real) {
-      if (skipping) return;
+      if (skipping) continue;
       if (!current) parseFailure(n, line, "real server before any virtual server");
-      const addr = splitHostPort(real[1]!);
+      const addr = splitHostPort(real[1]!, words);
       if (!addr) parseFailure(n, line, "bad real server address");
       current.reals.push({
         ...addr,
@@ -179,12 +364,15 @@ export function parseIpvsList(text: string): IpvsService[] {
         activeConnections: Number(real[4]),
         inactiveConnections: Number(real[5]),
       });
-      return;
+      continue;
     }
     parseFailure(n, line, "unrecognised line");
-  });
+  }
   return out;
 }
+
+/** The protocol names as constants (not slices of a listing). */
+const PROTOCOLS: Readonly<Record<Protocol, Protocol>> = { TCP: "TCP", UDP: "UDP", SCTP: "SCTP" };
 
 /**
  * Parses `ipvsadm -S -n` output (restore syntax). Connection counts are not part of it and

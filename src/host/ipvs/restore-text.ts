@@ -4,7 +4,7 @@
 // range, a scheduler and its flags must be ones the kernel has. Anything else is refused with
 // an IpvsError of kind "invalid" (the ipvs client's typed error) before ipvsadm runs.
 
-import { parseIPInet } from "../../util/net/address.ts";
+import { canonicalIPv4Value, parseIPInet } from "../../util/net/address.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { IpvsError } from "./errors.ts";
 import { MAX_TIMEOUT, parseSchedFlags } from "./syntax.ts";
@@ -38,6 +38,8 @@ function invalid(message: string): never {
 
 /** An address in canonical form with its family; refused unless it parses as an IP address. */
 export function ipvsAddress(address: string, what: string): { ip: string; family: IPFamily } {
+  // The common case, checked without parsing: an IPv4 address already in canonical form.
+  if (canonicalIPv4Value(address) >= 0) return { ip: address, family: "IPv4" };
   const parsed = parseIPInet(address);
   if (!parsed) invalid(`${what} address ${JSON.stringify(address)} is not an IP address`);
   return { ip: parsed.ip, family: parsed.family };

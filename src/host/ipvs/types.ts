@@ -1,7 +1,6 @@
 // The typed IPVS client (over ipvsadm). The proxier reads the whole kernel table once per sync
 // and writes one batch, so exec calls per sync stay constant however many Services there are.
 
-import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
 
 export interface VirtualServerKey {
@@ -47,6 +46,27 @@ export type IpvsChange =
       readonly real: { address: string; port: number };
     };
 
+/** The adds of one virtual server's real servers, in order: one element for as many lines. */
+export interface AddRealsChange {
+  readonly op: "add-reals";
+  readonly key: VirtualServerKey;
+  readonly reals: readonly { readonly address: string; readonly port: number; readonly weight: number }[];
+}
+
+/**
+ * A compact list of changes: it hands them over one by one, in order (the real servers of a
+ * new virtual server possibly as one AddRealsChange). A change handed over is valid during the
+ * call only (the list may hand over one object again, refilled): copy what is kept. `length`
+ * counts lines.
+ */
+export interface CompactIpvsChanges {
+  readonly length: number;
+  forEach(fn: (change: IpvsChange | AddRealsChange) => void): void;
+}
+
+/** The changes of one write, in order. */
+export type IpvsChanges = readonly IpvsChange[] | CompactIpvsChanges;
+
 export interface IpvsTimeouts {
   /** Seconds; 0 leaves the kernel's value. */
   readonly tcp: number;
@@ -58,12 +78,19 @@ export interface IpvsClient {
   /** The whole table, with connection counts (one ipvsadm call). */
   read(): Promise<IpvsService[]>;
   /** All changes in one `ipvsadm --restore` (one call); resolves when applied. */
-  apply(changes: readonly IpvsChange[]): Promise<void>;
+  apply(changes: IpvsChanges): Promise<void>;
   setTimeouts(t: IpvsTimeouts): Promise<void>;
   /** Removes every virtual server (ipvsadm -C). */
   flush(): Promise<void>;
 }
 
+const KEY_PROTOCOL: Readonly<Record<Protocol, string>> = { TCP: "tcp", UDP: "udp", SCTP: "sctp" };
+
+/**
+ * A virtual server's identity as one string, "198.51.100.1,tcp:80" ("2001:db8::1,tcp:80"): the
+ * spelling of an ipset hash:ip,port member, so a proxier can use one string both as the key of
+ * a virtual server and as the set member for the same address, protocol and port.
+ */
 export function virtualServerKeyString(k: VirtualServerKey): string {
-  return `${k.protocol}/${joinHostPort(k.address, k.port)}`;
+  return `${k.address},${KEY_PROTOCOL[k.protocol]}:${k.port}`;
 }

@@ -4,7 +4,7 @@
 // ports share them (two ports of a Service share the cluster IP to bind, for instance).
 
 import { SET_IDS, type SetId } from "./ipsets.ts";
-import type { PortPlan } from "./port-plan.ts";
+import { forEachEntry, type PortPlan } from "./port-plan.ts";
 import type { DesiredVirtualServer } from "./virtual-servers.ts";
 
 /** A multiset of strings: present while at least one owner holds it. */
@@ -100,7 +100,7 @@ export class DesiredState {
 
   add(plan: PortPlan): void {
     for (const vs of plan.virtualServers) this.virtualServers.claim(vs);
-    for (const e of plan.entries) this.entries[e.set].add(e.entry);
+    forEachEntry(plan.entries, (set, entry) => this.entries[set].add(entry));
     // KUBE-IPVS-IPS holds exactly the addresses bound on kube-ipvs0.
     for (const a of plan.bindAddresses) {
       this.bindAddresses.add(a);
@@ -113,7 +113,7 @@ export class DesiredState {
 
   remove(plan: PortPlan): void {
     for (const vs of plan.virtualServers) this.virtualServers.release(vs);
-    for (const e of plan.entries) this.entries[e.set].remove(e.entry);
+    forEachEntry(plan.entries, (set, entry) => this.entries[set].remove(entry));
     for (const a of plan.bindAddresses) {
       this.bindAddresses.remove(a);
       this.entries.ipvsIPs.remove(a);

@@ -2,9 +2,10 @@
 // script for one `ipset restore -exist`. Missing sets are created; members are added and deleted
 // by difference only, so a quiet sync writes nothing and a one-Service change writes a few lines.
 
-import { addLine, createLine, delLine } from "../../host/ipset/lines.ts";
+import { createLine, memberLineHead, memberLineTail } from "../../host/ipset/lines.ts";
 import type { IpsetSet } from "../../host/ipset/types.ts";
 import type { Logger } from "../../log/logger.ts";
+import { LinePieces } from "../../util/line-pieces.ts";
 import type { RefCount } from "./desired-state.ts";
 import { SET_IDS, type SetCatalog, type SetId } from "./ipsets.ts";
 
@@ -20,8 +21,8 @@ export interface IpsetSyncInput {
 }
 
 export interface IpsetSyncPlan {
-  /** Restore input; "" when nothing changes. */
-  readonly script: string;
+  /** Restore input in whole-line pieces (creates first); none when nothing changes. */
+  readonly script: readonly string[];
   readonly lines: number;
   /** Sets with at least one wanted member (their iptables rules are written). */
   readonly nonEmpty: ReadonlySet<SetId>;
@@ -29,7 +30,7 @@ export interface IpsetSyncPlan {
 
 export function planIpsets(input: IpsetSyncInput): IpsetSyncPlan {
   const creates: string[] = [];
-  const changes: string[] = [];
+  const changes = new LinePieces();
   const nonEmpty = new Set<SetId>();
   for (const id of SET_IDS) {
     const want = input.desired[id];
@@ -38,7 +39,8 @@ export function planIpsets(input: IpsetSyncInput): IpsetSyncPlan {
     const have = input.kernel.get(spec.name);
     if (!have) {
       creates.push(createLine(spec));
-      for (const entry of want.keys()) changes.push(addLine(spec.name, entry));
+      const add = memberLineHead("add", spec.name);
+      for (const entry of want.keys()) memberLine(changes, add, entry);
       continue;
     }
     if (!compatible(have, input.sets[id].spec)) {
@@ -52,9 +54,17 @@ export function planIpsets(input: IpsetSyncInput): IpsetSyncPlan {
     if (!input.scope) diffMembers(spec.name, want, have.entries, changes);
     else diffScoped(spec.name, want, have.entries, input.scope.get(id), changes);
   }
-  const lines = creates.length + changes.length;
-  const script = lines === 0 ? "" : `${[...creates, ...changes].join("\n")}\n`;
+  const lines = creates.length + changes.lines;
+  const script = changes.finish();
+  if (creates.length > 0) script.unshift(`${creates.join("\n")}\n`);
   return { script, lines, nonEmpty };
+}
+
+/** "add SET ENTRY" / "del SET ENTRY" from the set's head and the member's own (checked) text. */
+function memberLine(out: LinePieces, head: string, entry: string): void {
+  out.part(head);
+  out.part(memberLineTail(entry));
+  out.endLine();
 }
 
 /** `create -exist` refuses a set whose type or family differ; so would adding to it. */
@@ -64,9 +74,11 @@ function compatible(have: IpsetSet, want: IpsetSet["spec"]): boolean {
 }
 
 // Stale members go first: a set near maxelem then has room for the new ones.
-function diffMembers(name: string, want: RefCount, have: ReadonlySet<string>, out: string[]): void {
-  for (const entry of have) if (!want.has(entry)) out.push(delLine(name, entry));
-  for (const entry of want.keys()) if (!have.has(entry)) out.push(addLine(name, entry));
+function diffMembers(name: string, want: RefCount, have: ReadonlySet<string>, out: LinePieces): void {
+  const del = memberLineHead("del", name);
+  for (const entry of have) if (!want.has(entry)) memberLine(out, del, entry);
+  const add = memberLineHead("add", name);
+  for (const entry of want.keys()) if (!have.has(entry)) memberLine(out, add, entry);
 }
 
 function diffScoped(
@@ -74,9 +86,11 @@ function diffScoped(
   want: RefCount,
   have: ReadonlySet<string>,
   scope: ReadonlySet<string> | undefined,
-  out: string[],
+  out: LinePieces,
 ): void {
   if (!scope) return;
-  for (const entry of scope) if (!want.has(entry) && have.has(entry)) out.push(delLine(name, entry));
-  for (const entry of scope) if (want.has(entry) && !have.has(entry)) out.push(addLine(name, entry));
+  const del = memberLineHead("del", name);
+  for (const entry of scope) if (!want.has(entry) && have.has(entry)) memberLine(out, del, entry);
+  const add = memberLineHead("add", name);
+  for (const entry of scope) if (want.has(entry) && !have.has(entry)) memberLine(out, add, entry);
 }

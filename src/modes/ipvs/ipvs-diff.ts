@@ -4,14 +4,19 @@
 // never goes down), real servers that went away are drained through graceful termination, and
 // virtual servers nobody wants are deleted unless they sit in an excluded CIDR.
 
-import type { IpvsChange, IpvsService, RealServer, VirtualServer } from "../../host/ipvs/types.ts";
+import type {
+  AddRealsChange,
+  CompactIpvsChanges,
+  IpvsChange,
+  IpvsService,
+  RealServer,
+  VirtualServer,
+  VirtualServerKey,
+} from "../../host/ipvs/types.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { VirtualServerClaims } from "./desired-state.ts";
 import { drained, type GracefulTermination } from "./graceful-termination.ts";
-import type { DesiredReal, DesiredVirtualServer } from "./virtual-servers.ts";
-
-/** Weight of a serving real server (upstream never weighs endpoints differently). */
-export const SERVING_WEIGHT = 1;
+import { type DesiredReal, DesiredVirtualServer, realId, SERVING_WEIGHT } from "./virtual-servers.ts";
 
 export interface IpvsDiffInput {
   readonly desired: VirtualServerClaims;
@@ -29,16 +34,81 @@ export interface IpvsDiffInput {
   readonly keys?: ReadonlySet<string>;
 }
 
-/** Changes in the order ipvsadm must run them: services exist before their real servers. */
-interface Batches {
-  readonly services: IpvsChange[];
-  readonly realsUp: IpvsChange[];
-  readonly realsDown: IpvsChange[];
-  readonly servicesGone: IpvsChange[];
+/**
+ * Changes in the order ipvsadm must run them: services exist before their real servers. A
+ * virtual server the kernel lacks is held as itself, once in `services` (its add) and once in
+ * `realsUp` (the adds of all its real servers), not as an object per line: a first sync of
+ * two million virtual servers then costs two references each, and the changes handed over
+ * while the restore input is written are two small objects per virtual server, not one per line.
+ */
+export class IpvsChangeList implements CompactIpvsChanges {
+  readonly services: (IpvsChange | DesiredVirtualServer)[] = [];
+  readonly realsUp: (IpvsChange | DesiredVirtualServer)[] = [];
+  readonly realsDown: IpvsChange[] = [];
+  readonly servicesGone: IpvsChange[] = [];
+  private lines = 0;
+
+  /** Lines of the restore input (one per change). */
+  get length(): number {
+    return this.lines;
+  }
+
+  /** A virtual server the kernel lacks, with every one of its real servers. */
+  addNew(vs: DesiredVirtualServer): void {
+    this.services.push(vs);
+    this.lines++;
+    if (vs.reals.length === 0) return;
+    this.realsUp.push(vs);
+    this.lines += vs.reals.length;
+  }
+
+  push(batch: "services" | "realsUp" | "realsDown" | "servicesGone", change: IpvsChange): void {
+    this[batch].push(change);
+    this.lines++;
+  }
+
+  forEach(fn: (change: IpvsChange | AddRealsChange) => void): void {
+    // Two objects refilled for each new virtual server, not two made for each.
+    const addService: { op: "add-service"; server: VirtualServer } = { op: "add-service", server: NO_SERVER };
+    for (const c of this.services) {
+      if (!(c instanceof DesiredVirtualServer)) fn(c);
+      else {
+        addService.server = c;
+        fn(addService);
+      }
+    }
+    const addReals: { op: "add-reals"; key: VirtualServerKey; reals: readonly DesiredReal[] } = {
+      op: "add-reals",
+      key: NO_SERVER,
+      reals: [],
+    };
+    for (const c of this.realsUp) {
+      if (!(c instanceof DesiredVirtualServer)) fn(c);
+      else {
+        addReals.key = c;
+        addReals.reals = c.reals;
+        fn(addReals);
+      }
+    }
+    for (const c of this.realsDown) fn(c);
+    for (const c of this.servicesGone) fn(c);
+  }
 }
 
-export function diffIpvs(input: IpvsDiffInput): IpvsChange[] {
-  const out: Batches = { services: [], realsUp: [], realsDown: [], servicesGone: [] };
+type Batches = IpvsChangeList;
+
+/** A placeholder until a refilled change gets its first virtual server. */
+const NO_SERVER: VirtualServer = {
+  address: "",
+  port: 0,
+  protocol: "TCP",
+  scheduler: "",
+  flags: [],
+  timeout: 0,
+};
+
+export function diffIpvs(input: IpvsDiffInput): IpvsChangeList {
+  const out = new IpvsChangeList();
   if (input.keys) {
     for (const key of input.keys) {
       const vs = input.desired.get(key);
@@ -50,7 +120,7 @@ export function diffIpvs(input: IpvsDiffInput): IpvsChange[] {
     for (const [key, svc] of input.kernel)
       if (!input.desired.has(key)) retireVirtualServer(key, svc, input, out);
   }
-  return [...out.services, ...out.realsUp, ...out.realsDown, ...out.servicesGone];
+  return out;
 }
 
 /** A virtual server nobody wants: deleted (real servers with it) unless in an excluded CIDR. */
@@ -61,7 +131,7 @@ function retireVirtualServer(
   out: Batches,
 ): void {
   if (!svc || input.excluded(svc.server.address)) return;
-  out.servicesGone.push({ op: "delete-service", key: svc.server });
+  out.push("servicesGone", { op: "delete-service", key: svc.server });
   input.graceful.dropVirtualServer(key);
 }
 
@@ -78,11 +148,10 @@ function diffVirtualServer(
   out: Batches,
 ): void {
   if (!kernel) {
-    out.services.push({ op: "add-service", server: vs.server });
-    for (const r of vs.reals) out.realsUp.push(addReal(vs, r));
+    out.addNew(vs);
     return;
   }
-  if (!sameServer(vs.server, kernel.server)) out.services.push({ op: "edit-service", server: vs.server });
+  if (!sameServer(vs, kernel.server)) out.push("services", { op: "edit-service", server: vs });
   if (inStep(vs.reals, kernel.reals)) diffWeightsInStep(vs, kernel.reals, input, out);
   else diffReals(vs, kernel, input, out);
 }
@@ -107,7 +176,10 @@ function diffWeightsInStep(
   // Pending entries of wanted real servers must leave the list even when the weight is right.
   const anyPending = input.graceful.hasAny(vs.key);
   for (let i = 0; i < have.length; i++) {
-    if (anyPending || have[i]!.weight !== SERVING_WEIGHT) keepReal(vs, vs.reals[i]!, have[i]!, input, out);
+    if (anyPending || have[i]!.weight !== SERVING_WEIGHT) {
+      const want = vs.reals[i]!;
+      keepReal(vs, want, realId(want), have[i]!, input, out);
+    }
   }
 }
 
@@ -115,15 +187,16 @@ function diffReals(vs: DesiredVirtualServer, kernel: IpvsService, input: IpvsDif
   const have = new Map<string, RealServer>();
   for (const r of kernel.reals) have.set(joinHostPort(r.address, r.port), r);
   for (const want of vs.reals) {
-    const current = have.get(want.id);
+    const id = realId(want);
+    const current = have.get(id);
     if (!current) {
       // A real server that vanished while terminating simply comes back.
-      input.graceful.remove(vs.key, want.id);
-      out.realsUp.push(addReal(vs, want));
+      input.graceful.remove(vs.key, id);
+      out.push("realsUp", { op: "add-real", key: vs, real: want });
       continue;
     }
-    have.delete(want.id);
-    keepReal(vs, want, current, input, out);
+    have.delete(id);
+    keepReal(vs, want, id, current, input, out);
   }
   for (const [id, real] of have) retireReal(vs, id, real, input, out);
 }
@@ -136,14 +209,15 @@ function diffReals(vs: DesiredVirtualServer, kernel: IpvsService, input: IpvsDif
 function keepReal(
   vs: DesiredVirtualServer,
   want: DesiredReal,
+  id: string,
   have: RealServer,
   input: IpvsDiffInput,
   out: Batches,
 ): void {
-  const terminating = input.graceful.has(vs.key, want.id);
-  if (terminating) input.graceful.remove(vs.key, want.id);
+  const terminating = input.graceful.has(vs.key, id);
+  if (terminating) input.graceful.remove(vs.key, id);
   if (have.weight === SERVING_WEIGHT || !(terminating || input.resetWeights)) return;
-  out.realsUp.push({ op: "edit-real", key: vs.server, real: { ...realOf(want), weight: SERVING_WEIGHT } });
+  out.push("realsUp", { op: "edit-real", key: vs, real: want });
 }
 
 /** A real server the kernel has but nobody wants: delete it now, or drain it first. */
@@ -155,21 +229,12 @@ function retireReal(
   out: Batches,
 ): void {
   const target = { address: real.address, port: real.port };
-  if (drained(vs.server.protocol, real)) {
+  if (drained(vs.protocol, real)) {
     input.graceful.remove(vs.key, id);
-    out.realsDown.push({ op: "delete-real", key: vs.server, real: target });
+    out.push("realsDown", { op: "delete-real", key: vs, real: target });
     return;
   }
-  if (!input.graceful.has(vs.key, id)) input.graceful.add(vs.key, { vs: vs.server, ...target });
+  if (!input.graceful.has(vs.key, id)) input.graceful.add(vs.key, { vs, ...target });
   // Re-sent while the weight is not 0 yet (a previous write may have failed).
-  if (real.weight !== 0)
-    out.realsDown.push({ op: "edit-real", key: vs.server, real: { ...target, weight: 0 } });
-}
-
-function realOf(r: DesiredReal): { address: string; port: number } {
-  return { address: r.address, port: r.port };
-}
-
-function addReal(vs: DesiredVirtualServer, r: DesiredReal): IpvsChange {
-  return { op: "add-real", key: vs.server, real: { ...realOf(r), weight: SERVING_WEIGHT } };
+  if (real.weight !== 0) out.push("realsDown", { op: "edit-real", key: vs, real: { ...target, weight: 0 } });
 }

@@ -26,7 +26,8 @@ interface CachedPort {
 export class PortPlans {
   state = new DesiredState();
   private readonly ports = new Map<string, CachedPort>();
-  private readonly byService = new Map<string, Set<string>>();
+  /** Port ids by Service, with the Service's key string (one string per Service, not per port). */
+  private readonly byService = new Map<string, { readonly key: string; readonly ids: Set<string> }>();
   private stamp = 0;
 
   constructor(
@@ -67,7 +68,7 @@ export class PortPlans {
       for (const source of input.services.portsOf(key)) {
         if (this.replanPort(source.id, source, input, ctx, stamp, scope)) replanned++;
       }
-      for (const id of this.byService.get(key) ?? [])
+      for (const id of this.byService.get(key)?.ids ?? [])
         if (this.ports.get(id)?.stamp !== stamp) this.dropPort(id, scope);
     }
     return replanned;
@@ -93,20 +94,26 @@ export class PortPlans {
       return false;
     }
     if (cached) this.dropPort(id, scope);
-    const plan = this.planPort(source, endpointsSource, endpointProtocol, ctx);
+    const service = this.serviceOf(source);
+    const serviceKey = service.key;
+    const plan = this.planPort(source, endpointsSource, endpointProtocol, ctx, serviceKey);
     if (plan) {
       this.state.add(plan);
       scope?.touch(plan);
     }
-    const serviceKey = `${source.name.namespace}/${source.name.name}`;
     this.ports.set(id, { serviceKey, source, endpointsSource, endpointProtocol, plan, stamp });
-    let ids = this.byService.get(serviceKey);
-    if (!ids) {
-      ids = new Set();
-      this.byService.set(serviceKey, ids);
-    }
-    ids.add(id);
+    service.ids.add(id);
     return true;
+  }
+
+  private serviceOf(source: ServicePortInfo): { readonly key: string; readonly ids: Set<string> } {
+    const key = `${source.name.namespace}/${source.name.name}`;
+    let service = this.byService.get(key);
+    if (!service) {
+      service = { key, ids: new Set() };
+      this.byService.set(key, service);
+    }
+    return service;
   }
 
   private dropPort(id: string, scope: SyncScope | undefined): void {
@@ -117,9 +124,9 @@ export class PortPlans {
       scope?.touch(cached.plan);
     }
     this.ports.delete(id);
-    const ids = this.byService.get(cached.serviceKey);
-    ids?.delete(id);
-    if (ids?.size === 0) this.byService.delete(cached.serviceKey);
+    const service = this.byService.get(cached.serviceKey);
+    service?.ids.delete(id);
+    if (service?.ids.size === 0) this.byService.delete(cached.serviceKey);
   }
 
   private planPort(
@@ -127,11 +134,12 @@ export class PortPlans {
     endpointsSource: readonly EndpointInfo[] | undefined,
     endpointProtocol: string | undefined,
     ctx: PlanContext,
+    serviceKey: string,
   ): PortPlan | undefined {
     const view = familyView(source, this.family);
     if (!view) return undefined;
     const endpoints = usableEndpoints(source, endpointsSource, endpointProtocol, this.family);
-    const plan = planServicePort(view, endpoints, ctx);
+    const plan = planServicePort(view, endpoints, ctx, serviceKey);
     for (const r of plan.rejected) {
       this.log.error("Error adding entry to ipset", {
         servicePortName: source.id,

@@ -18,10 +18,11 @@ import { ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries
 import type { SetCatalog, SetId } from "./ipsets.ts";
 import {
   type DesiredReal,
-  type DesiredVirtualServer,
+  DesiredVirtualServer,
   desiredReals,
-  desiredVirtualServer,
   type VirtualServerSettings,
+  type VirtualServerTemplate,
+  virtualServerTemplate,
 } from "./virtual-servers.ts";
 
 /** Node-level facts every plan depends on; a change invalidates all cached plans. */
@@ -42,11 +43,14 @@ export interface SetEntry {
   readonly entry: string;
 }
 
+/** Set members by set, each set's in the order planned (one array slot per member). */
+export type PlannedEntries = Readonly<Partial<Record<SetId, readonly string[]>>>;
+
 export interface PortPlan {
   /** "ns/name", for the no-local-endpoints metrics (counted per Service, not per port). */
   readonly serviceKey: string;
   readonly virtualServers: readonly DesiredVirtualServer[];
-  readonly entries: readonly SetEntry[];
+  readonly entries: PlannedEntries;
   /** Addresses to bind on kube-ipvs0. */
   readonly bindAddresses: readonly string[];
   /** KUBE-IPVS-OUT-FILTER rules: LoadBalancer IPs whose source ranges leave the node out. */
@@ -64,7 +68,7 @@ interface Draft {
   readonly timeout: number;
   readonly categorized: CategorizedEndpoints;
   readonly virtualServers: DesiredVirtualServer[];
-  readonly entries: SetEntry[];
+  readonly entries: Partial<Record<SetId, string[]>>;
   readonly rejected: SetEntry[];
   readonly bindAddresses: string[];
   readonly noNodeAccessRules: string[];
@@ -72,12 +76,23 @@ interface Draft {
   noLocalExternal: boolean;
   clusterReals?: DesiredReal[];
   localReals?: DesiredReal[];
+  /** Shared settings of this port's virtual servers, by port number and real server list. */
+  readonly templates: VirtualServerTemplate[];
 }
+
+/** Calls `fn` with every member a plan wants, set by set. */
+export function forEachEntry(entries: PlannedEntries, fn: (set: SetId, entry: string) => void): void {
+  for (const set of Object.keys(entries) as SetId[]) for (const entry of entries[set]!) fn(set, entry);
+}
+
+/** Empty lists of a plan: one shared array rather than two new ones for every port. */
+const NONE: readonly never[] = Object.freeze([]);
 
 export function planServicePort(
   svc: FamilyServicePort,
   endpoints: readonly EndpointInfo[],
   ctx: PlanContext,
+  serviceKey = `${svc.name.namespace}/${svc.name.name}`,
 ): PortPlan {
   const draft: Draft = {
     svc,
@@ -86,12 +101,13 @@ export function planServicePort(
     timeout: svc.sessionAffinity.type === "ClientIP" ? svc.sessionAffinity.timeoutSeconds : 0,
     categorized: categorizeEndpoints(endpoints, svc, ctx),
     virtualServers: [],
-    entries: [],
+    entries: {},
     rejected: [],
     bindAddresses: [],
     noNodeAccessRules: [],
     noLocalInternal: false,
     noLocalExternal: false,
+    templates: [],
   };
   addLoopbackEntries(draft, endpoints);
   addClusterIP(draft);
@@ -100,22 +116,27 @@ export function planServicePort(
   // Upstream skips the rest of the port (health check port included) when no node IP exists.
   if (addNodePorts(draft)) addHealthCheckPort(draft);
   return {
-    serviceKey: `${svc.name.namespace}/${svc.name.name}`,
+    serviceKey,
     virtualServers: draft.virtualServers,
     entries: draft.entries,
     bindAddresses: draft.bindAddresses,
-    noNodeAccessRules: draft.noNodeAccessRules,
+    noNodeAccessRules: draft.noNodeAccessRules.length > 0 ? draft.noNodeAccessRules : NONE,
     noLocalInternal: draft.noLocalInternal,
     noLocalExternal: draft.noLocalExternal,
-    rejected: draft.rejected,
+    rejected: draft.rejected.length > 0 ? draft.rejected : NONE,
   };
 }
 
 /** Adds an entry if ipset would take it for its set's type and family. */
 function addEntry(d: Draft, set: SetId, entry: string): void {
   const { spec } = d.ctx.sets[set];
-  if (validateEntry(spec.type, entry, spec.family)) d.entries.push({ set, entry });
-  else d.rejected.push({ set, entry });
+  if (!validateEntry(spec.type, entry, spec.family)) {
+    d.rejected.push({ set, entry });
+    return;
+  }
+  const members = d.entries[set];
+  if (members) members.push(entry);
+  else d.entries[set] = [entry];
 }
 
 /**
@@ -137,12 +158,27 @@ function realsFor(d: Draft, onlyLocal: boolean): DesiredReal[] {
   return d.clusterReals;
 }
 
-function addVirtualServer(d: Draft, address: string, port: number, onlyLocal: boolean, bind: boolean): void {
+/**
+ * `key`, when given, is ipPortEntry(address, protocol, port): the virtual server's key and its
+ * set member are then one string (virtualServerKeyString spells keys the way ipset spells
+ * hash:ip,port members).
+ */
+function addVirtualServer(
+  d: Draft,
+  address: string,
+  port: number,
+  onlyLocal: boolean,
+  bind: boolean,
+  key?: string,
+): void {
   const { svc, ctx } = d;
   const reals = realsFor(d, onlyLocal);
-  d.virtualServers.push(
-    desiredVirtualServer(svc.id, address, port, svc.protocol, d.timeout, ctx.scheduler, reals),
-  );
+  let template = d.templates.find((t) => t.port === port && t.reals === reals);
+  if (!template) {
+    template = virtualServerTemplate(svc.id, port, svc.protocol, d.timeout, ctx.scheduler, reals);
+    d.templates.push(template);
+  }
+  d.virtualServers.push(new DesiredVirtualServer(address, template, key));
   if (bind) d.bindAddresses.push(address);
 }
 
@@ -156,18 +192,20 @@ function addLoopbackEntries(d: Draft, endpoints: readonly EndpointInfo[]): void 
 
 function addClusterIP(d: Draft): void {
   const { svc } = d;
-  addEntry(d, "clusterIP", ipPortEntry(svc.clusterIP, d.protocol, svc.port));
+  const entry = ipPortEntry(svc.clusterIP, d.protocol, svc.port);
+  addEntry(d, "clusterIP", entry);
   // externalTrafficPolicy never applies to the cluster IP; internalTrafficPolicy does.
-  addVirtualServer(d, svc.clusterIP, svc.port, svc.internalPolicyLocal, true);
+  addVirtualServer(d, svc.clusterIP, svc.port, svc.internalPolicyLocal, true, entry);
 }
 
 function addExternalIPs(d: Draft): void {
   const { svc, ctx } = d;
   for (const ip of svc.externalIPs) {
     const set: SetId = svc.externalPolicyLocal ? "externalIPLocal" : "externalIP";
-    addEntry(d, set, ipPortEntry(ip, d.protocol, svc.port));
+    const entry = ipPortEntry(ip, d.protocol, svc.port);
+    addEntry(d, set, entry);
     // An address another interface already carries must not also go on kube-ipvs0.
-    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip));
+    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip), entry);
   }
 }
 
@@ -178,7 +216,7 @@ function addLoadBalancers(d: Draft): void {
     addEntry(d, "loadBalancer", entry);
     if (svc.externalPolicyLocal) addEntry(d, "loadBalancerLocal", entry);
     if (svc.loadBalancerSourceRanges.length > 0) addSourceRanges(d, ip, entry);
-    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip));
+    addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip), entry);
   }
 }
 

@@ -16,8 +16,7 @@ import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/
 import type { ProxyConfig } from "../../config/types.ts";
 import type { IpsetClient, IpsetSet } from "../../host/ipset/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
-import { compareKeys } from "../../host/ipvs/format.ts";
-import type { IpvsChange, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
+import type { IpvsChanges, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
@@ -34,9 +33,9 @@ import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
 import { cidrContains, isLoopbackLenient } from "../../util/net/address.ts";
 import { familyOf, type IPFamily } from "../../util/net/family.ts";
-import { boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
+import { type BindPlan, boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
-import { planIpsets } from "./ipset-sync.ts";
+import { type IpsetSyncPlan, planIpsets } from "./ipset-sync.ts";
 import { type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
 import {
   FILTER_CHAINS,
@@ -45,12 +44,18 @@ import {
   NAT_CHAINS,
   renderIpvsRules,
 } from "./iptables-rules.ts";
-import { diffIpvs, SERVING_WEIGHT } from "./ipvs-diff.ts";
+import { diffIpvs } from "./ipvs-diff.ts";
 import { PortPlans } from "./plan-cache.ts";
 import type { PlanContext } from "./port-plan.ts";
 import { SyncScope } from "./scope.ts";
 import { SerialQueue } from "./serial.ts";
-import { DEFAULT_SCHEDULER, schedulerFlags, type VirtualServerSettings } from "./virtual-servers.ts";
+import {
+  DEFAULT_SCHEDULER,
+  realId,
+  schedulerFlags,
+  type VirtualServerSettings,
+  virtualServerOrder,
+} from "./virtual-servers.ts";
 
 export interface IpvsProxierDeps {
   readonly ipvs: IpvsClient;
@@ -77,15 +82,19 @@ export interface IpvsProxierDeps {
   readonly featureGates?: EffectiveFeatureGates;
 }
 
-/** One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). */
+/**
+ * One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). Its
+ * `flags` and (while none of its real servers is draining) `realServers` are the plan's own
+ * arrays, shared by every virtual server of the port: read them, never change them.
+ */
 export interface VirtualServerView {
   readonly address: string;
   readonly port: number;
   readonly protocol: string;
   readonly scheduler: string;
-  readonly flags: string[];
+  readonly flags: readonly string[];
   readonly timeout: number;
-  readonly realServers: { address: string; port: number; weight: number }[];
+  readonly realServers: readonly { address: string; port: number; weight: number }[];
 }
 
 /** What the last sync did, for logs, tests and the bench. */
@@ -109,6 +118,15 @@ export interface IpvsSyncStats {
 }
 
 type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs">;
+
+/** One sync's writes, planned. */
+interface Batches {
+  readonly full: boolean;
+  readonly replanned: number;
+  ipsets: IpsetSyncPlan;
+  readonly changes: IpvsChanges;
+  readonly binds: BindPlan;
+}
 
 interface KernelView {
   readonly services: readonly IpvsService[];
@@ -160,7 +178,7 @@ export class IpvsProxier implements Proxier {
       exclusive: (work) => this.queue.run(work),
       ownsAddress: (a) => this.ownsAddress(a),
       isWanted: (vsKey, id) =>
-        this.plans.state.virtualServers.get(vsKey)?.reals.some((r) => r.id === id) ?? false,
+        this.plans.state.virtualServers.get(vsKey)?.reals.some((r) => realId(r) === id) ?? false,
       ...(deps.gracefulCheckIntervalMs !== undefined ? { intervalMs: deps.gracefulCheckIntervalMs } : {}),
     });
     this.log.v(2).info("ipvs sync params", { ipFamily: deps.family, scheduler, mark: this.mark });
@@ -193,19 +211,22 @@ export class IpvsProxier implements Proxier {
 
   /** The virtual servers the last sync programmed, terminating real servers at weight 0. */
   desiredVirtualServers(): VirtualServerView[] {
-    const out = [...this.plans.state.virtualServers.values()].sort((a, b) => compareKeys(a.server, b.server));
-    return out.map((vs) => ({
-      address: vs.server.address,
-      port: vs.server.port,
-      protocol: vs.server.protocol,
-      scheduler: vs.server.scheduler,
-      flags: [...vs.server.flags],
-      timeout: vs.server.timeout,
-      realServers: [
-        ...vs.reals.map((r) => ({ address: r.address, port: r.port, weight: SERVING_WEIGHT })),
-        ...this.graceful.realsOf(vs.key).map((r) => ({ address: r.address, port: r.port, weight: 0 })),
-      ],
-    }));
+    return virtualServerOrder(this.plans.state.virtualServers.values()).map((vs): VirtualServerView => {
+      const draining = this.graceful.hasAny(vs.key) ? this.graceful.realsOf(vs.key) : [];
+      return {
+        address: vs.address,
+        port: vs.port,
+        protocol: vs.protocol,
+        scheduler: vs.scheduler,
+        flags: vs.flags,
+        timeout: vs.timeout,
+        // The port's own list (its entries are {address, port, weight} at the serving weight).
+        realServers:
+          draining.length === 0
+            ? vs.reals
+            : [...vs.reals, ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 }))],
+      };
+    });
   }
 
   sync(input: SyncInput): Promise<void> {
@@ -224,8 +245,7 @@ export class IpvsProxier implements Proxier {
     try {
       if (fullSync) await this.ensureBaseline();
       await this.configureTimeoutsOnce();
-      const kernel = await this.readKernel();
-      counts = await this.reconcile(input, kernel, fullSync, start);
+      counts = await this.reconcile(input, fullSync, start);
       this.book.synced(fullSync, start);
       this.resetWeights = false;
       await this.afterSuccess(input);
@@ -242,8 +262,37 @@ export class IpvsProxier implements Proxier {
     }
   }
 
-  /** Computes every batch from one read of the kernel, then writes them. */
-  private async reconcile(input: SyncInput, kernel: KernelView, fullSync: boolean, now: number) {
+  /**
+   * Computes every batch from one read of the kernel, then writes them. The kernel's tables are
+   * no longer referenced once the batches exist, so they are not held while the batches are
+   * written (on a warm node with two million virtual servers the table read is as large as the
+   * restore input).
+   */
+  private async reconcile(input: SyncInput, fullSync: boolean, now: number): Promise<SyncCounts> {
+    const batches = await this.batches(input, await this.readKernel(), fullSync, now);
+    const { full, changes, binds } = batches;
+    const rules = await this.rules(batches.ipsets.nonEmpty);
+    const ipsetLines = batches.ipsets.lines;
+    await this.write(batches, rules);
+    if (full) this.lastReconcile = now;
+    return {
+      reconcile: full ? "full" : "partial",
+      recomputedPorts: batches.replanned,
+      virtualServers: this.plans.state.virtualServers.size,
+      ipvsRestoreLines: changes.length,
+      ipsetRestoreLines: ipsetLines,
+      ipBatchLines: binds.add.length + binds.remove.length,
+      iptablesRestoreBytes: Buffer.byteLength(rules),
+    };
+  }
+
+  /** What this sync writes, from the plans and one read of the kernel. */
+  private async batches(
+    input: SyncInput,
+    kernel: KernelView,
+    fullSync: boolean,
+    now: number,
+  ): Promise<Batches> {
     const ctx = this.planContext(nodeAddresses(kernel.addresses, this.family));
     const { replanned, scope } = await this.replan(input, ctx);
     const full =
@@ -269,18 +318,7 @@ export class IpvsProxier implements Proxier {
     });
     const bound = boundAddresses(kernel.addresses, this.family, partial?.bindAddresses);
     const binds = planBindings(this.plans.state.bindAddresses, bound, partial?.bindAddresses);
-    const rules = await this.rules(ipsets.nonEmpty);
-    await this.write(ipsets.script, changes, binds, rules);
-    if (full) this.lastReconcile = now;
-    return {
-      reconcile: full ? ("full" as const) : ("partial" as const),
-      recomputedPorts: replanned,
-      virtualServers: this.plans.state.virtualServers.size,
-      ipvsRestoreLines: changes.length,
-      ipsetRestoreLines: ipsets.lines,
-      ipBatchLines: binds.add.length + binds.remove.length,
-      iptablesRestoreBytes: Buffer.byteLength(rules),
-    };
+    return { full, replanned, ipsets, changes, binds };
   }
 
   /**
@@ -325,12 +363,15 @@ export class IpvsProxier implements Proxier {
    * Writes every batch, each even if an earlier one failed (they are independent enough that
    * partial progress beats none); the first failure is rethrown so the runner retries.
    */
-  private async write(
-    ipsetScript: string,
-    changes: readonly IpvsChange[],
-    binds: { add: readonly string[]; remove: readonly string[] },
-    rules: string,
-  ): Promise<void> {
+  private async write(batches: Batches, rules: string): Promise<void> {
+    const { changes, binds } = batches;
+    // The ipset script is let go as it is handed over: it is not held while the IPVS input is
+    // rendered.
+    const ipsetScript = () => {
+      const { script } = batches.ipsets;
+      batches.ipsets = { ...batches.ipsets, script: [] };
+      return script;
+    };
     const failures: unknown[] = [];
     const attempt = async (what: string, op: () => Promise<void>) => {
       try {
@@ -341,8 +382,8 @@ export class IpvsProxier implements Proxier {
       }
     };
     // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
-    if (ipsetScript !== "")
-      await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript));
+    if (batches.ipsets.script.length > 0)
+      await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript()));
     if (changes.length > 0)
       await attempt("Failed to apply IPVS changes", () => this.deps.ipvs.apply(changes));
     if (binds.add.length > 0 || binds.remove.length > 0) {

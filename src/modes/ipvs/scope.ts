@@ -6,10 +6,10 @@
 // repair anything changed behind our back.
 
 import type { SetId } from "./ipsets.ts";
-import type { PortPlan } from "./port-plan.ts";
+import { forEachEntry, type PortPlan } from "./port-plan.ts";
 
 export class SyncScope {
-  /** Virtual server keys ("TCP/198.51.100.1:80"). */
+  /** Virtual server keys ("198.51.100.1,tcp:80"). */
   readonly virtualServers = new Set<string>();
   /** Their addresses, to pick them out of the kernel listing without building every key. */
   readonly virtualServerAddresses = new Set<string>();
@@ -19,8 +19,8 @@ export class SyncScope {
 
   /** Records everything a plan wants (call with a port's old plan and its new one). */
   touch(plan: PortPlan): void {
-    for (const vs of plan.virtualServers) this.addVirtualServer(vs.key, vs.server.address);
-    for (const e of plan.entries) this.addEntry(e.set, e.entry);
+    for (const vs of plan.virtualServers) this.addVirtualServer(vs.key, vs.address);
+    forEachEntry(plan.entries, (set, entry) => this.addEntry(set, entry));
     for (const a of plan.bindAddresses) {
       this.bindAddresses.add(a);
       this.addEntry("ipvsIPs", a);

@@ -3,9 +3,13 @@
 // arrays in step rather than a lookup per real server.
 
 import { type VirtualServer, virtualServerKeyString } from "../../host/ipvs/types.ts";
-import { parseIPInet } from "../../util/net/address.ts";
+import { canonicalIPv4Value, parseIPInet } from "../../util/net/address.ts";
+import { familyOf } from "../../util/net/family.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
+
+/** Weight of a serving real server (upstream never weighs endpoints differently). */
+export const SERVING_WEIGHT = 1;
 
 /** The scheduler upstream falls back to when none is configured. */
 export const DEFAULT_SCHEDULER = "rr";
@@ -24,19 +28,32 @@ export function schedulerFlags(scheduler: string): readonly string[] {
 const MH_FLAGS: readonly string[] = Object.freeze(["mh-port"]);
 const NO_FLAGS: readonly string[] = Object.freeze([]);
 
+/**
+ * A wanted real server, at the serving weight: what an add or edit line writes and what the dry
+ * run reports, as it is (one object per endpoint and port, shared by the port's virtual servers).
+ */
 export interface DesiredReal {
   readonly address: string;
   readonly port: number;
-  /** "ip:port" ("[ip]:port" for IPv6): identity within its virtual server. */
-  readonly id: string;
-  /** Address bytes as fixed-width hex: orders like ipvsadm's listing. */
-  readonly sortKey: string;
+  readonly weight: number;
 }
 
-export interface DesiredVirtualServer {
-  /** virtualServerKeyString(server): "TCP/198.51.100.1:80". */
-  readonly key: string;
-  readonly server: VirtualServer;
+/** "ip:port" ("[ip]:port" for IPv6): a real server's identity within its virtual server. */
+export function realId(real: { readonly address: string; readonly port: number }): string {
+  return joinHostPort(real.address, real.port);
+}
+
+/**
+ * What the virtual servers of one service port have in common: all but the address. A port
+ * with 20,000 external IPs has 20,000 virtual servers and one of these (two or three with a
+ * NodePort or a Local policy), so a virtual server costs an address, a key and a reference.
+ */
+export interface VirtualServerTemplate {
+  readonly port: number;
+  readonly protocol: Protocol;
+  readonly scheduler: string;
+  readonly flags: readonly string[];
+  readonly timeout: number;
   readonly reals: readonly DesiredReal[];
   /** The service port that wants it (upstream lets one owner win when two collide). */
   readonly owner: string;
@@ -47,44 +64,129 @@ export interface VirtualServerSettings {
   readonly flags: readonly string[];
 }
 
-/** One virtual server with its real servers (deduplicated by ip:port and sorted). */
-export function desiredVirtualServer(
+/** The settings every virtual server of a port shares. */
+export function virtualServerTemplate(
   owner: string,
-  address: string,
   port: number,
   protocol: Protocol,
   persistenceTimeout: number,
   settings: VirtualServerSettings,
   reals: readonly DesiredReal[],
-): DesiredVirtualServer {
-  const server: VirtualServer = {
-    address,
+): VirtualServerTemplate {
+  return {
     port,
     protocol,
     scheduler: settings.scheduler,
     flags: settings.flags,
     timeout: persistenceTimeout,
+    reals,
+    owner,
   };
-  return { key: virtualServerKeyString(server), server, reals, owner };
 }
 
-/** Real servers for endpoints "ip:port", each once, in ipvsadm's listing order. */
+/**
+ * One wanted virtual server with its real servers: itself the VirtualServer the host client
+ * writes (its fields read through to the port's template, so nothing is copied per server).
+ */
+export class DesiredVirtualServer implements VirtualServer {
+  /**
+   * virtualServerKeyString(this): "198.51.100.1,tcp:80", which is also this address, protocol
+   * and port as an ipset member: a plan passes the one string it uses for both.
+   */
+  readonly key: string;
+
+  constructor(
+    readonly address: string,
+    readonly template: VirtualServerTemplate,
+    key?: string,
+  ) {
+    this.key = key ?? virtualServerKeyString(this);
+  }
+
+  get port(): number {
+    return this.template.port;
+  }
+  get protocol(): Protocol {
+    return this.template.protocol;
+  }
+  get scheduler(): string {
+    return this.template.scheduler;
+  }
+  get flags(): readonly string[] {
+    return this.template.flags;
+  }
+  get timeout(): number {
+    return this.template.timeout;
+  }
+  get reals(): readonly DesiredReal[] {
+    return this.template.reals;
+  }
+  get owner(): string {
+    return this.template.owner;
+  }
+}
+
+/**
+ * Real servers for endpoints "ip:port", each once, in ipvsadm's listing order (address bytes,
+ * then port). Identities and sort keys live only while the list is made.
+ */
 export function desiredReals(endpoints: readonly { ip: string; port: number }[]): DesiredReal[] {
-  const byId = new Map<string, DesiredReal>();
+  const seen = new Set<string>();
+  const keyed: { readonly order: string; readonly real: DesiredReal }[] = [];
   for (const ep of endpoints) {
     const id = joinHostPort(ep.ip, ep.port);
-    if (!byId.has(id)) byId.set(id, { address: ep.ip, port: ep.port, id, sortKey: addressSortKey(ep.ip) });
+    if (seen.has(id)) continue;
+    seen.add(id);
+    keyed.push({
+      order: addressSortKey(ep.ip),
+      real: { address: ep.ip, port: ep.port, weight: SERVING_WEIGHT },
+    });
   }
-  return [...byId.values()].sort(compareReals);
-}
-
-export function compareReals(a: DesiredReal, b: DesiredReal): number {
-  if (a.sortKey !== b.sortKey) return a.sortKey < b.sortKey ? -1 : 1;
-  return a.port - b.port;
+  keyed.sort((a, b) => (a.order !== b.order ? (a.order < b.order ? -1 : 1) : a.real.port - b.real.port));
+  return keyed.map((k) => k.real);
 }
 
 /** Fixed-width hex of the address bytes (canonical input), so string order is byte order. */
 export function addressSortKey(ip: string): string {
   const bytes = parseIPInet(ip)?.bytes ?? [];
   return bytes.map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const PROTOCOL_ORDER: Readonly<Record<Protocol, string>> = { TCP: "006", UDP: "017", SCTP: "132" };
+/** Protocols by number (TCP 6, UDP 17, SCTP 132), as a rank. */
+const PROTOCOL_RANK: Readonly<Record<Protocol, number>> = { TCP: 0, UDP: 1, SCTP: 2 };
+
+/**
+ * The order ipvsadm lists virtual servers in (compareKeys: family, protocol number, address,
+ * port) as one string per server, made once: comparing parsed addresses in the comparator
+ * would parse two addresses per comparison, some forty million times for two million servers.
+ */
+function orderKey(vs: DesiredVirtualServer): string {
+  const family = familyOf(vs.address) === "IPv4" ? "0" : "1";
+  return `${family}${PROTOCOL_ORDER[vs.protocol]}${addressSortKey(vs.address)}${String(vs.port).padStart(5, "0")}`;
+}
+
+/**
+ * Virtual servers sorted as compareKeys orders them. IPv4 ones (one proxier serves one family)
+ * are sorted by a number each (protocol rank, address, port: 50 bits), with no string made;
+ * anything else by orderKey.
+ */
+export function virtualServerOrder(all: Iterable<DesiredVirtualServer>): DesiredVirtualServer[] {
+  const servers = Array.from(all);
+  const order = new Uint32Array(servers.length);
+  for (let i = 0; i < order.length; i++) order[i] = i;
+  const numbers = new Float64Array(servers.length);
+  let numeric = true;
+  for (let i = 0; i < servers.length && numeric; i++) {
+    const vs = servers[i]!;
+    const address = canonicalIPv4Value(vs.address);
+    if (address < 0) numeric = false;
+    else numbers[i] = (PROTOCOL_RANK[vs.protocol] * 2 ** 32 + address) * 2 ** 16 + vs.port;
+  }
+  if (numeric) order.sort((a, b) => numbers[a]! - numbers[b]!);
+  else {
+    const keys = servers.map(orderKey);
+    order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+  }
+  return Array.from(order, (i) => servers[i]!);
 }

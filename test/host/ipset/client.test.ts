@@ -307,6 +307,27 @@ describe("IpsetClient set operations against FakeIpset", () => {
     expect(exec.calls).toHaveLength(1);
   });
 
+  test("a script in whole-line pieces is one restore of the pieces, in order; none is no call", async () => {
+    const { fake, exec, client } = setup();
+    const lines = script.split("\n");
+    await client.restore([`${lines.slice(0, 2).join("\n")}\n`, `${lines.slice(2).join("\n")}\n`]);
+    await client.restore([]);
+    expect(exec.calls).toHaveLength(1);
+    expect(exec.calls[0]!.stdin).toBe(`${script}\n`);
+    expect(fake.entries("KUBE-CLUSTER-IP")).toEqual(["10.96.0.1,tcp:443", "10.96.0.10,udp:53"]);
+  });
+
+  test("a refused line in a script in pieces is named by its line in the whole script", async () => {
+    const { client } = setup();
+    await client.restore(script);
+    const bad = addLine("KUBE-CLUSTER-IP", "2001:db8::1,tcp:80");
+    const err = await client
+      .restore([`${addLine("KUBE-CLUSTER-IP", "10.96.0.2,tcp:80")}\n`, `${bad}\n`])
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(IpsetError);
+    expect([(err as IpsetError).line, (err as IpsetError).text]).toEqual([2, bad]);
+  });
+
   test("a refused line is an IpsetError with ipset's line number and that line's text", async () => {
     const { client } = setup();
     await client.restore(script);

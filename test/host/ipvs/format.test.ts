@@ -11,6 +11,7 @@ import {
   parseIpvsSave,
   renderChange,
   renderRestore,
+  renderRestorePieces,
 } from "../../../src/host/ipvs/format.ts";
 import { parseIpvsadmArgs, restoreLineWords } from "../../../src/host/ipvs/syntax.ts";
 import type { IpvsChange, VirtualServer, VirtualServerKey } from "../../../src/host/ipvs/types.ts";
@@ -121,6 +122,40 @@ describe("parseIpvsList", () => {
   });
 });
 
+describe("parseIpvsList, line by line", () => {
+  test("CRLF line ends, no final newline and blank lines read the same", () => {
+    const want = parseIpvsList(LIST);
+    expect(parseIpvsList(LIST.replaceAll("\n", "\r\n"))).toEqual(want);
+    expect(parseIpvsList(LIST.trimEnd())).toEqual(want);
+    expect(parseIpvsList(`\n${LIST.replaceAll("\n", "\n  \n")}`)).toEqual(want);
+  });
+
+  test("addresses the fast path does not take (IPv6, out-of-range ports) go the whole way", () => {
+    const list = [
+      "TCP  10.96.0.1:443 rr",
+      "  -> 10.244.1.7:65535              Masq    1      0          0         ",
+      "TCP  [fd00::1]:53 wrr (mh-port)",
+      "  -> [fd00:10:244::5]:53           Masq    0      1          2         ",
+      "",
+    ].join("\n");
+    const [a, b] = parseIpvsList(list);
+    expect(a!.server).toEqual({
+      address: "10.96.0.1",
+      port: 443,
+      protocol: "TCP",
+      scheduler: "rr",
+      flags: [],
+      timeout: 0,
+    });
+    expect(a!.reals[0]).toMatchObject({ address: "10.244.1.7", port: 65535, weight: 1 });
+    expect(b!.server).toMatchObject({ address: "fd00::1", port: 53, scheduler: "wrr", flags: ["mh-port"] });
+    expect(b!.reals[0]).toMatchObject({ address: "fd00:10:244::5", weight: 0, inactiveConnections: 2 });
+    for (const bad of ["10.96.0.1:65536", "10.96.0.01:80", "10.96.0.1:"]) {
+      expect(() => parseIpvsList(`TCP  ${bad} rr\n`)).toThrow(IpvsError);
+    }
+  });
+});
+
 describe("parseIpvsSave", () => {
   test("reads the -S form (no connection counts), skipping fwmark services", () => {
     const fromList = parseIpvsList(LIST).map((s) => ({
@@ -185,6 +220,48 @@ describe("renderRestore", () => {
       expect(() => renderChange(change)).toThrow(IpvsError);
     });
   }
+
+  // Many virtual servers, each followed by its real servers (the key object shared, as the
+  // proxier hands them over), then edits and deletes with keys of their own.
+  const many = (n: number): IpvsChange[] => {
+    const out: IpvsChange[] = [];
+    const reals = ["10.244.0.3", "10.244.0.4", "10.244.1.9"].map((address) => ({
+      address,
+      port: 8080,
+      weight: 1,
+    }));
+    for (let i = 0; i < n; i++) {
+      const server = { address: `203.0.${i >> 8}.${i & 255}`, port: 80 + (i % 3), protocol: "TCP" as const };
+      out.push({ op: "add-service", server: { ...server, scheduler: "rr", flags: [], timeout: 0 } });
+      for (const real of reals) out.push({ op: "add-real", key: server, real });
+      if (i % 7 === 0)
+        out.push({ op: "delete-real", key: { ...server }, real: { address: "10.244.2.2", port: 1 } });
+    }
+    return out;
+  };
+
+  test("in pieces: whole lines, each piece under ~64 KiB, the same text as line by line", () => {
+    const changes = many(3000);
+    const pieces = renderRestorePieces(changes);
+    expect(pieces.length).toBeGreaterThan(2);
+    for (const piece of pieces) {
+      expect(piece.endsWith("\n")).toBe(true);
+      expect(piece.length).toBeLessThan(70_000);
+    }
+    expect(pieces.join("")).toBe(changes.map((c) => `${renderChange(c)}\n`).join(""));
+    expect(renderRestore(changes)).toBe(pieces.join(""));
+  });
+
+  test("in pieces: a bad line anywhere is refused before any piece is handed over", () => {
+    const changes = many(2000);
+    const at = changes.findIndex((c, i) => i > 4000 && c.op === "add-real");
+    const { key } = changes[at] as Extract<IpvsChange, { op: "add-real" }>;
+    // Same key object as the line before (whose check is reused), wrong family.
+    changes.splice(at + 1, 0, { op: "add-real", key, real: { address: "fd00::1", port: 1, weight: 1 } });
+    expect(() => renderRestorePieces(changes)).toThrow(IpvsError);
+    changes.splice(at + 1, 1, { op: "add-real", key, real: { address: "10.244.0.300", port: 1, weight: 1 } });
+    expect(() => renderRestorePieces(changes)).toThrow(IpvsError);
+  });
 });
 
 describe("formatIpvsList / formatIpvsSave", () => {

@@ -52,6 +52,40 @@ describe("graceful termination", () => {
     expect(s.proxier.lastSyncStats()?.ipvsRestoreLines).toBe(0);
   });
 
+  test("a draining real server shows on its own virtual server only, not on the port's others", async () => {
+    const s = setup();
+    const ports = [{ name: "p80", port: 80, protocol: "TCP" as const }];
+    const svc = service("ns1", "web", {
+      clusterIP: VIP,
+      ports,
+      externalIPs: ["203.0.113.41", "203.0.113.42"],
+    });
+    const slice = (...ips: string[]) =>
+      endpointSlice(
+        "ns1",
+        "web",
+        ips.map((ip) => ep(ip)),
+        { ports: [{ name: "p80", port: 8080, protocol: "TCP" }] },
+      );
+    s.cluster.apply(svc, slice("192.0.2.11", "192.0.2.12"));
+    await s.sync();
+    s.host.ipvs.setConnections(
+      { address: "203.0.113.41", port: 80, protocol: "TCP" },
+      { address: "192.0.2.12", port: 8080 },
+      1,
+      0,
+    );
+    s.cluster.apply(slice("192.0.2.11"));
+    await s.sync();
+    const serving = [{ address: "192.0.2.11", port: 8080, weight: 1 }];
+    const views = s.proxier.desiredVirtualServers();
+    expect(views.map((v) => [v.address, v.realServers])).toEqual([
+      [VIP, serving],
+      ["203.0.113.41", [...serving, { address: "192.0.2.12", port: 8080, weight: 0 }]],
+      ["203.0.113.42", serving],
+    ]);
+  });
+
   test("inactive connections count too", async () => {
     const s = setup();
     await removeBusyEndpoint(s, "TCP", 0, 2);
