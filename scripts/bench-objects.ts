@@ -5,6 +5,8 @@
 //   - wall time, user+sys CPU time and peak RSS of the binary (GNU time: %e %U %S %M);
 //   - "rules": the bytes of every planned command's stdin (iptables-restore / nft -f / ipset /
 //     ipvsadm / ip -batch input: what the proxy would write to the kernel), and peak RSS / rules;
+//   - "rest": the binary's peak RSS on the same cluster without the hostile Service (per mode,
+//     median over --runs), and (peak RSS - rest) / rules: what the rules themselves cost;
 //   - the floor of that output, where cheap: iptables mode, `iptables-restore --test` of each
 //     restore input (parsed and built in user space, not committed); nftables mode, `nft -c -f`
 //     of each transaction (checked by the kernel, not committed); each in a throwaway network
@@ -372,9 +374,14 @@ const HOST_STATE = {
 };
 
 /** One JSON v1 List (the binary parses JSON with a JSON parser, as an API client would). */
-export function writeState(dir: string, name: CaseName, scale: number): { file: string; summary: string } {
+export function writeState(
+  dir: string,
+  name: CaseName | "rest",
+  scale: number,
+): { file: string; summary: string } {
   const n = (count: number) => Math.max(1, Math.round(count * scale));
-  const { objects, summary } = hostile(name, n);
+  const { objects, summary } =
+    name === "rest" ? { objects: [], summary: "the background alone" } : hostile(name, n);
   const file = join(dir, `${name}.json`);
   writeFileSync(
     file,
@@ -953,13 +960,19 @@ interface Cell {
   rss: string;
   rules: string;
   ratio: string;
+  rest: string;
+  net: string;
   floor: string;
 }
 
-/** Medians of the runs that finished; any run that did not names the cell instead. */
-function cell(runs: RunResult[]): Cell {
+/**
+ * Medians of the runs that finished; any run that did not names the cell instead. `restKiB`: the
+ * same binary's peak RSS without the hostile Service, in the same mode.
+ */
+function cell(runs: RunResult[], restKiB: number): Cell {
   const bad = runs.find((r) => r.status !== "ok");
-  if (bad) return { wall: bad.status, cpu: "-", rss: "-", rules: "-", ratio: "-", floor: "-" };
+  if (bad)
+    return { wall: bad.status, cpu: "-", rss: "-", rules: "-", ratio: "-", rest: "-", net: "-", floor: "-" };
   const m = (pick: (r: RunResult) => number) => median(runs.map(pick));
   const rss = m((r) => r.rssKiB * 1024);
   const rules = m((r) => r.rulesBytes);
@@ -970,7 +983,9 @@ function cell(runs: RunResult[]): Cell {
     cpu: f2(m((r) => r.cpuS)),
     rss: f1(rss / MiB),
     rules: f1(rules / MiB),
-    ratio: rules > 0 ? f1(rss / rules) : "-",
+    ratio: rules > 0 ? f2(rss / rules) : "-",
+    rest: f1(restKiB / 1024),
+    net: rules > 0 && Number.isFinite(restKiB) ? f2((rss - restKiB * 1024) / rules) : "-",
     floor: badFloor
       ? badFloor.status === "none"
         ? "-"
@@ -985,6 +1000,8 @@ const HEAD: Cell = {
   rss: "peak RSS MiB",
   rules: "rules MiB",
   ratio: "RSS/rules",
+  rest: "rest MiB",
+  net: "(RSS-rest)/rules",
   floor: "floor s",
 };
 
@@ -995,6 +1012,8 @@ function cellText(c: Cell): string {
     c.rss.padStart(13),
     c.rules.padStart(10),
     c.ratio.padStart(10),
+    c.rest.padStart(9),
+    c.net.padStart(17),
     c.floor.padStart(8),
   ].join("");
 }
@@ -1026,6 +1045,26 @@ async function main(o: Options): Promise<void> {
   const rows: { name: CaseName; mode: Mode; cells: Cell[] }[] = [];
   const notes: string[] = [];
   try {
+    // Each binary's RSS at rest per mode: the same cluster without the hostile Service.
+    const rest = bins.map(() => new Map<Mode, number>());
+    {
+      const { file } = writeState(dir, "rest", o.scale);
+      const quiet = { ...o, floors: false };
+      for (const mode of o.modes) {
+        for (let i = 0; i < bins.length; i++) {
+          const kib: number[] = [];
+          for (let r = 0; r < o.runs; r++) {
+            const res = await runOnce(bins[i]!.path, mode, file, dir, quiet);
+            if (res.status === "ok") kib.push(res.rssKiB);
+          }
+          const m = kib.length ? median(kib) : Number.NaN;
+          rest[i]!.set(mode, m);
+          const who = bins[i]!.label ? ` ${bins[i]!.label}` : "";
+          console.log(`  rest ${mode}${who}: peak RSS ${f1(m / 1024)} MiB (median of ${kib.length})`);
+        }
+      }
+      rmSync(file, { force: true });
+    }
     for (const name of o.cases) {
       const { file, summary } = writeState(dir, name, o.scale);
       console.log(`${name}: ${summary} (state ${f1(statSync(file).size / MiB)} MiB)`);
@@ -1048,7 +1087,7 @@ async function main(o: Options): Promise<void> {
               );
           }
         }
-        rows.push({ name, mode, cells: results.map(cell) });
+        rows.push({ name, mode, cells: results.map((r, i) => cell(r, rest[i]!.get(mode)!)) });
       }
       rmSync(file, { force: true });
     }
@@ -1068,7 +1107,7 @@ async function main(o: Options): Promise<void> {
   for (const row of rows)
     console.log(`${lead(row.name, row.mode)}${row.cells.map((c) => `${sep}${cellText(c)}`).join("")}`);
   console.log(
-    "(medians; rules = bytes of every planned command's stdin; floor = iptables-restore --test / nft -c -f of that input in a fresh netns, - where none)",
+    "(medians; rules = bytes of every planned command's stdin; rest = peak RSS without the hostile Service; floor = iptables-restore --test / nft -c -f of that input in a fresh netns, - where none)",
   );
   if (notes.length) console.log(`notes:\n${notes.map((n) => `  ${n}`).join("\n")}`);
 }
