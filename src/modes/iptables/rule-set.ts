@@ -1,7 +1,7 @@
 // Computes one sync's iptables-restore input. Synchronous and pure apart from the committed
 // port states: the proxier does the I/O (iptables-save for stale chains, the restore) around
-// it. Output lines are collected in joined blocks (line-blocks.ts), and the payload is joined
-// once from them. Two walks produce it: the full walk over every Service port (full syncs, and
+// it. Output lines are collected in joined blocks (line-blocks.ts), and the payload is the list
+// of those blocks: never joined into one string, the restore writes it piece by piece. Two walks produce it: the full walk over every Service port (full syncs, and
 // partial syncs where Service objects changed), and the fast walk for endpoint-only changes,
 // which writes unchanged ports chunk by chunk.
 
@@ -99,7 +99,8 @@ export interface RuleSetRequest extends ScopeRequest, TopologyContext {
 }
 
 export interface RuleSet {
-  readonly payload: string;
+  /** The restore input in pieces, in order: concatenated they are its text (types.ts RestoreInput). */
+  readonly payload: readonly string[];
   readonly filterRuleLines: number;
   /** Nat rules written, without the "-X" lines. */
   readonly natRuleLines: number;
@@ -247,10 +248,10 @@ export class RuleSetBuilder {
     out.natRules.pushAll(this.nodePortsTail(req.nodePortIPs));
     out.filterRules.pushAll(forwardRules(settings));
     // Same tables, restored faster from empty (chain-order.ts). Ordered before the collection
-    // below, so the loose lines that sorting makes are gone before the payload is joined.
+    // below, so the loose lines that sorting makes are gone with the walk's garbage.
     const natDeclarations = orderDeclarationBlocks(out.natChains.joinedBlocks(), out.natChains.length);
-    // The payload is made from the blocks, so both are alive at once: in a big sync, the
-    // walk's garbage goes first, and the memory it held back to the system.
+    // The blocks are the payload and stay alive until the restore has read them: in a big
+    // sync, the walk's garbage goes now, and the memory it held back to the system.
     if (out.natChains.length + out.natRules.length >= LINES_FOR_FULL_COLLECTION) collectGarbage();
     return this.finish(out, natDeclarations, deletedChains, commit);
   }
@@ -416,9 +417,8 @@ export class RuleSetBuilder {
     // for one hostile Service). A partial sync leaves it out when it is what the kernel already
     // holds; full syncs always write it, so anything else that touched it is repaired there.
     const filterWritten = this.fullSync || filterDigest !== this.committedFilterDigest;
-    // One join over the blocks: a flat string, so the blocks are garbage as soon as the build
-    // returns (a concatenation would keep them until the restore writer flattens it).
-    const payload = [
+    // The blocks as they are, a newline between each two: no copy of the whole input is made.
+    const payload = newlineSeparated([
       "*filter",
       ...(filterWritten ? filterBlocks : []),
       "COMMIT",
@@ -427,7 +427,7 @@ export class RuleSetBuilder {
       ...out.natRules.joinedBlocks(),
       "COMMIT",
       "",
-    ].join("\n");
+    ]);
     return {
       payload,
       filterRuleLines: out.filterRules.length + out.filterExtraLines,
@@ -442,6 +442,16 @@ export class RuleSetBuilder {
       commit,
     };
   }
+}
+
+/** The pieces of `parts.join("\n")`, without joining them: each part, then a newline piece. */
+function newlineSeparated(parts: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    if (i > 0) out.push("\n");
+    if (parts[i] !== "") out.push(parts[i]!);
+  }
+  return out;
 }
 
 /** sha256 over the lines' text, block by block (no second copy of a 13 MB table). */
