@@ -7,6 +7,7 @@ import {
   renderText,
   shellQuote,
 } from "../../src/dryrun/report.ts";
+import { DryRunRecorder } from "../../src/exec/dry-run.ts";
 
 const base: DryRunReport = {
   mode: "ipvs",
@@ -101,7 +102,7 @@ describe("dry-run report", () => {
     for (const report of [base, tricky]) {
       const { mode, checks, commands, services, ipvs, notes } = report;
       const plain = `${JSON.stringify({ mode, checks, commands, services, ipvs, notes }, null, 2)}\n`;
-      expect(renderJsonParts(report).join("")).toBe(plain);
+      expect([...renderJsonParts(report)].join("")).toBe(plain);
       expect(renderJson(report)).toBe(plain);
     }
     // A restore input of several megabytes, non-ASCII included, escapes the same in pieces.
@@ -114,6 +115,55 @@ describe("dry-run report", () => {
     expect(renderJson(large)).toBe(
       `${JSON.stringify({ mode: "ipvs", checks: base.checks, commands: large.commands, services: base.services, ipvs: base.ipvs, notes: base.notes }, null, 2)}\n`,
     );
+  });
+
+  test("stdin recorded in pieces prints as its text would, a surrogate pair cut between pieces included", async () => {
+    const dry = new DryRunRecorder({ run: async () => ({ code: 0, stdout: "", stderr: "" }) });
+    const emoji = "\u{1f600}"; // one surrogate pair
+    const line = (i: number) => `-A KUBE-SEP-${i} -m comment --comment "ns/\u00e9\\${i} ${emoji}" -j DNAT\n`;
+    const big = Array.from({ length: 40_000 }, (_, i) => line(i)).join("");
+    const pieces = ["*nat\n", `x${emoji[0]}`, `${emoji[1]}y\n`, big, "\n", "lone \ud800", "\u0000 end\n"];
+    await dry.run({ cmd: "iptables-restore", args: ["--noflush"], stdin: pieces });
+    const report: DryRunReport = { ...base, commands: [...base.commands, ...dry.commands] };
+    const text = pieces.join("");
+    const plain = `${JSON.stringify(
+      {
+        mode: report.mode,
+        checks: report.checks,
+        commands: [...base.commands, { argv: ["iptables-restore", "--noflush"], stdin: text }],
+        services: report.services,
+        ipvs: report.ipvs,
+        notes: report.notes,
+      },
+      null,
+      2,
+    )}\n`;
+    expect(renderJson(report)).toBe(plain);
+  });
+
+  test("the JSON is the same for values JSON.stringify treats specially, events and empty arrays", () => {
+    const odd = {
+      ...base,
+      checks: [],
+      services: [{ ...base.services[0]!, extra: undefined, list: [undefined, () => 1, { a: [] }, {}] }],
+      notes: [],
+      events: [{ type: "Warning", reason: "R", action: "A", message: 'm "q"\n', regarding: "Node/n" }],
+    } as unknown as DryRunReport;
+    const { mode, checks, commands, services, ipvs, notes, events } = odd;
+    const plain = `${JSON.stringify({ mode, checks, commands, services, ipvs, notes, events }, null, 2)}\n`;
+    expect(renderJson(odd)).toBe(plain);
+  });
+
+  test("the pieces are made as they are taken: none is the whole report", () => {
+    const many = {
+      ...base,
+      services: Array.from({ length: 5000 }, (_, i) => ({ ...base.services[0]!, name: `ns/svc${i}:http` })),
+    };
+    const parts = [...renderJsonParts(many)];
+    const whole = parts.join("");
+    expect(whole).toBe(renderJson(many));
+    expect(parts.length).toBeGreaterThan(5);
+    expect(Math.max(...parts.map((p) => p.length))).toBeLessThan(whole.length / 4);
   });
 
   test("text shows failed checks, commands with heredoc stdin, and the verdict", () => {
