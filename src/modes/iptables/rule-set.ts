@@ -18,7 +18,7 @@ import type { IPFamily } from "../../util/net/family.ts";
 import { TimeSlice } from "../../util/time-slice.ts";
 import { isServiceChainName } from "./chains.ts";
 import { LineBlocks, type LineSink } from "./line-blocks.ts";
-import { CHUNK_SIZE, PortOrder } from "./port-order.ts";
+import { CHUNK_SIZE, type Chunk, PortOrder } from "./port-order.ts";
 import { type PortState, portInputs } from "./port-state.ts";
 import type { ProbabilityCache } from "./probability.ts";
 import { type RenderOutput, renderPort } from "./render-port.ts";
@@ -160,19 +160,22 @@ function pushBlock(target: LineSink, text: string, lines: number): number {
   return lines - 1;
 }
 
-function reuse(
-  s: {
-    filterText: string;
-    filterLines: number;
-    natText: string;
-    natLines: number;
-    chainRuleLines: number;
-  },
-  out: Output,
-): void {
+function reuse(s: PortState, out: Output): void {
   out.filterExtraLines += pushBlock(out.filterRules, s.filterText, s.filterLines);
   out.natExtraLines += pushBlock(out.natRules, s.natText, s.natLines);
   out.skippedNatRuleLines += s.chainRuleLines;
+}
+
+/** Appends cached texts holding `lines` lines in all; returns the extra line count. */
+function pushTexts(target: LineSink, texts: readonly string[], lines: number): number {
+  for (const t of texts) target.push(t);
+  return lines - texts.length;
+}
+
+function reuseChunk(c: Chunk, out: Output): void {
+  out.filterExtraLines += pushTexts(out.filterRules, c.filterTexts, c.filterLines);
+  out.natExtraLines += pushTexts(out.natRules, c.natTexts, c.natLines);
+  out.skippedNatRuleLines += c.chainRuleLines;
 }
 
 function countNoLocal(s: PortState, out: Output): void {
@@ -315,7 +318,7 @@ export class RuleSetBuilder {
       const to = Math.min(states.length, from + CHUNK_SIZE);
       if (d >= scope.dirty.length || scope.dirty[d]! >= to) {
         const chunk = chunks[c]!;
-        reuse(chunk, out);
+        reuseChunk(chunk, out);
         out.noLocalInternal += chunk.noLocalInternal;
         out.noLocalExternal += chunk.noLocalExternal;
         continue;
