@@ -6,12 +6,19 @@
 import type { NftTransaction } from "../../host/nft/transaction.ts";
 import type { PortElement } from "./port-rules.ts";
 
-interface Entry {
+/** An element more than one port needs. */
+interface Shared {
   value: string;
   refs: number;
 }
 
 const SEP = " . ";
+
+/** The value as one text ("" for a set's element); a one-part value is its part, not a copy. */
+function valueText(e: PortElement): string {
+  if (!e.value) return "";
+  return e.value.length === 1 ? e.value[0]! : e.value.join(SEP);
+}
 
 function elementOf(e: PortElement, withComment: boolean) {
   return {
@@ -24,7 +31,11 @@ function elementOf(e: PortElement, withComment: boolean) {
 }
 
 export class ElementStore {
-  private readonly entries = new Map<string, Entry>();
+  /**
+   * Element -> its value's text, as a string while one port needs it (the common case, and
+   * there can be millions), or a Shared record with the count of ports.
+   */
+  private readonly entries = new Map<string, string | Shared>();
 
   /** A full sync flushed every container: nothing is known to be there. */
   reset(): void {
@@ -38,18 +49,20 @@ export class ElementStore {
   /** One port needs `e`: added, or replaced when the map holds another value for its key. */
   ensure(tx: NftTransaction, e: PortElement): void {
     const id = `${e.container} ${e.key.join(SEP)}`;
-    const value = e.value ? e.value.join(SEP) : "";
+    const value = valueText(e);
     const entry = this.entries.get(id);
-    if (!entry) {
+    if (entry === undefined) {
       tx.add(elementOf(e, true));
-      this.entries.set(id, { value, refs: 1 });
+      this.entries.set(id, value);
       return;
     }
-    entry.refs++;
-    if (entry.value !== value) {
+    const shared = typeof entry === "string" ? { value: entry, refs: 1 } : entry;
+    if (typeof entry === "string") this.entries.set(id, shared);
+    shared.refs++;
+    if (shared.value !== value) {
       tx.delete(elementOf(e, false));
       tx.add(elementOf(e, true));
-      entry.value = value;
+      shared.value = value;
     }
   }
 
@@ -57,8 +70,8 @@ export class ElementStore {
   release(tx: NftTransaction, e: PortElement): void {
     const id = `${e.container} ${e.key.join(SEP)}`;
     const entry = this.entries.get(id);
-    if (!entry) return;
-    if (--entry.refs > 0) return;
+    if (entry === undefined) return;
+    if (typeof entry !== "string" && --entry.refs > 0) return;
     this.entries.delete(id);
     tx.delete(elementOf(e, false));
   }
