@@ -12,9 +12,9 @@ import type { SyncInput } from "../../proxy/proxier.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/types.ts";
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
-import { ElementStore } from "./element-store.ts";
+import { ElementStore, type HeldElements } from "./element-store.ts";
 import { CLUSTER_IPS_CHECK, isAffinitySetName, isServiceChainName } from "./names.ts";
-import { type PortElement, PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
+import { PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
 import {
   deleteObsoleteChains,
   ensureChain,
@@ -41,7 +41,7 @@ export const STALE_CHAIN_DELAY_MS = 1000;
 
 interface PortRecord {
   readonly serviceKey: ServiceKey;
-  readonly elements: readonly PortElement[];
+  readonly elements: HeldElements;
   readonly chains: readonly string[];
   readonly affinitySets: readonly string[];
   readonly noLocalInternal: boolean;
@@ -280,10 +280,10 @@ export class TableSync {
       // Affinity sets too: policy chains match them, endpoint chains update them.
       for (const set of out.affinitySets) tx.add(set);
       for (const c of out.chains) for (const r of c.rules) tx.add({ kind: "rule", chain: c.name, ...r });
-      for (const e of out.elements) this.elements.ensure(tx, e);
+      const elements = this.elements.ensureAll(tx, out.elements);
       record = {
         serviceKey: serviceKey(svc.name.namespace, svc.name.name),
-        elements: out.elements,
+        elements,
         chains: out.chains.map((c) => c.name),
         affinitySets: out.affinitySets.map((s) => s.name),
         noLocalInternal: out.noLocalInternal,
@@ -291,7 +291,7 @@ export class TableSync {
       };
     }
     if (before) {
-      for (const e of before.elements) this.elements.release(tx, e);
+      this.elements.releaseAll(tx, before.elements);
       this.count(before, -1);
       this.idsByService.get(before.serviceKey)?.delete(id);
       this.records.delete(id);
