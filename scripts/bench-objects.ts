@@ -12,10 +12,15 @@
 //     of each transaction (checked by the kernel, not committed); each in a throwaway network
 //     namespace. ipvs mode: "-" (no ip_vs to check ipvsadm input against).
 // The figures include what a dry run adds to a sync: the report's Service listing and its JSON.
+// --sync-only measures the sync alone instead: scripts/sync-memory.ts runs the same dry run in a
+// bun process with the daemon's garbage collections on, reads each planned input through once
+// (counting its bytes) and keeps none of it, and writes no report; --binary and --compare then
+// name source trees (default ".") whose scripts/sync-memory.ts is run. No floors then.
 //
 //   bash scripts/bench-objects [--cases=source-ranges,ports,external-ips,external-ips-x-ports,ports-x-endpoints]
 //                              [--modes=iptables,nftables,ipvs] [--runs=1] [--binary=dist/kube-proxy-ts]
 //                              [--compare=PATH] [--timeout=300] [--max-rss=10] [--scale=1] [--no-floors] [--floor-max=256]
+//                              [--sync-only]
 //
 // --compare=PATH runs PATH (printed as "before") and --binary ("after") alternately on the same
 // state file, each run swapping which goes first. --timeout is seconds per binary run (and per
@@ -58,7 +63,7 @@ type CaseName = (typeof CASES)[number];
 type Mode = (typeof MODES)[number];
 
 const USAGE =
-  "bash scripts/bench-objects [--cases=a,b] [--modes=iptables,nftables,ipvs] [--runs=N] [--binary=PATH] [--compare=PATH] [--timeout=SECONDS] [--max-rss=GIB] [--scale=F] [--no-floors] [--floor-max=MIB]";
+  "bash scripts/bench-objects [--cases=a,b] [--modes=iptables,nftables,ipvs] [--runs=N] [--binary=PATH] [--compare=PATH] [--timeout=SECONDS] [--max-rss=GIB] [--scale=F] [--no-floors] [--floor-max=MIB] [--sync-only]";
 
 interface Options {
   cases: CaseName[];
@@ -71,6 +76,8 @@ interface Options {
   scale: number;
   floors: boolean;
   floorMaxMiB: number;
+  /** Run scripts/sync-memory.ts of the trees --binary and --compare name, not the binaries. */
+  syncOnly: boolean;
 }
 
 function listOf<T extends string>(name: string, value: string, allowed: readonly T[]): T[] {
@@ -92,7 +99,9 @@ function parseOptions(argv: readonly string[]): Options {
     scale: 1,
     floors: true,
     floorMaxMiB: 256,
+    syncOnly: false,
   };
+  let binaryGiven = false;
   for (const a of argv) {
     const eq = a.indexOf("=");
     const k = eq < 0 ? a : a.slice(0, eq);
@@ -100,7 +109,10 @@ function parseOptions(argv: readonly string[]): Options {
     if (k === "--cases") o.cases = listOf("cases", v, CASES);
     else if (k === "--modes") o.modes = listOf("modes", v, MODES);
     else if (k === "--runs") o.runs = Number(v);
-    else if (k === "--binary") o.binary = v;
+    else if (k === "--binary") {
+      o.binary = v;
+      binaryGiven = true;
+    } else if (k === "--sync-only") o.syncOnly = true;
     else if (k === "--compare") o.compare = v;
     else if (k === "--timeout") o.timeoutS = Number(v);
     else if (k === "--max-rss") o.maxRssGiB = Number(v);
@@ -114,10 +126,26 @@ function parseOptions(argv: readonly string[]): Options {
   if (!(o.maxRssGiB > 0 && o.maxRssGiB <= 20)) throw new Error("--max-rss: GiB, 0..20");
   if (!(o.scale > 0 && o.scale <= 1)) throw new Error("--scale: 0..1");
   if (!(o.floorMaxMiB >= 0)) throw new Error("--floor-max: MiB >= 0");
+  if (o.syncOnly) {
+    if (!binaryGiven) o.binary = ".";
+    o.floors = false;
+    for (const tree of [o.binary, o.compare]) {
+      if (tree !== undefined && !existsSync(syncScript(tree)))
+        throw new Error(
+          `${syncScript(tree)} missing (--sync-only: --binary and --compare name source trees)`,
+        );
+    }
+    return o;
+  }
   for (const bin of [o.binary, o.compare]) {
     if (bin !== undefined && !existsSync(bin)) throw new Error(`${bin} missing (bash scripts/build?)`);
   }
   return o;
+}
+
+/** The sync-only runner of a source tree. */
+function syncScript(tree: string): string {
+  return resolve(tree, "scripts/sync-memory.ts");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -913,7 +941,7 @@ async function runOnce(bin: string, mode: Mode, state: string, top: string, o: O
   const reportFile = join(dir, "report.json");
   const stderrFile = join(dir, "binary.err");
   const argv = [
-    resolve(bin),
+    ...(o.syncOnly ? [process.execPath, syncScript(bin)] : [resolve(bin)]),
     "--dry-run",
     "--output=json",
     `--mode=${mode}`,
@@ -932,7 +960,9 @@ async function runOnce(bin: string, mode: Mode, state: string, top: string, o: O
   let rulesBytes = Number.NaN;
   let floor: Floor = { status: "none", wallS: Number.NaN, detail: "" };
   try {
-    if (m.status === "ok") {
+    if (m.status === "ok" && o.syncOnly) {
+      rulesBytes = (JSON.parse(readFileSync(reportFile, "utf8")) as { rulesBytes: number }).rulesBytes;
+    } else if (m.status === "ok") {
       const report = scanReport(reportFile, dir, (a) => o.floors && floorCommand(mode, a));
       rulesBytes = report.rulesBytes;
       if (m.exit === "3") m.detail = "exit 3: a prerequisite check failed; the plan was computed";
@@ -1037,7 +1067,7 @@ async function main(o: Options): Promise<void> {
       ]
     : [{ label: "", path: o.binary }];
   console.log(
-    `bench-objects: runs=${o.runs}, timeout ${o.timeoutS} s, RSS cap ${o.maxRssGiB} GiB, scale ${o.scale}, floors ${o.floors ? "on" : "off"}`,
+    `bench-objects${o.syncOnly ? " --sync-only" : ""}: runs=${o.runs}, timeout ${o.timeoutS} s, RSS cap ${o.maxRssGiB} GiB, scale ${o.scale}, floors ${o.floors ? "on" : "off"}`,
   );
   for (const b of bins) console.log(`  ${b.label || "binary"}: ${resolve(b.path)}`);
   const dir = mkdtempSync(join(tmpdir(), "kpts-bench-objects-"));
