@@ -1,13 +1,15 @@
 // The dry run of `kube-proxy-ts --dry-run` run in this process the way the daemon syncs (its
 // garbage collections on), with every planned input read through once as the kernel tool would
-// read it, its bytes counted, and none of it kept: the peak RSS of this process is then the
-// sync's own working set, without the dry run's record of the inputs and its report. Prints
+// read it, its bytes counted, and none of it kept, and no Service listing made: the peak RSS of
+// this process is then the sync's own working set, without what only a dry run holds (the
+// record of the inputs, the listing, the report). Prints
 // {"rulesBytes": N} on stdout; the report itself goes nowhere. bench-objects --sync-only runs it.
 //
 //   node_modules/.bin/bun scripts/sync-memory.ts --dry-run --mode=iptables --state=FILE ...
 
 import { readFileSync, writeSync } from "node:fs";
 import { run } from "../src/app/run.ts";
+import { PlanProxier } from "../src/dryrun/plan-proxier.ts";
 import { DryRunRecorder, isReadOnlyCommand } from "../src/exec/dry-run.ts";
 import type { Exec, ExecRequest, ExecResult } from "../src/exec/types.ts";
 import { enableGarbageCollections } from "../src/runtime.ts";
@@ -22,6 +24,11 @@ DryRunRecorder.prototype.run = async function (this: DryRunRecorder, req: ExecRe
   }
   this.commands.push({ argv: [req.cmd, ...req.args] });
   return { code: 0, stdout: "", stderr: "" };
+};
+
+// The listing of every service port and endpoint is the dry run's own: none is made.
+PlanProxier.prototype.sync = async function (this: PlanProxier): Promise<void> {
+  this.syncs++;
 };
 
 enableGarbageCollections();
