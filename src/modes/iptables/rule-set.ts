@@ -6,7 +6,6 @@
 // which writes unchanged ports chunk by chunk.
 
 import { createHash } from "node:crypto";
-import { orderDeclarationBlocks } from "../../host/iptables/chain-order.ts";
 import { usableEndpointCount } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import { chainLine, KUBE_FIREWALL } from "../../proxy/netfilter/chains.ts";
@@ -16,6 +15,7 @@ import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { TimeSlice } from "../../util/time-slice.ts";
+import { ChainDeclarations } from "./chain-declarations.ts";
 import { isServiceChainName } from "./chains.ts";
 import { LineBlocks, type LineSink } from "./line-blocks.ts";
 import { CHUNK_SIZE, type Chunk, PortOrder } from "./port-order.ts";
@@ -122,7 +122,7 @@ export interface RuleSet {
 
 interface Output extends RenderOutput {
   readonly filterRules: LineBlocks;
-  readonly natChains: LineBlocks;
+  readonly natChains: ChainDeclarations;
   readonly natRules: LineBlocks;
   readonly rendered: { readonly prev: PortState | undefined; readonly now: PortState }[];
   readonly removed: PortState[];
@@ -134,8 +134,8 @@ interface Output extends RenderOutput {
 }
 
 function newOutput(settings: RuleSetSettings): Output {
-  const natChains = new LineBlocks();
-  natChains.pushAll(topLevelChainLines(NAT_TOP_LEVEL_CHAINS));
+  const natChains = new ChainDeclarations();
+  natChains.pushAll(NAT_TOP_LEVEL_CHAINS);
   const natRules = new LineBlocks();
   natRules.pushAll(masqueradeRules(settings.mark, settings.randomFully));
   return {
@@ -245,14 +245,14 @@ export class RuleSetBuilder {
     const next = "order" in commit ? commit.order : this.withReplacements(commit.replacements);
     const deletedChains = this.staleChains(req, out, next);
     for (const chain of deletedChains) {
-      out.natChains.push(chainLine(chain));
+      out.natChains.push(chain);
       out.natRules.push(`-X ${chain}`);
     }
     out.natRules.pushAll(this.nodePortsTail(req.nodePortIPs));
     out.filterRules.pushAll(forwardRules(settings));
-    // Same tables, restored faster from empty (chain-order.ts). Ordered before the collection
-    // below, so the loose lines that sorting makes are gone with the walk's garbage.
-    const natDeclarations = orderDeclarationBlocks(out.natChains.joinedBlocks(), out.natChains.length);
+    // Same tables, restored faster from empty (chain-order.ts): the names sorted, their lines
+    // made, before the collection below.
+    const natDeclarations = out.natChains.blocks();
     // The blocks are the payload and stay alive until the restore has read them: in a big
     // sync, the walk's garbage goes now, and the memory it held back to the system.
     if (out.natChains.length + out.natRules.length >= LINES_FOR_FULL_COLLECTION) collectGarbage();
