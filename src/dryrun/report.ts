@@ -5,7 +5,7 @@ import { stdinPieces } from "../exec/dry-run.ts";
 import type { VirtualServerView } from "../modes/ipvs/proxier.ts";
 import type { ModeName } from "../modes/registry.ts";
 import type { Check } from "../proxy/check.ts";
-import { type ListedServicePort, renderServiceListing } from "./service-listing.ts";
+import { renderServiceListing, ServiceListing, type ServicePortList } from "./service-listing.ts";
 
 export interface PlannedCommand {
   readonly argv: readonly string[];
@@ -20,7 +20,7 @@ export interface DryRunReport {
   readonly checks: Check[];
   readonly commands: PlannedCommand[];
   /** The service ports the sync saw, with their endpoints (mode-independent). */
-  readonly services: ListedServicePort[];
+  readonly services: ServicePortList;
   readonly ipvs?: { virtualServers: IpvsVirtualServerPlan[] };
   /** Lines an operator should read (e.g. which cluster source was used). */
   readonly notes: string[];
@@ -95,6 +95,19 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   );
 }
 
+/** A non-empty array's JSON.stringify(items, null, 2) at `indent`, an element at a time. */
+function* arrayParts(items: Iterable<unknown>, indent: string, depth: number): Generator<string> {
+  const inner = `${indent}  `;
+  let first = true;
+  for (const v of items) {
+    yield `${first ? "[" : ","}\n${inner}`;
+    first = false;
+    if (omitted(v)) yield "null";
+    else yield* valueParts(v, inner, depth - 1);
+  }
+  yield `\n${indent}]`;
+}
+
 /** Whether an object has a value in pieces (a command's stdin): it must be written in parts. */
 function holdsText(value: unknown): boolean {
   return isPlainObject(value) && Object.values(value).some((v) => v instanceof JsonText);
@@ -106,15 +119,13 @@ function* valueParts(value: unknown, indent: string, depth: number): Generator<s
     yield* jsonStringParts(value.pieces);
     return;
   }
+  // Listed as it is read, one port at a time: as JSON it is the array of its ports.
+  if (value instanceof ServiceListing && value.length > 0 && depth > 0) {
+    yield* arrayParts(value, indent, depth);
+    return;
+  }
   if (depth > 0 && Array.isArray(value) && value.length > 0) {
-    const inner = `${indent}  `;
-    for (let i = 0; i < value.length; i++) {
-      yield `${i === 0 ? "[" : ","}\n${inner}`;
-      const v = value[i];
-      if (omitted(v)) yield "null";
-      else yield* valueParts(v, inner, depth - 1);
-    }
-    yield `\n${indent}]`;
+    yield* arrayParts(value, indent, depth);
     return;
   }
   if ((depth > 0 || holdsText(value)) && isPlainObject(value)) {

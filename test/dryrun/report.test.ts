@@ -7,7 +7,10 @@ import {
   renderText,
   shellQuote,
 } from "../../src/dryrun/report.ts";
+import type { ListedServicePort } from "../../src/dryrun/service-listing.ts";
+import { ServiceListing } from "../../src/dryrun/service-listing.ts";
 import { DryRunRecorder } from "../../src/exec/dry-run.ts";
+import type { EndpointInfo, ServicePortInfo } from "../../src/proxy/types.ts";
 
 const base: DryRunReport = {
   mode: "ipvs",
@@ -145,7 +148,13 @@ describe("dry-run report", () => {
     const odd = {
       ...base,
       checks: [],
-      services: [{ ...base.services[0]!, extra: undefined, list: [undefined, () => 1, { a: [] }, {}] }],
+      services: [
+        {
+          ...(base.services as readonly ListedServicePort[])[0]!,
+          extra: undefined,
+          list: [undefined, () => 1, { a: [] }, {}],
+        },
+      ],
       notes: [],
       events: [{ type: "Warning", reason: "R", action: "A", message: 'm "q"\n', regarding: "Node/n" }],
     } as unknown as DryRunReport;
@@ -157,13 +166,63 @@ describe("dry-run report", () => {
   test("the pieces are made as they are taken: none is the whole report", () => {
     const many = {
       ...base,
-      services: Array.from({ length: 5000 }, (_, i) => ({ ...base.services[0]!, name: `ns/svc${i}:http` })),
+      services: Array.from({ length: 5000 }, (_, i) => ({
+        ...(base.services as readonly ListedServicePort[])[0]!,
+        name: `ns/svc${i}:http`,
+      })),
     };
     const parts = [...renderJsonParts(many)];
     const whole = parts.join("");
     expect(whole).toBe(renderJson(many));
     expect(parts.length).toBeGreaterThan(5);
     expect(Math.max(...parts.map((p) => p.length))).toBeLessThan(whole.length / 4);
+  });
+
+  test("a ServiceListing (made as it is read) prints as the array of what it lists, in id order", () => {
+    const port = (id: string) =>
+      ({
+        id,
+        serviceType: "ClusterIP",
+        protocol: "TCP",
+        port: 80,
+        clusterIPs: { IPv4: "198.51.100.10" },
+        externalIPs: [],
+        loadBalancerVIPs: [],
+        loadBalancerSourceRanges: [],
+        sessionAffinity: { type: "None", timeoutSeconds: 0 },
+        nodePort: 0,
+        healthCheckNodePort: 0,
+        externalPolicyLocal: false,
+        internalPolicyLocal: false,
+      }) as unknown as ServicePortInfo;
+    const eps = new Map([
+      [
+        "ns/b:http",
+        [
+          {
+            endpoint: "203.0.113.1:8080",
+            nodeName: "n",
+            isLocal: false,
+            ready: true,
+            serving: true,
+            terminating: false,
+          },
+        ],
+      ],
+    ]) as unknown as Map<string, EndpointInfo[]>;
+    const listing = new ServiceListing([port("ns/b:http"), port("ns/a:http")], (id) => eps.get(id));
+    expect(listing.length).toBe(2);
+    const listed = [...listing];
+    expect(listed.map((p) => p.name)).toEqual(["ns/a:http", "ns/b:http"]);
+    const lazy = { ...base, services: listing };
+    const eager = { ...base, services: listed };
+    expect(renderJson(lazy)).toBe(renderJson(eager));
+    expect(renderJson(lazy)).toBe(
+      `${JSON.stringify({ mode: base.mode, checks: base.checks, commands: base.commands, services: listed, ipvs: base.ipvs, notes: base.notes }, null, 2)}\n`,
+    );
+    expect(renderText(lazy)).toBe(renderText(eager));
+    const empty = { ...base, services: new ServiceListing([], () => undefined) };
+    expect(renderJson(empty)).toBe(renderJson({ ...base, services: [] }));
   });
 
   test("text shows failed checks, commands with heredoc stdin, and the verdict", () => {
