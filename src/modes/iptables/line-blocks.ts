@@ -1,7 +1,7 @@
 // The restore lines of one table section, collected during a sync. A big sync writes hundreds
 // of thousands of short lines, and each one held as its own string (often a rope of its
 // parts) costs several times its text; here lines are joined into blocks as they come, so a
-// sync holds little more than the characters of its output until the payload is joined.
+// sync holds little more than the characters of its output, and the blocks are the payload.
 
 /** Entries per block: few blocks per payload, and only a short run of loose lines at a time. */
 const BLOCK_ENTRIES = 2048;

@@ -1,9 +1,10 @@
 // Computes one sync's iptables-restore input. Synchronous and pure apart from the committed
 // port states: the proxier does the I/O (iptables-save for stale chains, the restore) around
 // it. Output lines are collected in joined blocks (line-blocks.ts), and the payload is the list
-// of those blocks: never joined into one string, the restore writes it piece by piece. Two walks produce it: the full walk over every Service port (full syncs, and
-// partial syncs where Service objects changed), and the fast walk for endpoint-only changes,
-// which writes unchanged ports chunk by chunk.
+// of those blocks: never joined into one string, the restore writes it piece by piece. Two
+// walks produce it: the full walk over every Service port (full syncs, and partial syncs where
+// Service objects changed), and the fast walk for endpoint-only changes, which writes unchanged
+// ports chunk by chunk.
 
 import { createHash } from "node:crypto";
 import { usableEndpointCount } from "../../proxy/family-view.ts";
