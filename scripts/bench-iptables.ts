@@ -16,12 +16,14 @@
 import { defaultProxyConfig } from "../src/config/defaults.ts";
 import type { Exec, ExecRequest } from "../src/exec/types.ts";
 import { createIptablesClient } from "../src/host/iptables/client.ts";
-import type {
-  IptablesBackend,
-  IptablesClient,
-  RestoreOptions,
-  RulePosition,
-  Table,
+import {
+  type IptablesBackend,
+  type IptablesClient,
+  type RestoreInput,
+  type RestoreOptions,
+  type RulePosition,
+  restoreInputText,
+  type Table,
 } from "../src/host/iptables/types.ts";
 import { nullLogger } from "../src/log/logger.ts";
 import { IptablesProxier } from "../src/modes/iptables/proxier.ts";
@@ -125,8 +127,8 @@ class CapturingIptables implements IptablesClient {
   async saveAll(): Promise<string> {
     return `*filter\nCOMMIT\n${this.natSave}`;
   }
-  async restoreAll(data: string, _opts: RestoreOptions): Promise<void> {
-    this.payloads.push(data);
+  async restoreAll(data: RestoreInput, _opts: RestoreOptions): Promise<void> {
+    this.payloads.push(restoreInputText(data));
   }
   async ensureChain(_table: Table, _chain: string): Promise<boolean> {
     return true;

@@ -5,15 +5,22 @@
 //   - wall time, user+sys CPU time and peak RSS of the binary (GNU time: %e %U %S %M);
 //   - "rules": the bytes of every planned command's stdin (iptables-restore / nft -f / ipset /
 //     ipvsadm / ip -batch input: what the proxy would write to the kernel), and peak RSS / rules;
+//   - "rest": the binary's peak RSS on the same cluster without the hostile Service (per mode,
+//     median over --runs), and (peak RSS - rest) / rules: what the rules themselves cost;
 //   - the floor of that output, where cheap: iptables mode, `iptables-restore --test` of each
 //     restore input (parsed and built in user space, not committed); nftables mode, `nft -c -f`
 //     of each transaction (checked by the kernel, not committed); each in a throwaway network
 //     namespace. ipvs mode: "-" (no ip_vs to check ipvsadm input against).
 // The figures include what a dry run adds to a sync: the report's Service listing and its JSON.
+// --sync-only measures the sync alone instead: scripts/sync-memory.ts runs the same dry run in a
+// bun process with the daemon's garbage collections on, reads each planned input through once
+// (counting its bytes) and keeps none of it, and writes no report; --binary and --compare then
+// name source trees (default ".") whose scripts/sync-memory.ts is run. No floors then.
 //
 //   bash scripts/bench-objects [--cases=source-ranges,ports,external-ips,external-ips-x-ports,ports-x-endpoints]
 //                              [--modes=iptables,nftables,ipvs] [--runs=1] [--binary=dist/kube-proxy-ts]
 //                              [--compare=PATH] [--timeout=300] [--max-rss=10] [--scale=1] [--no-floors] [--floor-max=256]
+//                              [--sync-only]
 //
 // --compare=PATH runs PATH (printed as "before") and --binary ("after") alternately on the same
 // state file, each run swapping which goes first. --timeout is seconds per binary run (and per
@@ -56,7 +63,7 @@ type CaseName = (typeof CASES)[number];
 type Mode = (typeof MODES)[number];
 
 const USAGE =
-  "bash scripts/bench-objects [--cases=a,b] [--modes=iptables,nftables,ipvs] [--runs=N] [--binary=PATH] [--compare=PATH] [--timeout=SECONDS] [--max-rss=GIB] [--scale=F] [--no-floors] [--floor-max=MIB]";
+  "bash scripts/bench-objects [--cases=a,b] [--modes=iptables,nftables,ipvs] [--runs=N] [--binary=PATH] [--compare=PATH] [--timeout=SECONDS] [--max-rss=GIB] [--scale=F] [--no-floors] [--floor-max=MIB] [--sync-only]";
 
 interface Options {
   cases: CaseName[];
@@ -69,6 +76,8 @@ interface Options {
   scale: number;
   floors: boolean;
   floorMaxMiB: number;
+  /** Run scripts/sync-memory.ts of the trees --binary and --compare name, not the binaries. */
+  syncOnly: boolean;
 }
 
 function listOf<T extends string>(name: string, value: string, allowed: readonly T[]): T[] {
@@ -90,7 +99,9 @@ function parseOptions(argv: readonly string[]): Options {
     scale: 1,
     floors: true,
     floorMaxMiB: 256,
+    syncOnly: false,
   };
+  let binaryGiven = false;
   for (const a of argv) {
     const eq = a.indexOf("=");
     const k = eq < 0 ? a : a.slice(0, eq);
@@ -98,7 +109,10 @@ function parseOptions(argv: readonly string[]): Options {
     if (k === "--cases") o.cases = listOf("cases", v, CASES);
     else if (k === "--modes") o.modes = listOf("modes", v, MODES);
     else if (k === "--runs") o.runs = Number(v);
-    else if (k === "--binary") o.binary = v;
+    else if (k === "--binary") {
+      o.binary = v;
+      binaryGiven = true;
+    } else if (k === "--sync-only") o.syncOnly = true;
     else if (k === "--compare") o.compare = v;
     else if (k === "--timeout") o.timeoutS = Number(v);
     else if (k === "--max-rss") o.maxRssGiB = Number(v);
@@ -112,10 +126,26 @@ function parseOptions(argv: readonly string[]): Options {
   if (!(o.maxRssGiB > 0 && o.maxRssGiB <= 20)) throw new Error("--max-rss: GiB, 0..20");
   if (!(o.scale > 0 && o.scale <= 1)) throw new Error("--scale: 0..1");
   if (!(o.floorMaxMiB >= 0)) throw new Error("--floor-max: MiB >= 0");
+  if (o.syncOnly) {
+    if (!binaryGiven) o.binary = ".";
+    o.floors = false;
+    for (const tree of [o.binary, o.compare]) {
+      if (tree !== undefined && !existsSync(syncScript(tree)))
+        throw new Error(
+          `${syncScript(tree)} missing (--sync-only: --binary and --compare name source trees)`,
+        );
+    }
+    return o;
+  }
   for (const bin of [o.binary, o.compare]) {
     if (bin !== undefined && !existsSync(bin)) throw new Error(`${bin} missing (bash scripts/build?)`);
   }
   return o;
+}
+
+/** The sync-only runner of a source tree. */
+function syncScript(tree: string): string {
+  return resolve(tree, "scripts/sync-memory.ts");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -372,9 +402,14 @@ const HOST_STATE = {
 };
 
 /** One JSON v1 List (the binary parses JSON with a JSON parser, as an API client would). */
-export function writeState(dir: string, name: CaseName, scale: number): { file: string; summary: string } {
+export function writeState(
+  dir: string,
+  name: CaseName | "rest",
+  scale: number,
+): { file: string; summary: string } {
   const n = (count: number) => Math.max(1, Math.round(count * scale));
-  const { objects, summary } = hostile(name, n);
+  const { objects, summary } =
+    name === "rest" ? { objects: [], summary: "the background alone" } : hostile(name, n);
   const file = join(dir, `${name}.json`);
   writeFileSync(
     file,
@@ -906,7 +941,7 @@ async function runOnce(bin: string, mode: Mode, state: string, top: string, o: O
   const reportFile = join(dir, "report.json");
   const stderrFile = join(dir, "binary.err");
   const argv = [
-    resolve(bin),
+    ...(o.syncOnly ? [process.execPath, syncScript(bin)] : [resolve(bin)]),
     "--dry-run",
     "--output=json",
     `--mode=${mode}`,
@@ -925,7 +960,9 @@ async function runOnce(bin: string, mode: Mode, state: string, top: string, o: O
   let rulesBytes = Number.NaN;
   let floor: Floor = { status: "none", wallS: Number.NaN, detail: "" };
   try {
-    if (m.status === "ok") {
+    if (m.status === "ok" && o.syncOnly) {
+      rulesBytes = (JSON.parse(readFileSync(reportFile, "utf8")) as { rulesBytes: number }).rulesBytes;
+    } else if (m.status === "ok") {
       const report = scanReport(reportFile, dir, (a) => o.floors && floorCommand(mode, a));
       rulesBytes = report.rulesBytes;
       if (m.exit === "3") m.detail = "exit 3: a prerequisite check failed; the plan was computed";
@@ -953,13 +990,19 @@ interface Cell {
   rss: string;
   rules: string;
   ratio: string;
+  rest: string;
+  net: string;
   floor: string;
 }
 
-/** Medians of the runs that finished; any run that did not names the cell instead. */
-function cell(runs: RunResult[]): Cell {
+/**
+ * Medians of the runs that finished; any run that did not names the cell instead. `restKiB`: the
+ * same binary's peak RSS without the hostile Service, in the same mode.
+ */
+function cell(runs: RunResult[], restKiB: number): Cell {
   const bad = runs.find((r) => r.status !== "ok");
-  if (bad) return { wall: bad.status, cpu: "-", rss: "-", rules: "-", ratio: "-", floor: "-" };
+  if (bad)
+    return { wall: bad.status, cpu: "-", rss: "-", rules: "-", ratio: "-", rest: "-", net: "-", floor: "-" };
   const m = (pick: (r: RunResult) => number) => median(runs.map(pick));
   const rss = m((r) => r.rssKiB * 1024);
   const rules = m((r) => r.rulesBytes);
@@ -970,7 +1013,9 @@ function cell(runs: RunResult[]): Cell {
     cpu: f2(m((r) => r.cpuS)),
     rss: f1(rss / MiB),
     rules: f1(rules / MiB),
-    ratio: rules > 0 ? f1(rss / rules) : "-",
+    ratio: rules > 0 ? f2(rss / rules) : "-",
+    rest: f1(restKiB / 1024),
+    net: rules > 0 && Number.isFinite(restKiB) ? f2((rss - restKiB * 1024) / rules) : "-",
     floor: badFloor
       ? badFloor.status === "none"
         ? "-"
@@ -985,6 +1030,8 @@ const HEAD: Cell = {
   rss: "peak RSS MiB",
   rules: "rules MiB",
   ratio: "RSS/rules",
+  rest: "rest MiB",
+  net: "(RSS-rest)/rules",
   floor: "floor s",
 };
 
@@ -995,6 +1042,8 @@ function cellText(c: Cell): string {
     c.rss.padStart(13),
     c.rules.padStart(10),
     c.ratio.padStart(10),
+    c.rest.padStart(9),
+    c.net.padStart(17),
     c.floor.padStart(8),
   ].join("");
 }
@@ -1018,7 +1067,7 @@ async function main(o: Options): Promise<void> {
       ]
     : [{ label: "", path: o.binary }];
   console.log(
-    `bench-objects: runs=${o.runs}, timeout ${o.timeoutS} s, RSS cap ${o.maxRssGiB} GiB, scale ${o.scale}, floors ${o.floors ? "on" : "off"}`,
+    `bench-objects${o.syncOnly ? " --sync-only" : ""}: runs=${o.runs}, timeout ${o.timeoutS} s, RSS cap ${o.maxRssGiB} GiB, scale ${o.scale}, floors ${o.floors ? "on" : "off"}`,
   );
   for (const b of bins) console.log(`  ${b.label || "binary"}: ${resolve(b.path)}`);
   const dir = mkdtempSync(join(tmpdir(), "kpts-bench-objects-"));
@@ -1026,6 +1075,26 @@ async function main(o: Options): Promise<void> {
   const rows: { name: CaseName; mode: Mode; cells: Cell[] }[] = [];
   const notes: string[] = [];
   try {
+    // Each binary's RSS at rest per mode: the same cluster without the hostile Service.
+    const rest = bins.map(() => new Map<Mode, number>());
+    {
+      const { file } = writeState(dir, "rest", o.scale);
+      const quiet = { ...o, floors: false };
+      for (const mode of o.modes) {
+        for (let i = 0; i < bins.length; i++) {
+          const kib: number[] = [];
+          for (let r = 0; r < o.runs; r++) {
+            const res = await runOnce(bins[i]!.path, mode, file, dir, quiet);
+            if (res.status === "ok") kib.push(res.rssKiB);
+          }
+          const m = kib.length ? median(kib) : Number.NaN;
+          rest[i]!.set(mode, m);
+          const who = bins[i]!.label ? ` ${bins[i]!.label}` : "";
+          console.log(`  rest ${mode}${who}: peak RSS ${f1(m / 1024)} MiB (median of ${kib.length})`);
+        }
+      }
+      rmSync(file, { force: true });
+    }
     for (const name of o.cases) {
       const { file, summary } = writeState(dir, name, o.scale);
       console.log(`${name}: ${summary} (state ${f1(statSync(file).size / MiB)} MiB)`);
@@ -1048,7 +1117,7 @@ async function main(o: Options): Promise<void> {
               );
           }
         }
-        rows.push({ name, mode, cells: results.map(cell) });
+        rows.push({ name, mode, cells: results.map((r, i) => cell(r, rest[i]!.get(mode)!)) });
       }
       rmSync(file, { force: true });
     }
@@ -1068,7 +1137,7 @@ async function main(o: Options): Promise<void> {
   for (const row of rows)
     console.log(`${lead(row.name, row.mode)}${row.cells.map((c) => `${sep}${cellText(c)}`).join("")}`);
   console.log(
-    "(medians; rules = bytes of every planned command's stdin; floor = iptables-restore --test / nft -c -f of that input in a fresh netns, - where none)",
+    "(medians; rules = bytes of every planned command's stdin; rest = peak RSS without the hostile Service; floor = iptables-restore --test / nft -c -f of that input in a fresh netns, - where none)",
   );
   if (notes.length) console.log(`notes:\n${notes.map((n) => `  ${n}`).join("\n")}`);
 }

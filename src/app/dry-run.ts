@@ -19,6 +19,7 @@ import type { Check } from "../proxy/check.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
+import { collectYoungGarbageAnyway } from "../runtime.ts";
 import { errText } from "../util/err-text.ts";
 import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
@@ -116,10 +117,30 @@ export async function dryRun(
       regarding: `Node/${nodeName}`,
     })),
   };
-  if (opts.output === "json") for (const part of renderJsonParts(report)) io.stdout(part);
+  if (opts.output === "json") await writeJson(report, io);
   else io.stdout(renderText(report));
   // The plan is printed either way; a state file asked for and not written is a usage error.
   return dumpFailed ? 1 : dryRunExitCode(report);
+}
+
+/** Characters of report written between two collections of the pieces already written. */
+const CHARS_PER_COLLECTION = 32 << 20;
+
+/**
+ * The JSON report, each piece made once the last was taken and written, so only one exists at a
+ * time; the pieces written are collected as they go (a report can be twice the rules' size).
+ */
+async function writeJson(report: DryRunReport, io: Io): Promise<void> {
+  let chars = 0;
+  for (const part of renderJsonParts(report)) {
+    if (io.stdoutPaced) await io.stdoutPaced(part);
+    else io.stdout(part);
+    chars += part.length;
+    if (chars >= CHARS_PER_COLLECTION) {
+      chars = 0;
+      collectYoungGarbageAnyway();
+    }
+  }
 }
 
 /** The mode's proxier on the dry-run host: reads the real tables, records every change. */

@@ -19,15 +19,36 @@ import { realRun } from "./real-run.ts";
 
 export interface Io {
   stdout(text: string): void;
+  /**
+   * Writes like stdout and resolves once the stream takes more: a big output (a dry run's
+   * report) then waits for a slow reader instead of queueing in memory. Optional: stdout serves.
+   */
+  stdoutPaced?(text: string): Promise<void>;
   stderr(text: string): void;
   readFile(path: string): string;
 }
 
 export const processIo: Io = {
   stdout: (t) => process.stdout.write(t),
+  stdoutPaced: (t) => (process.stdout.write(t) ? Promise.resolve() : drained(process.stdout)),
   stderr: (t) => process.stderr.write(t),
   readFile: (p) => readFileSync(p, "utf8"),
 };
+
+/** Resolves on the stream's next "drain", or once it can never come (closed, failed). */
+function drained(stream: NodeJS.WritableStream): Promise<void> {
+  return new Promise((done) => {
+    const end = () => {
+      stream.off("drain", end);
+      stream.off("close", end);
+      stream.off("error", end);
+      done();
+    };
+    stream.on("drain", end);
+    stream.on("close", end);
+    stream.on("error", end);
+  });
+}
 
 function loggerFor(config: ProxyConfig, io: Io): Logger {
   return createLogger({

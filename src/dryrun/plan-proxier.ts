@@ -2,16 +2,15 @@
 // would program. The iptables and ipvs proxiers add their rule plans on top of this.
 
 import type { Proxier, SyncInput } from "../proxy/proxier.ts";
-import { type ListedServicePort, listServicePort } from "./service-listing.ts";
+import { ServiceListing } from "./service-listing.ts";
 
 export class PlanProxier implements Proxier {
-  servicePorts: ListedServicePort[] = [];
+  /** The last sync's service ports, listed as they are read (see ServiceListing). */
+  servicePorts = new ServiceListing([], () => undefined);
   syncs = 0;
 
   async sync(input: SyncInput): Promise<void> {
     this.syncs++;
-    this.servicePorts = [...input.services.values()]
-      .sort((a, b) => a.id.localeCompare(b.id))
-      .map((svc) => listServicePort(svc, input.endpoints.get(svc.id) ?? []));
+    this.servicePorts = new ServiceListing(input.services.values(), (id) => input.endpoints.get(id));
   }
 }

@@ -1,10 +1,11 @@
 // The --dry-run result (DESIGN.md contract): checks, the mutating commands in order, and the
 // desired ipvs table. Text is for people; JSON is for scripts and the node smoke check.
 
+import { stdinPieces } from "../exec/dry-run.ts";
 import type { VirtualServerView } from "../modes/ipvs/proxier.ts";
 import type { ModeName } from "../modes/registry.ts";
 import type { Check } from "../proxy/check.ts";
-import { type ListedServicePort, renderServiceListing } from "./service-listing.ts";
+import { renderServiceListing, ServiceListing, type ServicePortList } from "./service-listing.ts";
 
 export interface PlannedCommand {
   readonly argv: readonly string[];
@@ -19,7 +20,7 @@ export interface DryRunReport {
   readonly checks: Check[];
   readonly commands: PlannedCommand[];
   /** The service ports the sync saw, with their endpoints (mode-independent). */
-  readonly services: ListedServicePort[];
+  readonly services: ServicePortList;
   readonly ipvs?: { virtualServers: IpvsVirtualServerPlan[] };
   /** Lines an operator should read (e.g. which cluster source was used). */
   readonly notes: string[];
@@ -42,60 +43,163 @@ export function dryRunExitCode(report: DryRunReport): 0 | 3 {
 }
 
 export function renderJson(report: DryRunReport): string {
-  return renderJsonParts(report).join("");
+  return [...renderJsonParts(report)].join("");
 }
 
 /**
- * renderJson's text in pieces, for writing one after the other: each restore input is escaped on
- * its own and spliced in where a placeholder stood, so a 30 MB payload never becomes part of one
- * 55 MB string (and its UTF-8 copy) at 10,000 Services. Strings print the same at any depth.
+ * renderJson's text in pieces, each made only when it is taken, for writing one after the
+ * other: the text is JSON.stringify(report, null, 2) plus a newline, but no whole copy of it
+ * exists, nor of any big part of it (a restore input of hundreds of megabytes, a Service listing
+ * with a million endpoints). Restore inputs are escaped a slice at a time from the pieces they
+ * were recorded in (exec/dry-run.ts stdinPieces); arrays and objects near the top are written
+ * an element at a time.
  */
-export function renderJsonParts(report: DryRunReport): string[] {
-  const stdins: string[] = [];
-  // NUL and a per-call nonce: no text of the report itself can look like a placeholder.
-  const tag = `\u0000stdin-${Math.random().toString(36).slice(2)}-`;
+export function* renderJsonParts(report: DryRunReport): Generator<string> {
   const body: Record<string, unknown> = {
     mode: report.mode,
     checks: report.checks,
     commands: report.commands.map((c) => {
-      if (c.stdin === undefined) return { argv: c.argv };
-      stdins.push(c.stdin);
-      return { argv: c.argv, stdin: `${tag}${stdins.length - 1}` };
+      const pieces = stdinPieces(c);
+      return pieces === undefined ? { argv: c.argv } : { argv: c.argv, stdin: new JsonText(pieces) };
     }),
   };
   body.services = report.services;
   if (report.ipvs) body.ipvs = report.ipvs;
   body.notes = report.notes;
   if (report.events?.length) body.events = report.events;
-  const text = `${JSON.stringify(body, null, 2)}\n`;
-  const quotedTag = JSON.stringify(tag).slice(0, -1); // the opening quote and the escaped tag
-  const parts: string[] = [];
-  let from = 0;
-  for (let i = 0; i < stdins.length; i++) {
-    const placeholder = `${quotedTag}${i}"`;
-    const at = text.indexOf(placeholder, from);
-    parts.push(text.slice(from, at), ...jsonStringParts(stdins[i]!));
-    from = at + placeholder.length;
-  }
-  parts.push(text.slice(from));
-  return parts;
+  yield* coalesced(valueParts(body, "", STREAMED_DEPTH));
+  yield "\n";
+}
+
+/** A string value given as pieces that concatenate to it. */
+class JsonText {
+  constructor(readonly pieces: readonly string[]) {}
 }
 
 /**
- * JSON.stringify(text) in pieces of about a megabyte, cut after a newline (never inside a
- * character): escaping a 30 MB string in one piece is markedly slower than in slices.
+ * Levels written a part at a time (the report, then its arrays); each of their elements is one
+ * JSON.stringify (a Service port with its endpoints: small), except a command with stdin, whose
+ * stdin is written in pieces. Deeper streaming costs more in small strings than it saves.
  */
-function jsonStringParts(text: string): string[] {
-  const out = ['"'];
-  const size = 1 << 20;
-  for (let from = 0; from < text.length; ) {
-    const cut = text.indexOf("\n", from + size);
-    const to = cut === -1 ? text.length : cut + 1;
-    out.push(JSON.stringify(text.slice(from, to)).slice(1, -1));
-    from = to;
+const STREAMED_DEPTH = 2;
+
+/** What JSON.stringify leaves out of an object (and writes as null in an array). */
+const omitted = (v: unknown) => v === undefined || typeof v === "function" || typeof v === "symbol";
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    !Array.isArray(v) &&
+    typeof (v as { toJSON?: unknown }).toJSON !== "function"
+  );
+}
+
+/** A non-empty array's JSON.stringify(items, null, 2) at `indent`, an element at a time. */
+function* arrayParts(items: Iterable<unknown>, indent: string, depth: number): Generator<string> {
+  const inner = `${indent}  `;
+  let first = true;
+  for (const v of items) {
+    yield `${first ? "[" : ","}\n${inner}`;
+    first = false;
+    if (omitted(v)) yield "null";
+    else yield* valueParts(v, inner, depth - 1);
   }
-  out.push('"');
-  return out;
+  yield `\n${indent}]`;
+}
+
+/** Whether an object has a value in pieces (a command's stdin): it must be written in parts. */
+function holdsText(value: unknown): boolean {
+  return isPlainObject(value) && Object.values(value).some((v) => v instanceof JsonText);
+}
+
+/** JSON.stringify(value, null, 2) as it reads at `indent`, in pieces, `depth` levels deep. */
+function* valueParts(value: unknown, indent: string, depth: number): Generator<string> {
+  if (value instanceof JsonText) {
+    yield* jsonStringParts(value.pieces);
+    return;
+  }
+  // Listed as it is read, one port at a time: as JSON it is the array of its ports.
+  if (value instanceof ServiceListing && value.length > 0 && depth > 0) {
+    yield* arrayParts(value, indent, depth);
+    return;
+  }
+  if (depth > 0 && Array.isArray(value) && value.length > 0) {
+    yield* arrayParts(value, indent, depth);
+    return;
+  }
+  if ((depth > 0 || holdsText(value)) && isPlainObject(value)) {
+    const keys = Object.keys(value).filter((k) => !omitted(value[k]));
+    if (keys.length > 0) {
+      const inner = `${indent}  `;
+      for (let i = 0; i < keys.length; i++) {
+        yield `${i === 0 ? "{" : ","}\n${inner}${JSON.stringify(keys[i])}: `;
+        yield* valueParts(value[keys[i]!], inner, depth - 1);
+      }
+      yield `\n${indent}}`;
+      return;
+    }
+  }
+  // Strings in JSON text never hold a raw newline: every newline starts an indented line.
+  const text = JSON.stringify(value, null, 2) ?? "null";
+  yield indent === "" ? text : text.replaceAll("\n", `\n${indent}`);
+}
+
+/** Small parts joined into runs of about this many characters; bigger ones pass as they are. */
+const RUN_CHARS = 64 * 1024;
+
+function* coalesced(parts: Iterable<string>): Generator<string> {
+  let run: string[] = [];
+  let chars = 0;
+  for (const part of parts) {
+    if (part.length >= RUN_CHARS) {
+      if (run.length > 0) yield run.join("");
+      run = [];
+      chars = 0;
+      yield part;
+      continue;
+    }
+    run.push(part);
+    chars += part.length;
+    if (chars >= RUN_CHARS) {
+      yield run.join("");
+      run = [];
+      chars = 0;
+    }
+  }
+  if (run.length > 0) yield run.join("");
+}
+
+/** Characters escaped at a time: escaping a 30 MB string in one go is markedly slower. */
+const ESCAPE_CHARS = 1 << 20;
+
+/**
+ * JSON.stringify(pieces.join("")) in pieces. A surrogate pair is never cut (its halves alone
+ * would each be escaped as a lone surrogate): a piece's last high surrogate waits for the next.
+ */
+function* jsonStringParts(pieces: readonly string[]): Generator<string> {
+  yield '"';
+  let carry = "";
+  for (const piece of pieces) {
+    let text = carry === "" ? piece : carry + piece;
+    carry = "";
+    if (isHighSurrogate(text.charCodeAt(text.length - 1))) {
+      carry = text.slice(-1);
+      text = text.slice(0, -1);
+    }
+    for (let from = 0; from < text.length; ) {
+      let to = Math.min(text.length, from + ESCAPE_CHARS);
+      if (to < text.length && isHighSurrogate(text.charCodeAt(to - 1))) to--;
+      yield JSON.stringify(text.slice(from, to)).slice(1, -1);
+      from = to;
+    }
+  }
+  if (carry !== "") yield JSON.stringify(carry).slice(1, -1);
+  yield '"';
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 /** Quote an argv element the way a person would type it into a POSIX shell. */

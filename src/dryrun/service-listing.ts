@@ -66,7 +66,45 @@ export function listServicePort(svc: ServicePortInfo, endpoints: readonly Endpoi
   };
 }
 
-export function renderServiceListing(ports: readonly ListedServicePort[]): string[] {
+/** Service ports as a report lists them: an array, or a ServiceListing. */
+export type ServicePortList = readonly ListedServicePort[] | ServiceListing;
+
+/**
+ * The service ports a sync saw, in id order, each listed with its endpoints only when it is
+ * read: a listing held whole would be a second model of the cluster (a million endpoint
+ * entries for a Service of 100 ports x 10,000 endpoints). The ports and their endpoint lists
+ * are the sync's own (the maps replace them on change, never edit them).
+ */
+export class ServiceListing implements Iterable<ListedServicePort> {
+  private readonly ports: ServicePortInfo[] = [];
+  private readonly endpoints: (readonly EndpointInfo[])[] = [];
+
+  constructor(
+    services: Iterable<ServicePortInfo>,
+    endpointsOf: (id: string) => readonly EndpointInfo[] | undefined,
+  ) {
+    const sorted = [...services].sort((a, b) => a.id.localeCompare(b.id));
+    for (const svc of sorted) {
+      this.ports.push(svc);
+      this.endpoints.push(endpointsOf(svc.id) ?? []);
+    }
+  }
+
+  get length(): number {
+    return this.ports.length;
+  }
+
+  *[Symbol.iterator](): Iterator<ListedServicePort> {
+    for (let i = 0; i < this.ports.length; i++) yield listServicePort(this.ports[i]!, this.endpoints[i]!);
+  }
+
+  /** As JSON, the array it lists (made whole: for small reports and tests). */
+  toJSON(): ListedServicePort[] {
+    return [...this];
+  }
+}
+
+export function renderServiceListing(ports: ServicePortList): string[] {
   const out = [`Service ports (${ports.length}):`];
   for (const p of ports) {
     const addrs = [...p.clusterIPs, ...(p.externalIPs ?? []), ...(p.loadBalancerIPs ?? [])].join(",");

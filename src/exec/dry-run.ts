@@ -2,12 +2,68 @@
 // every other command is recorded (and reported to the operator) instead of run. Anything the
 // classifier does not recognise counts as mutating, so a new call site can never slip through.
 
-import { type Exec, type ExecRequest, type ExecResult, inputText } from "./types.ts";
+import type { Exec, ExecInput, ExecRequest, ExecResult } from "./types.ts";
 
 export interface RecordedCommand {
   /** argv[0] is the program as the caller named it. */
   argv: string[];
-  stdin?: string;
+  /**
+   * The input's text. An input given in pieces is kept in pieces (see stdinPieces), and this
+   * text is made from them each time it is read: for tests and small consumers, not big inputs.
+   */
+  readonly stdin?: string;
+}
+
+/** The pieces an input given in pieces was recorded as, by the command that recorded them. */
+const recordedPieces = new WeakMap<object, readonly string[]>();
+
+/**
+ * A command's stdin as pieces that concatenate to its text, without joining them: the pieces
+ * recorded, or the one text; undefined without stdin.
+ */
+export function stdinPieces(command: { readonly stdin?: string }): readonly string[] | undefined {
+  const pieces = recordedPieces.get(command);
+  if (pieces) return pieces;
+  return command.stdin === undefined ? undefined : [command.stdin];
+}
+
+/** Below this, pieces are joined into runs of about this size (a tiny string costs more than its text). */
+const RUN_CHARS = 64 * 1024;
+
+/** An input's pieces, kept: big ones as they are, small ones joined into runs (no copy of the whole). */
+function keptPieces(input: Iterable<string>): string[] {
+  const out: string[] = [];
+  let run: string[] = [];
+  let runChars = 0;
+  const endRun = () => {
+    if (run.length > 0) out.push(run.length === 1 ? run[0]! : run.join(""));
+    run = [];
+    runChars = 0;
+  };
+  for (const piece of input) {
+    if (piece.length >= RUN_CHARS) {
+      endRun();
+      out.push(piece);
+      continue;
+    }
+    if (piece.length === 0) continue;
+    run.push(piece);
+    runChars += piece.length;
+    if (runChars >= RUN_CHARS) endRun();
+  }
+  endRun();
+  return out;
+}
+
+/** Records `input` on `command`: a text as it is; pieces kept (see stdinPieces), read as text on demand. */
+function recordInput(command: RecordedCommand, input: ExecInput): void {
+  if (typeof input === "string") {
+    (command as { stdin?: string }).stdin = input;
+    return;
+  }
+  const pieces = keptPieces(input);
+  recordedPieces.set(command, pieces);
+  Object.defineProperty(command, "stdin", { enumerable: true, get: () => pieces.join("") });
 }
 
 type Args = readonly string[];
@@ -189,7 +245,7 @@ export class DryRunRecorder implements Exec {
   async run(req: ExecRequest): Promise<ExecResult> {
     if (isReadOnlyCommand(req)) return this.inner.run(req);
     const recorded: RecordedCommand = { argv: [req.cmd, ...req.args] };
-    if (req.stdin !== undefined) recorded.stdin = inputText(req.stdin);
+    if (req.stdin !== undefined) recordInput(recorded, req.stdin);
     this.commands.push(recorded);
     return { ...NOT_RUN };
   }

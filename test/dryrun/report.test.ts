@@ -7,6 +7,10 @@ import {
   renderText,
   shellQuote,
 } from "../../src/dryrun/report.ts";
+import type { ListedServicePort } from "../../src/dryrun/service-listing.ts";
+import { ServiceListing } from "../../src/dryrun/service-listing.ts";
+import { DryRunRecorder } from "../../src/exec/dry-run.ts";
+import type { EndpointInfo, ServicePortInfo } from "../../src/proxy/types.ts";
 
 const base: DryRunReport = {
   mode: "ipvs",
@@ -101,7 +105,7 @@ describe("dry-run report", () => {
     for (const report of [base, tricky]) {
       const { mode, checks, commands, services, ipvs, notes } = report;
       const plain = `${JSON.stringify({ mode, checks, commands, services, ipvs, notes }, null, 2)}\n`;
-      expect(renderJsonParts(report).join("")).toBe(plain);
+      expect([...renderJsonParts(report)].join("")).toBe(plain);
       expect(renderJson(report)).toBe(plain);
     }
     // A restore input of several megabytes, non-ASCII included, escapes the same in pieces.
@@ -114,6 +118,111 @@ describe("dry-run report", () => {
     expect(renderJson(large)).toBe(
       `${JSON.stringify({ mode: "ipvs", checks: base.checks, commands: large.commands, services: base.services, ipvs: base.ipvs, notes: base.notes }, null, 2)}\n`,
     );
+  });
+
+  test("stdin recorded in pieces prints as its text would, a surrogate pair cut between pieces included", async () => {
+    const dry = new DryRunRecorder({ run: async () => ({ code: 0, stdout: "", stderr: "" }) });
+    const emoji = "\u{1f600}"; // one surrogate pair
+    const line = (i: number) => `-A KUBE-SEP-${i} -m comment --comment "ns/\u00e9\\${i} ${emoji}" -j DNAT\n`;
+    const big = Array.from({ length: 40_000 }, (_, i) => line(i)).join("");
+    const pieces = ["*nat\n", `x${emoji[0]}`, `${emoji[1]}y\n`, big, "\n", "lone \ud800", "\u0000 end\n"];
+    await dry.run({ cmd: "iptables-restore", args: ["--noflush"], stdin: pieces });
+    const report: DryRunReport = { ...base, commands: [...base.commands, ...dry.commands] };
+    const text = pieces.join("");
+    const plain = `${JSON.stringify(
+      {
+        mode: report.mode,
+        checks: report.checks,
+        commands: [...base.commands, { argv: ["iptables-restore", "--noflush"], stdin: text }],
+        services: report.services,
+        ipvs: report.ipvs,
+        notes: report.notes,
+      },
+      null,
+      2,
+    )}\n`;
+    expect(renderJson(report)).toBe(plain);
+  });
+
+  test("the JSON is the same for values JSON.stringify treats specially, events and empty arrays", () => {
+    const odd = {
+      ...base,
+      checks: [],
+      services: [
+        {
+          ...(base.services as readonly ListedServicePort[])[0]!,
+          extra: undefined,
+          list: [undefined, () => 1, { a: [] }, {}],
+        },
+      ],
+      notes: [],
+      events: [{ type: "Warning", reason: "R", action: "A", message: 'm "q"\n', regarding: "Node/n" }],
+    } as unknown as DryRunReport;
+    const { mode, checks, commands, services, ipvs, notes, events } = odd;
+    const plain = `${JSON.stringify({ mode, checks, commands, services, ipvs, notes, events }, null, 2)}\n`;
+    expect(renderJson(odd)).toBe(plain);
+  });
+
+  test("the pieces are made as they are taken: none is the whole report", () => {
+    const many = {
+      ...base,
+      services: Array.from({ length: 5000 }, (_, i) => ({
+        ...(base.services as readonly ListedServicePort[])[0]!,
+        name: `ns/svc${i}:http`,
+      })),
+    };
+    const parts = [...renderJsonParts(many)];
+    const whole = parts.join("");
+    expect(whole).toBe(renderJson(many));
+    expect(parts.length).toBeGreaterThan(5);
+    expect(Math.max(...parts.map((p) => p.length))).toBeLessThan(whole.length / 4);
+  });
+
+  test("a ServiceListing (made as it is read) prints as the array of what it lists, in id order", () => {
+    const port = (id: string) =>
+      ({
+        id,
+        serviceType: "ClusterIP",
+        protocol: "TCP",
+        port: 80,
+        clusterIPs: { IPv4: "198.51.100.10" },
+        externalIPs: [],
+        loadBalancerVIPs: [],
+        loadBalancerSourceRanges: [],
+        sessionAffinity: { type: "None", timeoutSeconds: 0 },
+        nodePort: 0,
+        healthCheckNodePort: 0,
+        externalPolicyLocal: false,
+        internalPolicyLocal: false,
+      }) as unknown as ServicePortInfo;
+    const eps = new Map([
+      [
+        "ns/b:http",
+        [
+          {
+            endpoint: "203.0.113.1:8080",
+            nodeName: "n",
+            isLocal: false,
+            ready: true,
+            serving: true,
+            terminating: false,
+          },
+        ],
+      ],
+    ]) as unknown as Map<string, EndpointInfo[]>;
+    const listing = new ServiceListing([port("ns/b:http"), port("ns/a:http")], (id) => eps.get(id));
+    expect(listing.length).toBe(2);
+    const listed = [...listing];
+    expect(listed.map((p) => p.name)).toEqual(["ns/a:http", "ns/b:http"]);
+    const lazy = { ...base, services: listing };
+    const eager = { ...base, services: listed };
+    expect(renderJson(lazy)).toBe(renderJson(eager));
+    expect(renderJson(lazy)).toBe(
+      `${JSON.stringify({ mode: base.mode, checks: base.checks, commands: base.commands, services: listed, ipvs: base.ipvs, notes: base.notes }, null, 2)}\n`,
+    );
+    expect(renderText(lazy)).toBe(renderText(eager));
+    const empty = { ...base, services: new ServiceListing([], () => undefined) };
+    expect(renderJson(empty)).toBe(renderJson({ ...base, services: [] }));
   });
 
   test("text shows failed checks, commands with heredoc stdin, and the verdict", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { DryRunRecorder, isReadOnlyCommand } from "../../src/exec/dry-run.ts";
+import { DryRunRecorder, isReadOnlyCommand, stdinPieces } from "../../src/exec/dry-run.ts";
 import { FakeExec, ok } from "../../src/exec/testing/fake.ts";
 
 // [command line, read-only?]
@@ -198,6 +198,31 @@ describe("DryRunRecorder", () => {
     ]);
     expect(real.calls.map((c) => c.cmd)).toEqual(["ipset"]);
     expect(real.calls[0]!.args).toEqual(["list"]);
+  });
+
+  test("an input in pieces is kept in pieces (big ones as they are), read as its text", async () => {
+    const dry = new DryRunRecorder(inner());
+    const big = "-A KUBE-SERVICES -j RETURN\n".repeat(4000);
+    const pieces = ["*nat\n", big, "\n", "", "COMMIT", "\n"];
+    await dry.run({ cmd: "iptables-restore", args: ["--noflush"], stdin: pieces });
+    function* made() {
+      yield "add rule ip t c accept\n";
+      yield "add rule ip t c drop\n";
+    }
+    await dry.run({ cmd: "nft", args: ["-f", "-"], stdin: made() });
+    const [restore, nft] = dry.commands;
+    expect(restore!.stdin).toBe(pieces.join(""));
+    expect(stdinPieces(restore!)!.join("")).toBe(pieces.join(""));
+    // The big piece is the very string handed over: no copy of it was made.
+    expect(stdinPieces(restore!)).toContain(big);
+    expect(stdinPieces(nft!)).toEqual(["add rule ip t c accept\nadd rule ip t c drop\n"]);
+    expect(dry.commands).toEqual([
+      { argv: ["iptables-restore", "--noflush"], stdin: pieces.join("") },
+      { argv: ["nft", "-f", "-"], stdin: [...made()].join("") },
+    ]);
+    expect(JSON.parse(JSON.stringify(dry.commands))[0].stdin).toBe(pieces.join(""));
+    expect(stdinPieces({ stdin: "text" })).toEqual(["text"]);
+    expect(stdinPieces({})).toBeUndefined();
   });
 
   test("a recorded command without stdin has no stdin key (clean JSON output)", async () => {

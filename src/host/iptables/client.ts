@@ -7,7 +7,15 @@ import type { IPFamily } from "../../util/net/family.ts";
 import { versionAtLeast } from "../../util/version.ts";
 import { type IptablesCommands, iptablesCommands } from "./commands.ts";
 import { IptablesError, IptablesRestoreError } from "./errors.ts";
-import type { IptablesBackend, IptablesClient, RestoreOptions, RulePosition, Table } from "./types.ts";
+import {
+  type IptablesBackend,
+  type IptablesClient,
+  type RestoreInput,
+  type RestoreOptions,
+  type RulePosition,
+  restoreInputLength,
+  type Table,
+} from "./types.ts";
 import {
   iptablesWaitFlags,
   MIN_CHECK_VERSION,
@@ -126,11 +134,16 @@ export function createIptablesClient(opts: IptablesClientOptions): IptablesClien
     save: (table) => save(["-t", table]),
     saveAll: () => save([]),
 
-    async restoreAll(data: string, ro: RestoreOptions): Promise<void> {
+    async restoreAll(data: RestoreInput, ro: RestoreOptions): Promise<void> {
       const args = [...(await probe()).restoreWaitFlags];
       if (ro.noFlush) args.push("--noflush");
       if (ro.counters) args.push("--counters");
-      log.v(4).info("Running iptables-restore", { command: cmds.restore, args, bytes: data.length });
+      // Pieces go to the tool as they are (an array is an iterable of them): never joined here.
+      log.v(4).info("Running iptables-restore", {
+        command: cmds.restore,
+        args,
+        bytes: restoreInputLength(data),
+      });
       const res = await exec.run({ cmd: cmds.restore, args, stdin: data, timeoutMs });
       if (res.code !== 0) throw new IptablesRestoreError(cmds.restore, args, res.code, res.stderr, data);
     },

@@ -4,6 +4,7 @@
 
 import { HostToolError } from "../errors.ts";
 import { firstLine as firstToolLine } from "../tool-output.ts";
+import type { RestoreInput } from "./types.ts";
 
 /** iptables exits 4 for a "resource problem": above all, the xtables lock was not acquired in time. */
 export const EXIT_RESOURCE_PROBLEM = 4;
@@ -78,7 +79,13 @@ export class IptablesRestoreError extends IptablesError {
   /** The blamed line with up to RESTORE_CONTEXT_LINES lines either side. */
   readonly context: readonly InputLine[];
 
-  constructor(command: string, args: readonly string[], exitCode: number, stderr: string, input: string) {
+  constructor(
+    command: string,
+    args: readonly string[],
+    exitCode: number,
+    stderr: string,
+    input: RestoreInput,
+  ) {
     const line = parseRestoreErrorLine(stderr);
     const reason = restoreErrorReason(stderr);
     const where = line === undefined ? "" : `: input error on line ${line}`;
@@ -145,21 +152,35 @@ export function restoreErrorReason(stderr: string): string {
 
 /**
  * Lines [line - radius, line + radius] of `data`, numbered from 1. Scans only up to the last
- * wanted line, so a 30 MB restore input is not split into an array to show seven lines.
- * A line past the end (as in "COMMIT expected at line N+1") yields the tail that exists.
+ * wanted line, so a 30 MB restore input is neither split into an array nor joined to show seven
+ * lines; a line may run across pieces. A line past the end (as in "COMMIT expected at line N+1")
+ * yields the tail that exists.
  */
-export function extractLines(data: string, line: number, radius: number): InputLine[] {
+export function extractLines(data: RestoreInput, line: number, radius: number): InputLine[] {
   const first = Math.max(1, line - radius);
   const last = line + radius;
   const out: InputLine[] = [];
-  let start = 0;
-  for (let n = 1; n <= last && start <= data.length; n++) {
-    let end = data.indexOf("\n", start);
-    if (end < 0) end = data.length;
-    // A trailing newline ends the last line; it does not start an empty one.
-    if (start === data.length && n > 1) break;
-    if (n >= first) out.push({ line: n, text: data.slice(start, end) });
-    start = end + 1;
+  let n = 1; // the line being read
+  let parts: string[] = []; // its text so far, when it is wanted
+  let empty = true; // whether it has no text yet
+  for (const piece of typeof data === "string" ? [data] : data) {
+    let start = 0;
+    while (n <= last) {
+      const end = piece.indexOf("\n", start);
+      const to = end < 0 ? piece.length : end;
+      if (to > start) empty = false;
+      if (n >= first) parts.push(piece.slice(start, to));
+      if (end < 0) break;
+      if (n >= first) out.push({ line: n, text: parts.join("") });
+      parts = [];
+      empty = true;
+      n++;
+      start = end + 1;
+    }
+    if (n > last) return out;
   }
+  // The text after the last newline is a line of its own when there is any (an empty input is
+  // one empty line); a trailing newline ends the line before it and starts none.
+  if (n >= first && (!empty || n === 1)) out.push({ line: n, text: parts.join("") });
   return out;
 }

@@ -8,6 +8,26 @@ export type IptablesBackend = "legacy" | "nft";
 export type Table = "filter" | "nat" | "mangle" | "raw" | "security";
 export type RulePosition = "prepend" | "append";
 
+/**
+ * An iptables-restore input: one text, or its pieces in order (concatenated, with nothing added
+ * between them, they are the text). Pieces let a big input go to the tool without ever being
+ * one string: a sync's blocks are written as they are.
+ */
+export type RestoreInput = string | readonly string[];
+
+/** The whole input as one text (a copy when it comes in pieces: for tests and small inputs). */
+export function restoreInputText(input: RestoreInput): string {
+  return typeof input === "string" ? input : input.join("");
+}
+
+/** The input's length in UTF-16 code units, as `restoreInputText(input).length`. */
+export function restoreInputLength(input: RestoreInput): number {
+  if (typeof input === "string") return input.length;
+  let n = 0;
+  for (const piece of input) n += piece.length;
+  return n;
+}
+
 export interface RestoreOptions {
   /** --noflush: only the chains named in the input are flushed (and created if missing). */
   readonly noFlush: boolean;
@@ -23,7 +43,7 @@ export interface IptablesClient {
   /** iptables-save of every table. */
   saveAll(): Promise<string>;
   /** One atomic iptables-restore of `data` (which holds its own *table / COMMIT sections). */
-  restoreAll(data: string, opts: RestoreOptions): Promise<void>;
+  restoreAll(data: RestoreInput, opts: RestoreOptions): Promise<void>;
   /** Creates the chain if missing; resolves true when it already existed. */
   ensureChain(table: Table, chain: string): Promise<boolean>;
   chainExists(table: Table, chain: string): Promise<boolean>;

@@ -1,10 +1,17 @@
 // The restore lines of one table section, collected during a sync. A big sync writes hundreds
 // of thousands of short lines, and each one held as its own string (often a rope of its
 // parts) costs several times its text; here lines are joined into blocks as they come, so a
-// sync holds little more than the characters of its output until the payload is joined.
+// sync holds little more than the characters of its output, and the blocks are the payload.
 
 /** Entries per block: few blocks per payload, and only a short run of loose lines at a time. */
 const BLOCK_ENTRIES = 2048;
+
+/**
+ * An entry this long is a block of its own, kept as it is: joined with others it would be
+ * copied, and such an entry is usually a port's cached text (a Service with 20,000 externalIPs
+ * has megabytes of it), which the proxier keeps anyway.
+ */
+export const OWN_BLOCK_CHARS = 16 * 1024;
 
 /** Where rendering code appends lines; a plain string[] is one too (tests, small callers). */
 export interface LineSink {
@@ -20,8 +27,13 @@ export class LineBlocks implements LineSink {
 
   /** Appends one entry: a line, or several lines already joined by newlines. */
   push(entry: string): void {
-    this.pending.push(entry);
     this.count++;
+    if (entry.length >= OWN_BLOCK_CHARS) {
+      this.seal();
+      this.blocks.push(entry);
+      return;
+    }
+    this.pending.push(entry);
     if (this.pending.length >= BLOCK_ENTRIES) this.seal();
   }
 

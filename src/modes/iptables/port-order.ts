@@ -1,17 +1,20 @@
 // The committed port states of one family in output order, plus their top-level rules joined
-// in chunks. A partial sync after an endpoint change then writes each untouched chunk as one
-// string and revisits only the changed ports: its cost follows the change, not the number of
+// in chunks. A partial sync after an endpoint change then writes each untouched chunk as a few
+// strings and revisits only the changed ports: its cost follows the change, not the number of
 // Services (touching every port's objects on a large heap is what makes a naive walk slow).
+// A port's text that is long already is not joined again (no second copy of it).
 
+import { OWN_BLOCK_CHARS } from "./line-blocks.ts";
 import type { PortState } from "./port-state.ts";
 
 /** Ports per chunk: small enough that rebuilding a dirty chunk is cheap. */
 export const CHUNK_SIZE = 128;
 
 export interface Chunk {
-  readonly filterText: string;
+  /** The ports' filter texts: short ones joined by newlines, long ones as they are (LineBlocks). */
+  readonly filterTexts: readonly string[];
   readonly filterLines: number;
-  readonly natText: string;
+  readonly natTexts: readonly string[];
   readonly natLines: number;
   readonly chainRuleLines: number;
   readonly noLocalInternal: number;
@@ -37,14 +40,27 @@ function buildChunk(states: readonly PortState[], from: number, to: number): Chu
     if (s.noLocalExternal) noLocalExternal++;
   }
   return {
-    filterText: filter.join("\n"),
+    filterTexts: joinedRuns(filter),
     filterLines,
-    natText: nat.join("\n"),
+    natTexts: joinedRuns(nat),
     natLines,
     chainRuleLines,
     noLocalInternal,
     noLocalExternal,
   };
+}
+
+/** Runs of short texts joined by newlines; a long text (OWN_BLOCK_CHARS) stays on its own. */
+function joinedRuns(texts: readonly string[]): string[] {
+  const out: string[] = [];
+  let from = 0;
+  for (let i = 0; i <= texts.length; i++) {
+    if (i < texts.length && texts[i]!.length < OWN_BLOCK_CHARS) continue;
+    if (i > from) out.push(texts.slice(from, i).join("\n"));
+    if (i < texts.length) out.push(texts[i]!);
+    from = i + 1;
+  }
+  return out;
 }
 
 export class PortOrder {

@@ -6,7 +6,7 @@
 
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { ProxyConfig } from "../../config/types.ts";
-import type { IptablesClient } from "../../host/iptables/types.ts";
+import { type IptablesClient, type RestoreInput, restoreInputText } from "../../host/iptables/types.ts";
 import type { NfacctClient } from "../../host/nfacct/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
@@ -198,7 +198,7 @@ export class IptablesProxier implements Proxier {
     try {
       if (fullSync && !(await this.takePreparedBaseline())) await this.ensureBaseline();
       const set = await this.computeRuleSet(request, scope, start);
-      // The blocks a big payload was joined from are garbage now: collected before the restore,
+      // What computing a big payload left behind is garbage now: collected before the restore,
       // which takes seconds and after which the commit allocates, rather than after both.
       const big = set.natRuleLines >= LINES_FOR_FULL_COLLECTION;
       if (big) collectGarbage();
@@ -431,10 +431,11 @@ export class IptablesProxier implements Proxier {
       numNATRules: set.natRuleLines,
       numDeletedChains: set.deletedChains.length,
     });
-    this.log.v(9).info("Restoring iptables", { rules: set.payload });
+    const v9 = this.log.v(9);
+    if (v9.enabled) v9.info("Restoring iptables", { rules: restoreInputText(set.payload) });
   }
 
-  private async restore(payload: string): Promise<void> {
+  private async restore(payload: RestoreInput): Promise<void> {
     try {
       // --noflush: chains we do not name (other software's) are left alone.
       await this.deps.iptables.restoreAll(payload, { noFlush: true, counters: true });
@@ -458,7 +459,7 @@ export class IptablesProxier implements Proxier {
 }
 
 /**
- * A big sync leaves its payload, the blocks it was made of and its own garbage behind (~70 MB at
+ * A big sync leaves its payload (the blocks it is made of) and its own garbage behind (~70 MB at
  * 10k x 10), and while the proxier waits for changes nothing allocates, so nothing would
  * collect them. Collected once the sync has returned and they are out of reach.
  */

@@ -14,6 +14,7 @@ import { type EntryRuleSettings, writeEntryRules } from "./service-rules.ts";
 /** Where a sync's lines go; entries may hold several joined lines (counted in *ExtraLines). */
 export interface RenderOutput {
   readonly filterRules: LineSink;
+  /** Names of the nat chains declared. */
   readonly natChains: LineSink;
   readonly natRules: LineSink;
   filterExtraLines: number;

@@ -1,12 +1,12 @@
 // Computes one sync's iptables-restore input. Synchronous and pure apart from the committed
 // port states: the proxier does the I/O (iptables-save for stale chains, the restore) around
-// it. Output lines are collected in joined blocks (line-blocks.ts), and the payload is joined
-// once from them. Two walks produce it: the full walk over every Service port (full syncs, and
-// partial syncs where Service objects changed), and the fast walk for endpoint-only changes,
-// which writes unchanged ports chunk by chunk.
+// it. Output lines are collected in joined blocks (line-blocks.ts), and the payload is the list
+// of those blocks: never joined into one string, the restore writes it piece by piece. Two
+// walks produce it: the full walk over every Service port (full syncs, and partial syncs where
+// Service objects changed), and the fast walk for endpoint-only changes, which writes unchanged
+// ports chunk by chunk.
 
 import { createHash } from "node:crypto";
-import { orderDeclarationBlocks } from "../../host/iptables/chain-order.ts";
 import { usableEndpointCount } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import { chainLine, KUBE_FIREWALL } from "../../proxy/netfilter/chains.ts";
@@ -16,6 +16,7 @@ import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { TimeSlice } from "../../util/time-slice.ts";
+import { ChainDeclarations } from "./chain-declarations.ts";
 import { isServiceChainName } from "./chains.ts";
 import {
   FILTER_LINES_FOR_EDITS,
@@ -24,7 +25,7 @@ import {
   type PortFilterChange,
 } from "./filter-edits.ts";
 import { LineBlocks, type LineSink } from "./line-blocks.ts";
-import { CHUNK_SIZE, PortOrder } from "./port-order.ts";
+import { CHUNK_SIZE, type Chunk, PortOrder } from "./port-order.ts";
 import { type PortState, portInputs } from "./port-state.ts";
 import type { ProbabilityCache } from "./probability.ts";
 import { type RenderOutput, renderPort } from "./render-port.ts";
@@ -109,7 +110,8 @@ export interface RuleSetRequest extends ScopeRequest, TopologyContext {
 }
 
 export interface RuleSet {
-  readonly payload: string;
+  /** The restore input in pieces, in order: concatenated they are its text (types.ts RestoreInput). */
+  readonly payload: readonly string[];
   readonly filterRuleLines: number;
   /** Nat rules written, without the "-X" lines. */
   readonly natRuleLines: number;
@@ -139,7 +141,7 @@ export interface RuleSet {
 
 interface Output extends RenderOutput {
   readonly filterRules: LineBlocks;
-  readonly natChains: LineBlocks;
+  readonly natChains: ChainDeclarations;
   readonly natRules: LineBlocks;
   readonly rendered: { readonly prev: PortState | undefined; readonly now: PortState }[];
   readonly removed: PortState[];
@@ -151,8 +153,8 @@ interface Output extends RenderOutput {
 }
 
 function newOutput(settings: RuleSetSettings): Output {
-  const natChains = new LineBlocks();
-  natChains.pushAll(topLevelChainLines(NAT_TOP_LEVEL_CHAINS));
+  const natChains = new ChainDeclarations();
+  natChains.pushAll(NAT_TOP_LEVEL_CHAINS);
   const natRules = new LineBlocks();
   natRules.pushAll(masqueradeRules(settings.mark, settings.randomFully));
   return {
@@ -177,19 +179,22 @@ function pushBlock(target: LineSink, text: string, lines: number): number {
   return lines - 1;
 }
 
-function reuse(
-  s: {
-    filterText: string;
-    filterLines: number;
-    natText: string;
-    natLines: number;
-    chainRuleLines: number;
-  },
-  out: Output,
-): void {
+function reuse(s: PortState, out: Output): void {
   out.filterExtraLines += pushBlock(out.filterRules, s.filterText, s.filterLines);
   out.natExtraLines += pushBlock(out.natRules, s.natText, s.natLines);
   out.skippedNatRuleLines += s.chainRuleLines;
+}
+
+/** Appends cached texts holding `lines` lines in all; returns the extra line count. */
+function pushTexts(target: LineSink, texts: readonly string[], lines: number): number {
+  for (const t of texts) target.push(t);
+  return lines - texts.length;
+}
+
+function reuseChunk(c: Chunk, out: Output): void {
+  out.filterExtraLines += pushTexts(out.filterRules, c.filterTexts, c.filterLines);
+  out.natExtraLines += pushTexts(out.natRules, c.natTexts, c.natLines);
+  out.skippedNatRuleLines += c.chainRuleLines;
 }
 
 function countNoLocal(s: PortState, out: Output): void {
@@ -273,16 +278,16 @@ export class RuleSetBuilder {
     const next = "order" in commit ? commit.order : this.withReplacements(commit.replacements);
     const deletedChains = this.staleChains(req, out, next);
     for (const chain of deletedChains) {
-      out.natChains.push(chainLine(chain));
+      out.natChains.push(chain);
       out.natRules.push(`-X ${chain}`);
     }
     out.natRules.pushAll(this.nodePortsTail(req.nodePortIPs));
     out.filterRules.pushAll(forwardRules(settings));
-    // Same tables, restored faster from empty (chain-order.ts). Ordered before the collection
-    // below, so the loose lines that sorting makes are gone before the payload is joined.
-    const natDeclarations = orderDeclarationBlocks(out.natChains.joinedBlocks(), out.natChains.length);
-    // The payload is made from the blocks, so both are alive at once: in a big sync, the
-    // walk's garbage goes first, and the memory it held back to the system.
+    // Same tables, restored faster from empty (chain-order.ts): the names sorted, their lines
+    // made, before the collection below.
+    const natDeclarations = out.natChains.blocks();
+    // The blocks are the payload and stay alive until the restore has read them: in a big
+    // sync, the walk's garbage goes now, and the memory it held back to the system.
     if (out.natChains.length + out.natRules.length >= LINES_FOR_FULL_COLLECTION) collectGarbage();
     return this.finish(req, out, natDeclarations, deletedChains, commit);
   }
@@ -346,7 +351,7 @@ export class RuleSetBuilder {
       const to = Math.min(states.length, from + CHUNK_SIZE);
       if (d >= scope.dirty.length || scope.dirty[d]! >= to) {
         const chunk = chunks[c]!;
-        reuse(chunk, out);
+        reuseChunk(chunk, out);
         out.noLocalInternal += chunk.noLocalInternal;
         out.noLocalExternal += chunk.noLocalExternal;
         continue;
@@ -455,9 +460,8 @@ export class RuleSetBuilder {
     // that send new endpoints their traffic are in while it is still being rewritten (its rules
     // match only traffic nat did not DNAT, so until then they stand aside).
     const natFirst = edit.kind === "whole" && filterRuleLines >= this.filterLinesForEdits;
-    // One join over the blocks: a flat string, so the blocks are garbage as soon as the build
-    // returns (a concatenation would keep them until the restore writer flattens it).
-    const payload = (natFirst ? [...nat, ...filter, ""] : [...filter, ...nat, ""]).join("\n");
+    // The blocks as they are, a newline between each two: no copy of the whole input is made.
+    const payload = newlineSeparated(natFirst ? [...nat, ...filter, ""] : [...filter, ...nat, ""]);
     return {
       payload,
       filterRuleLines,
@@ -503,6 +507,16 @@ export class RuleSetBuilder {
     for (const s of out.removed) changes.push({ portId: s.source.id, before: s.filterText, after: "" });
     return edits.plan({ changes, nowMs: req.nowMs, maxStaleMs: req.syncPeriodMs });
   }
+}
+
+/** The pieces of `parts.join("\n")`, without joining them: each part, then a newline piece. */
+function newlineSeparated(parts: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    if (i > 0) out.push("\n");
+    if (parts[i] !== "") out.push(parts[i]!);
+  }
+  return out;
 }
 
 /** sha256 over the lines' text, block by block (no second copy of a 13 MB table). */

@@ -5,7 +5,7 @@
 import { bareComment, comment } from "../../host/iptables/restore-text.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
-import { chainLine, KUBE_MARK_MASQ } from "../../proxy/netfilter/chains.ts";
+import { KUBE_MARK_MASQ } from "../../proxy/netfilter/chains.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
 import { cidrContains } from "../../util/net/address.ts";
 import type { LineSink } from "./line-blocks.ts";
@@ -25,13 +25,14 @@ export interface ChainRuleSettings {
 
 /** Where chain declarations and rules go; `active` collects every chain declared. */
 export interface ChainSink {
+  /** The names of the chains declared (chain-declarations.ts makes them declaration lines). */
   readonly chains: LineSink;
   readonly rules: LineSink;
   readonly active: string[];
 }
 
 function declare(out: ChainSink, chain: string): void {
-  out.chains.push(chainLine(chain));
+  out.chains.push(chain);
   out.active.push(chain);
 }
 

@@ -110,6 +110,11 @@ export function portRules(
 
   const elements: PortElement[] = [{ container: N.CLUSTER_IPS_SET, key: [svc.clusterIP] }];
   const serviceKey = (ip: string) => [ip, proto, port];
+  // One value array per port, shared by its elements: the proxier keeps every element until the
+  // port changes, and a Service may have 20,000 externalIPs per port.
+  const unserved = [unservedVerdict];
+  const toExternal = [`goto ${c.external}`];
+  const toFirewall = [`goto ${c.firewall}`];
   if (p.hasInternalEndpoints) {
     elements.push({
       container: N.SERVICE_IPS_MAP,
@@ -120,44 +125,43 @@ export function portRules(
     elements.push({
       container: N.NO_ENDPOINT_SERVICES_MAP,
       key: serviceKey(svc.clusterIP),
-      value: [unservedVerdict],
+      value: unserved,
       comment,
     });
   }
   for (const ip of svc.externalIPs) {
     if (p.hasEndpoints)
-      elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: [`goto ${c.external}`] });
+      elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: toExternal });
     if (!p.hasExternalEndpoints)
       elements.push({
         container: N.NO_ENDPOINT_SERVICES_MAP,
         key: serviceKey(ip),
-        value: [unservedVerdict],
+        value: unserved,
         comment,
       });
   }
   const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
   for (const ip of svc.loadBalancerVIPs) {
     if (p.hasEndpoints)
-      elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: [`goto ${c.external}`] });
+      elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: toExternal });
     if (usesFirewall)
-      elements.push({ container: N.FIREWALL_IPS_MAP, key: serviceKey(ip), value: [`goto ${c.firewall}`] });
+      elements.push({ container: N.FIREWALL_IPS_MAP, key: serviceKey(ip), value: toFirewall });
   }
   if (!p.hasExternalEndpoints) {
     for (const ip of svc.loadBalancerVIPs)
       elements.push({
         container: N.NO_ENDPOINT_SERVICES_MAP,
         key: serviceKey(ip),
-        value: [unservedVerdict],
+        value: unserved,
         comment,
       });
   }
   if (svc.nodePort !== 0) {
     const key = [proto, String(svc.nodePort)];
     // NodePorts are not subject to loadBalancerSourceRanges (as upstream).
-    if (p.hasEndpoints)
-      elements.push({ container: N.SERVICE_NODEPORTS_MAP, key, value: [`goto ${c.external}`] });
+    if (p.hasEndpoints) elements.push({ container: N.SERVICE_NODEPORTS_MAP, key, value: toExternal });
     if (!p.hasExternalEndpoints)
-      elements.push({ container: N.NO_ENDPOINT_NODEPORTS_MAP, key, value: [unservedVerdict], comment });
+      elements.push({ container: N.NO_ENDPOINT_NODEPORTS_MAP, key, value: unserved, comment });
   }
 
   const chains: ChainContent[] = [];

@@ -12,9 +12,9 @@ import type { SyncInput } from "../../proxy/proxier.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/types.ts";
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
-import { ElementStore } from "./element-store.ts";
+import { ElementStore, type HeldElements } from "./element-store.ts";
 import { CLUSTER_IPS_CHECK, isAffinitySetName, isServiceChainName } from "./names.ts";
-import { type PortElement, PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
+import { PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
 import {
   deleteObsoleteChains,
   ensureChain,
@@ -33,6 +33,14 @@ const PORTS_PER_COLLECTION = 256;
  * each keep the peak near what the sync really holds.
  */
 const PORTS_PER_FULL_COLLECTION = 2500;
+
+/**
+ * The same by the operations written, for ports that are big on their own (100 ports of 10,000
+ * endpoints each are three million operations): without it their garbage is never collected
+ * during the sync and outgrows the transaction itself.
+ */
+const OPS_PER_COLLECTION = 131_072;
+const OPS_PER_FULL_COLLECTION = 2_000_000;
 /** Above this many changed ports, a partial sync is made as nft reads it (see writeChangedPorts). */
 const PORTS_WRITTEN_AT_ONCE = 1000;
 
@@ -41,7 +49,7 @@ export const STALE_CHAIN_DELAY_MS = 1000;
 
 interface PortRecord {
   readonly serviceKey: ServiceKey;
-  readonly elements: readonly PortElement[];
+  readonly elements: HeldElements;
   readonly chains: readonly string[];
   readonly affinitySets: readonly string[];
   readonly noLocalInternal: boolean;
@@ -167,12 +175,26 @@ export class TableSync {
     // Chains the table did not hold are created by this transaction: nothing to flush.
     this.listedChains = req.existing ? new Set(req.existing.chains) : undefined;
     const ids = [...req.input.services.keys()].sort();
+    let youngAt = tx.size;
+    let fullAt = tx.size;
     for (let i = 0; i < ids.length; i++) {
       if (this.renderPort(tx, req, ids[i]!, undefined)) result.rewrittenPorts++;
       // Every port leaves its rule texts behind once they are lines: collected as we go, or
       // a 10,000-Service sync piles up a few hundred MB before the runtime collects on its own.
-      if (i % PORTS_PER_FULL_COLLECTION === PORTS_PER_FULL_COLLECTION - 1) collectGarbage();
-      else if (i % PORTS_PER_COLLECTION === PORTS_PER_COLLECTION - 1) collectYoungGarbage();
+      const ops = tx.size;
+      if (
+        i % PORTS_PER_FULL_COLLECTION === PORTS_PER_FULL_COLLECTION - 1 ||
+        ops - fullAt >= OPS_PER_FULL_COLLECTION
+      ) {
+        collectGarbage();
+        fullAt = youngAt = ops;
+      } else if (
+        i % PORTS_PER_COLLECTION === PORTS_PER_COLLECTION - 1 ||
+        ops - youngAt >= OPS_PER_COLLECTION
+      ) {
+        collectYoungGarbage();
+        youngAt = ops;
+      }
       yield;
     }
     this.listedChains = undefined;
@@ -280,10 +302,10 @@ export class TableSync {
       // Affinity sets too: policy chains match them, endpoint chains update them.
       for (const set of out.affinitySets) tx.add(set);
       for (const c of out.chains) for (const r of c.rules) tx.add({ kind: "rule", chain: c.name, ...r });
-      for (const e of out.elements) this.elements.ensure(tx, e);
+      const elements = this.elements.ensureAll(tx, out.elements);
       record = {
         serviceKey: serviceKey(svc.name.namespace, svc.name.name),
-        elements: out.elements,
+        elements,
         chains: out.chains.map((c) => c.name),
         affinitySets: out.affinitySets.map((s) => s.name),
         noLocalInternal: out.noLocalInternal,
@@ -291,7 +313,7 @@ export class TableSync {
       };
     }
     if (before) {
-      for (const e of before.elements) this.elements.release(tx, e);
+      this.elements.releaseAll(tx, before.elements);
       this.count(before, -1);
       this.idsByService.get(before.serviceKey)?.delete(id);
       this.records.delete(id);

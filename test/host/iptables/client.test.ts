@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { FakeExec, ok } from "../../../src/exec/testing/fake.ts";
+import type { ExecRequest } from "../../../src/exec/types.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
 import { IptablesError, IptablesRestoreError } from "../../../src/host/iptables/errors.ts";
 import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
@@ -128,6 +129,39 @@ describe("client against FakeIptables", () => {
           backend === "legacy" ? "-A KUBE-SVC-A -j KUBE-SEP-GONE" : "COMMIT",
         );
         expect(fake.hasChain("nat", "KUBE-SVC-A")).toBe(false);
+      });
+
+      test("an input in pieces is restored as its text, the pieces handed to the tool unjoined", async () => {
+        const fake = new FakeIptables({ backend });
+        const inner = fake.install(new FakeExec(), "IPv4");
+        const stdins: unknown[] = [];
+        const exec = {
+          run: (req: ExecRequest) => {
+            stdins.push(req.stdin);
+            return inner.run(req);
+          },
+        };
+        const client = createIptablesClient({ exec, family: "IPv4", backend });
+        const pieces = ["*nat\n:KUBE-SERV", "ICES - [0:0]\n-A PREROUTING", " -j KUBE-SERVICES\nCOMMIT\n"];
+        await client.restoreAll(pieces, { noFlush: false, counters: false });
+        expect(fake.rules("nat", "PREROUTING")).toEqual(["-j KUBE-SERVICES"]);
+        // The very array: the exec layer writes it piece by piece.
+        expect(stdins).toContain(pieces);
+        const restore = inner.calls.find((c) => c.cmd.endsWith("-restore") && c.args[0] !== "--version");
+        expect(restore?.stdin).toBe(pieces.join(""));
+      });
+
+      test("a rejected input in pieces names its line and context as its text would", async () => {
+        const { client } = setup(backend);
+        const pieces = ["*nat\n:KUBE-SVC-A - [0:0]\n-A KUBE-SVC-A", " -j KUBE-SEP-GONE\n", "COMMIT\n"];
+        const err = await client.restoreAll(pieces, { noFlush: true, counters: false }).catch((e) => e);
+        const whole = await setup(backend)
+          .client.restoreAll(pieces.join(""), { noFlush: true, counters: false })
+          .catch((e) => e);
+        expect(err).toBeInstanceOf(IptablesRestoreError);
+        expect(err.line).toBe(whole.line);
+        expect(err.context).toEqual(whole.context);
+        expect(err.context.map((l: { text: string }) => l.text)).toContain("-A KUBE-SVC-A -j KUBE-SEP-GONE");
       });
 
       test("failNextRestore injects one failure at a chosen line", async () => {

@@ -93,6 +93,22 @@ describe("extractLines", () => {
   test("a line past the end (COMMIT expected at N+1) yields the tail, and a trailing newline adds no line", () => {
     expect(extractLines(`${data}\n`, 11, 3).map((l) => l.line)).toEqual([8, 9, 10]);
   });
+
+  test("an input in pieces reads as its concatenation, however it is cut", () => {
+    const texts = ["", "\n", "a", "a\n", "a\n\nb", `${data}\n`, data, "\n\nx\ny\n\n"];
+    for (const text of texts) {
+      // Every way of cutting the text in two or three pieces, empty pieces included.
+      for (let i = 0; i <= text.length; i++) {
+        for (let j = i; j <= text.length; j++) {
+          const pieces = [text.slice(0, i), text.slice(i, j), text.slice(j)];
+          for (let line = 1; line <= 13; line++) {
+            expect(extractLines(pieces, line, 3)).toEqual(extractLines(text, line, 3));
+          }
+        }
+      }
+    }
+    expect(extractLines([], 1, 3)).toEqual(extractLines("", 1, 3));
+  });
 });
 
 describe("IptablesRestoreError", () => {

@@ -5,6 +5,7 @@
 //
 //   bun test/modes/iptables/bench.ts [services=10000] [endpointsPerService=10] [--json]
 
+import { restoreInputLength } from "../../../src/host/iptables/types.ts";
 import { endpointSlice, ep, service, setup } from "./harness.ts";
 
 export interface BenchResult {
@@ -42,7 +43,7 @@ export async function runBench(services = 10_000, perService = 10, rounds = 5): 
   let payloadBytes = 0;
   // Stub the kernel side: only our compute is measured.
   s.ipt.restoreAll = async (data) => {
-    payloadBytes = Math.max(payloadBytes, data.length);
+    payloadBytes = Math.max(payloadBytes, restoreInputLength(data));
   };
   s.ipt.save = async () => "*nat\nCOMMIT\n";
   populate(s, services, perService);

@@ -224,3 +224,54 @@ describe("a big filter table is edited, not rewritten (filter-edits.ts), and sti
     expect(await tables(s)).toBe(await tables(await churn.fresh()));
   });
 });
+
+describe("ports whose cached text is long (kept as blocks of their own, never joined again)", () => {
+  test("endpoint-only partial syncs around Services with hundreds of externalIPs", async () => {
+    const rand = prng(7);
+    const s = setup();
+    const externalIPs = (i: number) =>
+      Array.from({ length: 400 }, (_, k) => `100.${64 + (k >> 8)}.${i}.${k & 255}`);
+    const big = (i: number) => i % 40 === 0;
+    const svcOf = (i: number): ServiceObject =>
+      big(i)
+        ? service("ns", `s${i}`, {
+            clusterIP: `198.51.100.${(i % 250) + 1}`,
+            externalIPs: externalIPs(i),
+            ports: [{ name: "p", port: 1000 + i, protocol: "TCP" }],
+          })
+        : makeService(i, "ClusterIP", false);
+    const slices = new Map<number, EndpointSliceObject>();
+    for (let i = 0; i < 300; i++) {
+      // Some big ones without endpoints: a REJECT per externalIP in the filter table.
+      const slice = big(i) && i % 80 === 0 ? undefined : makeSlice(i, 1 + (i % 3), rand);
+      s.cluster.apply(svcOf(i), ...(slice ? [slice] : []));
+      if (slice) slices.set(i, slice);
+    }
+    await s.sync();
+    for (let round = 0; round < 12; round++) {
+      for (let k = 0; k < 3; k++) {
+        // A big one now and then: its chunk is rebuilt around a long text.
+        const i = k === 0 && round % 2 === 0 ? 40 * Math.floor(rand() * 7) : Math.floor(rand() * 300);
+        const slice = makeSlice(i, Math.floor(rand() * 3), rand);
+        s.cluster.apply(slice);
+        slices.set(i, slice);
+      }
+      await s.sync();
+      const fresh = setup();
+      for (let i = 0; i < 300; i++) {
+        const slice = slices.get(i);
+        fresh.cluster.apply(svcOf(i), ...(slice ? [slice] : []));
+      }
+      await fresh.sync();
+      expect(await tables(s)).toBe(await tables(fresh));
+    }
+    // The long texts were there: 400 externalIP rules per big port.
+    const first = s.ipt.restores[0]!;
+    expect(first.split("\n").filter((l) => l.includes("100.64.40.")).length).toBeGreaterThanOrEqual(250);
+    const partial = (await s.metrics.syncPartialProxyRulesLatency.get()).values as {
+      metricName?: string;
+      value: number;
+    }[];
+    expect(partial.find((v) => v.metricName?.endsWith("_count"))?.value).toBe(12);
+  });
+});

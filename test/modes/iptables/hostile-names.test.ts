@@ -95,7 +95,7 @@ function restoreFor(names: readonly string[]): string {
   return [
     "*nat",
     ...[KUBE_SERVICES, KUBE_NODEPORTS, KUBE_MARK_MASQ].map(chainLine),
-    ...chains,
+    ...chains.map(chainLine),
     ...nat,
     "COMMIT",
     "*filter",

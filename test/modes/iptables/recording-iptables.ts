@@ -5,11 +5,13 @@
 import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { createIptablesClient } from "../../../src/host/iptables/client.ts";
 import { FakeIptables } from "../../../src/host/iptables/testing/fake.ts";
-import type {
-  IptablesClient,
-  RestoreOptions,
-  RulePosition,
-  Table,
+import {
+  type IptablesClient,
+  type RestoreInput,
+  type RestoreOptions,
+  type RulePosition,
+  restoreInputText,
+  type Table,
 } from "../../../src/host/iptables/types.ts";
 import type { IPFamily } from "../../../src/util/net/family.ts";
 
@@ -18,6 +20,8 @@ export class RecordingIptables implements IptablesClient {
   readonly exec: FakeExec;
   private readonly client: IptablesClient;
   readonly restores: string[] = [];
+  /** Each restore input as the proxier handed it over (pieces stay pieces). */
+  readonly inputs: RestoreInput[] = [];
   saveCalls = 0;
   randomFully = false;
   /** When set, ensureRule rejects with it (e.g. a held lock). */
@@ -39,8 +43,9 @@ export class RecordingIptables implements IptablesClient {
   saveAll(): Promise<string> {
     return this.client.saveAll();
   }
-  restoreAll(data: string, opts: RestoreOptions): Promise<void> {
-    this.restores.push(data);
+  restoreAll(data: RestoreInput, opts: RestoreOptions): Promise<void> {
+    this.inputs.push(data);
+    this.restores.push(restoreInputText(data));
     return this.client.restoreAll(data, opts);
   }
   ensureChain(table: Table, chain: string): Promise<boolean> {

@@ -87,6 +87,17 @@ describe("full and partial syncs", () => {
     expect(await histogramCount(s.metrics.syncFullProxyRulesLatency)).toBe(1);
   });
 
+  test("the restore input is handed over in pieces, never joined into one string", async () => {
+    const s = setup();
+    twoServices(s);
+    await s.sync();
+    const input = s.ipt.inputs.at(-1);
+    if (!Array.isArray(input)) throw new Error("the payload reached the client as one string");
+    expect(input.length).toBeGreaterThan(1);
+    expect(input.join("")).toBe(s.ipt.restores.at(-1)!);
+    expect(input.join("")).toStartWith("*filter\n");
+  });
+
   test("a sync without changes rewrites only the top-level chains", async () => {
     const s = setup();
     twoServices(s);

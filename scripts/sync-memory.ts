@@ -1,0 +1,41 @@
+// The dry run of `kube-proxy-ts --dry-run` run in this process the way the daemon syncs (its
+// garbage collections on), with every planned input read through once as the kernel tool would
+// read it, its bytes counted, and none of it kept, and no Service listing made: the peak RSS of
+// this process is then the sync's own working set, without what only a dry run holds (the
+// record of the inputs, the listing, the report). Prints
+// {"rulesBytes": N} on stdout; the report itself goes nowhere. bench-objects --sync-only runs it.
+//
+//   node_modules/.bin/bun scripts/sync-memory.ts --dry-run --mode=iptables --state=FILE ...
+
+import { readFileSync, writeSync } from "node:fs";
+import { run } from "../src/app/run.ts";
+import { PlanProxier } from "../src/dryrun/plan-proxier.ts";
+import { DryRunRecorder, isReadOnlyCommand } from "../src/exec/dry-run.ts";
+import type { Exec, ExecRequest, ExecResult } from "../src/exec/types.ts";
+import { enableGarbageCollections } from "../src/runtime.ts";
+
+let rulesBytes = 0;
+
+DryRunRecorder.prototype.run = async function (this: DryRunRecorder, req: ExecRequest): Promise<ExecResult> {
+  if (isReadOnlyCommand(req)) return (this as unknown as { inner: Exec }).inner.run(req);
+  if (req.stdin !== undefined) {
+    for (const piece of typeof req.stdin === "string" ? [req.stdin] : req.stdin)
+      rulesBytes += Buffer.byteLength(piece, "utf8");
+  }
+  this.commands.push({ argv: [req.cmd, ...req.args] });
+  return { code: 0, stdout: "", stderr: "" };
+};
+
+// The listing of every service port and endpoint is the dry run's own: none is made.
+PlanProxier.prototype.sync = async function (this: PlanProxier): Promise<void> {
+  this.syncs++;
+};
+
+enableGarbageCollections();
+const code = await run(process.argv.slice(2), {
+  stdout: () => {},
+  stderr: (t) => process.stderr.write(t),
+  readFile: (p) => readFileSync(p, "utf8"),
+});
+writeSync(1, `${JSON.stringify({ rulesBytes })}\n`);
+process.exitCode = code;

@@ -1,0 +1,47 @@
+// The chains one sync declares in the nat table, kept as their names (the strings the port
+// states hold anyway) until the restore input is made. Ordering a big table's declarations
+// (chain-order.ts) then sorts the names themselves: no joined text of every declaration split
+// again into a million new strings, as sorting the declaration lines took.
+
+import { MIN_CHAINS_TO_ORDER } from "../../host/iptables/chain-order.ts";
+import { chainName } from "../../host/iptables/restore-text.ts";
+import type { LineSink } from "./line-blocks.ts";
+
+/** Declaration lines per block. */
+const BLOCK_LINES = 2048;
+
+/** A LineSink of chain names: push(name) declares the chain. */
+export class ChainDeclarations implements LineSink {
+  private readonly names: string[] = [];
+
+  /** Declares `chain`, checked as a declaration line checks it (restore-text.ts chainName). */
+  push(chain: string): void {
+    this.names.push(chainName(chain));
+  }
+
+  pushAll(chains: readonly string[]): void {
+    for (const c of chains) this.push(c);
+  }
+
+  get length(): number {
+    return this.names.length;
+  }
+
+  /**
+   * The `:NAME - [0:0]` lines in blocks joined by newlines (none when nothing was declared): in
+   * name order from `minChains` chains on, else as declared. Sorting names orders the lines the
+   * same way: what follows a name in its line (" - ") sorts below every character a name holds.
+   */
+  blocks(minChains = MIN_CHAINS_TO_ORDER): string[] {
+    if (this.names.length >= minChains) this.names.sort();
+    const out: string[] = [];
+    const lines: string[] = [];
+    for (let from = 0; from < this.names.length; from += BLOCK_LINES) {
+      lines.length = 0;
+      const to = Math.min(this.names.length, from + BLOCK_LINES);
+      for (let i = from; i < to; i++) lines.push(`:${this.names[i]} - [0:0]`);
+      out.push(lines.join("\n"));
+    }
+    return out;
+  }
+}
