@@ -430,6 +430,8 @@ export class IptablesProxier implements Proxier {
       numFilterRules: set.filterRuleLines,
       numNATRules: set.natRuleLines,
       numDeletedChains: set.deletedChains.length,
+      filterTable: set.filterEdit.kind,
+      numFilterRulesWritten: set.filterLinesWritten,
     });
     const v9 = this.log.v(9);
     if (v9.enabled) v9.info("Restoring iptables", { rules: restoreInputText(set.payload) });
