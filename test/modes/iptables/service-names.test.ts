@@ -25,12 +25,12 @@ describe("ServicePortNames endpoint chain memo", () => {
     const names = new ServicePortNames("ns/svc:http", "TCP");
     // Past the small-memo size, so both of its shapes are used.
     const all = Array.from({ length: 100 }, (_, i) => ep(i));
-    for (const e of all) expect(names.endpointChain(e.endpoint)).toBe(want(e));
-    for (const e of all) expect(names.endpointChain(e.endpoint)).toBe(want(e));
+    for (const e of all) expect(names.endpointChain(e)).toBe(want(e));
+    for (const e of all) expect(names.endpointChain(e)).toBe(want(e));
     names.retainEndpoints(all.slice(90));
-    for (const e of all.slice(85)) expect(names.endpointChain(e.endpoint)).toBe(want(e));
+    for (const e of all.slice(85)) expect(names.endpointChain(e)).toBe(want(e));
     names.retainEndpoints([ep(3)]);
-    expect(names.endpointChain(ep(3).endpoint)).toBe(want(ep(3)));
-    expect(names.endpointChain(ep(200).endpoint)).toBe(want(ep(200)));
+    expect(names.endpointChain(ep(3))).toBe(want(ep(3)));
+    expect(names.endpointChain(ep(200))).toBe(want(ep(200)));
   });
 });
