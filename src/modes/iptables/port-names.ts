@@ -9,8 +9,13 @@ import { endpointChain, type ServicePortChains, servicePortChains } from "./chai
 export class ServicePortNames {
   readonly protocol: string;
   readonly chains: ServicePortChains;
-  /** The KUBE-SEP- memo, by endpoint IP and port. */
-  private readonly endpoints = new EndpointMemo<string>();
+  // The KUBE-SEP- memo: the port's endpoint list as last given to followEndpoints, and the chain
+  // of each entry at the same index once named. Its writers walk (subsets of) that list in its
+  // order, so a cursor finds an endpoint where the last one was found or a little further: no
+  // table keyed per endpoint, which for a million endpoints was ~40 MB.
+  private list: readonly EndpointInfo[] = [];
+  private names: (string | undefined)[] = [];
+  private cursor = 0;
 
   constructor(
     readonly nameString: string,
@@ -22,16 +27,46 @@ export class ServicePortNames {
 
   /** KUBE-SEP- chain of an endpoint; hashing is the costly part of a full sync. */
   endpointChain(ep: EndpointInfo): string {
-    let chain = this.endpoints.get(ep.ip, ep.port);
+    const i = this.indexOf(ep);
+    if (i < 0) return endpointChain(this.nameString, this.protocol, ep.endpoint);
+    let chain = this.names[i];
     if (chain === undefined) {
       chain = endpointChain(this.nameString, this.protocol, ep.endpoint);
-      this.endpoints.add(ep.ip, ep.port, chain);
+      this.names[i] = chain;
     }
     return chain;
   }
 
-  /** Forgets endpoints no longer present, so the memo does not grow with churn. */
-  retainEndpoints(endpoints: readonly EndpointInfo[]): void {
-    if (this.endpoints.size > endpoints.length) this.endpoints.retain(endpoints);
+  /**
+   * Makes `endpoints` (the port's usable endpoints, each once) the list the memo follows: names
+   * of endpoints still present are kept, the others forgotten, so the memo does not grow with
+   * churn. An endpoint outside the list is named without being remembered.
+   */
+  followEndpoints(endpoints: readonly EndpointInfo[]): void {
+    if (endpoints === this.list) return;
+    const known = new EndpointMemo<string>();
+    for (let i = 0; i < this.list.length; i++) {
+      const name = this.names[i];
+      if (name !== undefined) known.add(this.list[i]!.ip, this.list[i]!.port, name);
+    }
+    this.list = endpoints;
+    this.names = endpoints.map((ep) => (known.size > 0 ? known.get(ep.ip, ep.port) : undefined));
+    this.cursor = 0;
+  }
+
+  // The index of `ep` in the list (the object itself), searched from the cursor on and then
+  // from the start; -1 when it is not there.
+  private indexOf(ep: EndpointInfo): number {
+    const list = this.list;
+    const n = list.length;
+    let i = this.cursor;
+    for (let k = 0; k < n; k++) {
+      if (list[i] === ep) {
+        this.cursor = i + 1 === n ? 0 : i + 1;
+        return i;
+      }
+      i = i + 1 === n ? 0 : i + 1;
+    }
+    return -1;
   }
 }
