@@ -83,10 +83,26 @@ export class EndpointSliceCache {
   }
 }
 
+/**
+ * The endpoints of one service port by port number and IP: no "ip:port" key string per endpoint
+ * and port. The first port number seen has its table inline (most ports only ever have one).
+ */
 interface MergeTarget {
   readonly name: ServicePortName;
-  /** Port number -> IP -> endpoint: no "ip:port" key string per endpoint and port. */
-  readonly byPort: Map<number, Map<string, EndpointInfo>>;
+  readonly port: number;
+  readonly byIP: Map<string, EndpointInfo>;
+  otherPorts?: Map<number, Map<string, EndpointInfo>>;
+}
+
+function tableFor(target: MergeTarget, port: number): Map<string, EndpointInfo> {
+  if (port === target.port) return target.byIP;
+  target.otherPorts ??= new Map();
+  let byIP = target.otherPorts.get(port);
+  if (!byIP) {
+    byIP = new Map();
+    target.otherPorts.set(port, byIP);
+  }
+  return byIP;
 }
 
 /** What every port of one slice endpoint shares, made once per endpoint and merge. */
@@ -158,11 +174,7 @@ function sharedEndpoint(e: SliceEndpoint, nodeName: string): SharedEndpoint {
 const usability = (ep: Pick<EndpointInfo, "ready" | "serving">) => (ep.ready ? 2 : ep.serving ? 1 : 0);
 
 function addPort(target: MergeTarget, port: SlicePort, endpoints: readonly SharedEndpoint[]): void {
-  let byIP = target.byPort.get(port.port);
-  if (!byIP) {
-    byIP = new Map();
-    target.byPort.set(port.port, byIP);
-  }
+  const byIP = tableFor(target, port.port);
   for (const e of endpoints) {
     const seen = byIP.get(e.ip);
     // One IP:port listed twice: an endpoint moving between slices, or (upstream 1.36,
@@ -192,7 +204,7 @@ function targetFor(targets: Map<string, MergeTarget>, port: SlicePort, sliceName
   const id = servicePortNameString(name);
   const target = targets.get(id);
   if (!target) {
-    const created: MergeTarget = { name, byPort: new Map() };
+    const created: MergeTarget = { name, port: port.port, byIP: new Map() };
     targets.set(id, created);
     return created;
   }
@@ -245,7 +257,8 @@ export function mergeSlices(
   const out = new Map<string, PortEndpoints>();
   for (const [id, t] of targets) {
     const endpoints: EndpointInfo[] = [];
-    for (const byIP of t.byPort.values()) for (const ep of byIP.values()) endpoints.push(ep);
+    for (const ep of t.byIP.values()) endpoints.push(ep);
+    for (const byIP of t.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
     if (endpoints.length > 0) out.set(id, { name: t.name, endpoints: endpoints.sort(compareEndpoints) });
   }
   return out;

@@ -230,6 +230,21 @@ describe("endpoint order", () => {
     expect(got).toEqual([...got].sort());
     expect(got).toHaveLength(7);
   });
+
+  test("one port name on several port numbers (a targetPort rollout): every pair, in text order", () => {
+    const http = (port: number) => ({ ports: [{ name: "http", port, protocol: "TCP" as const }] });
+    const { map } = run([
+      [slice("web-a", [ep("10.0.0.1"), ep("10.0.0.10")], http(8080)), false],
+      [slice("web-b", [ep("10.0.0.1"), ep("10.0.0.2")], http(80)), false],
+      [slice("web-c", [ep("10.0.0.1")], http(8080)), false],
+    ]);
+    expect(endpointsOf(map, "ns/web:http")).toEqual([
+      "10.0.0.10:8080",
+      "10.0.0.1:80",
+      "10.0.0.1:8080",
+      "10.0.0.2:80",
+    ]);
+  });
 });
 
 function builtEndpoint(ip: string, port: number): EndpointInfo {

@@ -64,7 +64,7 @@ export class PortNames {
   readonly nameString: string;
   readonly chains: N.PortChainNames;
   /** Endpoint (IP and port) -> its chain; affinity set names are derived only when needed. */
-  private readonly endpoints = new EndpointMemo<string>();
+  private endpoints: EndpointMemo<string> | undefined;
 
   constructor(svc: FamilyServicePort) {
     this.protocol = svc.protocol.toLowerCase();
@@ -73,6 +73,8 @@ export class PortNames {
   }
 
   endpointChain(ep: EndpointInfo, svc: FamilyServicePort): string {
+    // Made on first use: only ports with session affinity name their endpoint chains.
+    this.endpoints ??= new EndpointMemo();
     let chain = this.endpoints.get(ep.ip, ep.port);
     if (chain === undefined) {
       chain = N.endpointChainName(svc.name, this.protocol, ep.ip, ep.port);
@@ -83,7 +85,7 @@ export class PortNames {
 
   /** Forgets endpoints no longer present, so the memo does not grow with churn. */
   retain(endpoints: readonly EndpointInfo[]): void {
-    if (this.endpoints.size > endpoints.length) this.endpoints.retain(endpoints);
+    if (this.endpoints && this.endpoints.size > endpoints.length) this.endpoints.retain(endpoints);
   }
 }
 
