@@ -105,19 +105,14 @@ function tableFor(target: MergeTarget, port: number): Map<string, EndpointInfo> 
   return byIP;
 }
 
-/** What every port of one slice endpoint shares, made once per endpoint and merge. */
-interface SharedEndpoint extends SliceEndpoint {
-  readonly isLocal: boolean;
-}
-
 /**
- * One endpoint on one port: a port number and a reference to what the endpoint's ports share,
- * the rest read through. A service port with 10,000 endpoints times 100 ports is a million of
+ * One endpoint on one port: a port number and a reference to the slice's endpoint, which all
+ * its ports share, the rest read through. A service port with 10,000 endpoints times 100 ports is a million of
  * these, so they stay two fields wide; the "ip:port" text is made when asked for.
  */
 class PortEndpoint implements EndpointInfo {
   constructor(
-    private readonly shared: SharedEndpoint,
+    private readonly shared: SliceEndpoint,
     readonly port: number,
   ) {}
   get endpoint(): string {
@@ -155,25 +150,10 @@ class PortEndpoint implements EndpointInfo {
   }
 }
 
-function sharedEndpoint(e: SliceEndpoint, nodeName: string): SharedEndpoint {
-  return {
-    ip: e.ip,
-    family: e.family,
-    nodeName: e.nodeName,
-    zone: e.zone,
-    isLocal: nodeName !== "" && e.nodeName === nodeName,
-    ready: e.ready,
-    serving: e.serving,
-    terminating: e.terminating,
-    zoneHints: e.zoneHints,
-    nodeHints: e.nodeHints,
-  };
-}
-
 /** 2: ready; 1: serving (terminating); 0: neither. */
 const usability = (ep: Pick<EndpointInfo, "ready" | "serving">) => (ep.ready ? 2 : ep.serving ? 1 : 0);
 
-function addPort(target: MergeTarget, port: SlicePort, endpoints: readonly SharedEndpoint[]): void {
+function addPort(target: MergeTarget, port: SlicePort, endpoints: readonly SliceEndpoint[]): void {
   const byIP = tableFor(target, port.port);
   for (const e of endpoints) {
     const seen = byIP.get(e.ip);
@@ -230,12 +210,11 @@ export function compareEndpoints(a: EndpointInfo, b: EndpointInfo): number {
     if (a.port === b.port) return 0;
     return String(a.port) < String(b.port) ? -1 : 1;
   }
-  const bracketX = x.includes(":");
-  if (bracketX !== y.includes(":")) return bracketX ? 1 : -1;
+  const bracketX = a.family === "IPv6";
+  if (bracketX !== (b.family === "IPv6")) return bracketX ? 1 : -1;
   const close = bracketX ? 0x5d : 0x3a;
-  if (x.length < y.length && y.startsWith(x)) return close < y.charCodeAt(x.length) ? -1 : 1;
-  if (y.length < x.length && x.startsWith(y)) return x.charCodeAt(y.length) < close ? -1 : 1;
-  return x < y ? -1 : 1;
+  if (x < y) return y.length > x.length && y.startsWith(x) && close > y.charCodeAt(x.length) ? 1 : -1;
+  return x.length > y.length && x.startsWith(y) && x.charCodeAt(y.length) < close ? -1 : 1;
 }
 
 /** Merges the slices of one Service into endpoints per service port id. */
@@ -246,12 +225,9 @@ export function mergeSlices(
   const targets = new Map<string, MergeTarget>();
   for (const sliceName of [...slices.keys()].sort()) {
     const slice = slices.get(sliceName)!;
-    let shared: SharedEndpoint[] | undefined;
     for (const port of slice.ports) {
       const target = targetFor(targets, port, sliceName, ctx);
-      if (!target) continue;
-      shared ??= slice.endpoints.map((e) => sharedEndpoint(e, ctx.nodeName));
-      addPort(target, port, shared);
+      if (target) addPort(target, port, slice.endpoints);
     }
   }
   const out = new Map<string, PortEndpoints>();
