@@ -3,6 +3,7 @@
 // merges them per Service only when that Service has pending changes.
 
 import type { Logger } from "../log/logger.ts";
+import type { IPFamily } from "../util/net/family.ts";
 import { joinHostPort } from "../util/net/host-port.ts";
 import type { ParsedSlice, SliceEndpoint, SlicePort } from "./endpoint-slice.ts";
 import { type EndpointInfo, type ServiceKey, type ServicePortName, servicePortNameString } from "./types.ts";
@@ -82,45 +83,85 @@ export class EndpointSliceCache {
   }
 }
 
+/**
+ * The endpoints of one service port by port number and IP: no "ip:port" key string per endpoint
+ * and port. The first port number seen has its table inline (most ports only ever have one).
+ */
 interface MergeTarget {
   readonly name: ServicePortName;
-  readonly byEndpoint: Map<string, EndpointInfo>;
+  readonly port: number;
+  readonly byIP: Map<string, EndpointInfo>;
+  otherPorts?: Map<number, Map<string, EndpointInfo>>;
 }
 
-function endpointInfo(e: SliceEndpoint, port: number, nodeName: string): EndpointInfo {
-  return {
-    endpoint: joinHostPort(e.ip, port),
-    ip: e.ip,
-    port,
-    family: e.family,
-    nodeName: e.nodeName,
-    zone: e.zone,
-    isLocal: nodeName !== "" && e.nodeName === nodeName,
-    ready: e.ready,
-    serving: e.serving,
-    terminating: e.terminating,
-    zoneHints: e.zoneHints,
-    nodeHints: e.nodeHints,
-  };
+function tableFor(target: MergeTarget, port: number): Map<string, EndpointInfo> {
+  if (port === target.port) return target.byIP;
+  target.otherPorts ??= new Map();
+  let byIP = target.otherPorts.get(port);
+  if (!byIP) {
+    byIP = new Map();
+    target.otherPorts.set(port, byIP);
+  }
+  return byIP;
+}
+
+/**
+ * One endpoint on one port: a port number and a reference to the slice's endpoint, which all
+ * its ports share, the rest read through. A service port with 10,000 endpoints times 100 ports is a million of
+ * these, so they stay two fields wide; the "ip:port" text is made when asked for.
+ */
+class PortEndpoint implements EndpointInfo {
+  constructor(
+    private readonly shared: SliceEndpoint,
+    readonly port: number,
+  ) {}
+  get endpoint(): string {
+    return joinHostPort(this.shared.ip, this.port);
+  }
+  get ip(): string {
+    return this.shared.ip;
+  }
+  get family(): IPFamily {
+    return this.shared.family;
+  }
+  get nodeName(): string {
+    return this.shared.nodeName;
+  }
+  get zone(): string {
+    return this.shared.zone;
+  }
+  get isLocal(): boolean {
+    return this.shared.isLocal;
+  }
+  get ready(): boolean {
+    return this.shared.ready;
+  }
+  get serving(): boolean {
+    return this.shared.serving;
+  }
+  get terminating(): boolean {
+    return this.shared.terminating;
+  }
+  get zoneHints(): ReadonlySet<string> {
+    return this.shared.zoneHints;
+  }
+  get nodeHints(): ReadonlySet<string> {
+    return this.shared.nodeHints;
+  }
 }
 
 /** 2: ready; 1: serving (terminating); 0: neither. */
-const usability = (ep: EndpointInfo) => (ep.ready ? 2 : ep.serving ? 1 : 0);
+const usability = (ep: Pick<EndpointInfo, "ready" | "serving">) => (ep.ready ? 2 : ep.serving ? 1 : 0);
 
-function addPort(
-  target: MergeTarget,
-  port: SlicePort,
-  endpoints: readonly SliceEndpoint[],
-  nodeName: string,
-): void {
+function addPort(target: MergeTarget, port: SlicePort, endpoints: readonly SliceEndpoint[]): void {
+  const byIP = tableFor(target, port.port);
   for (const e of endpoints) {
-    const info = endpointInfo(e, port.port, nodeName);
-    const seen = target.byEndpoint.get(info.endpoint);
+    const seen = byIP.get(e.ip);
     // One IP:port listed twice: an endpoint moving between slices, or (upstream 1.36,
     // kubernetes#135593) a pod IP reused by a new pod while the old one still terminates. The
     // more usable copy wins (ready, then serving), so a ghost terminating pod never hides the
     // live one; between equals, the first slice by name.
-    if (!seen || usability(info) > usability(seen)) target.byEndpoint.set(info.endpoint, info);
+    if (!seen || usability(e) > usability(seen)) byIP.set(e.ip, new PortEndpoint(e, port.port));
   }
 }
 
@@ -143,7 +184,7 @@ function targetFor(targets: Map<string, MergeTarget>, port: SlicePort, sliceName
   const id = servicePortNameString(name);
   const target = targets.get(id);
   if (!target) {
-    const created = { name, byEndpoint: new Map<string, EndpointInfo>() };
+    const created: MergeTarget = { name, port: port.port, byIP: new Map() };
     targets.set(id, created);
     return created;
   }
@@ -156,8 +197,25 @@ function targetFor(targets: Map<string, MergeTarget>, port: SlicePort, sliceName
   return undefined;
 }
 
-const byEndpoint = (a: EndpointInfo, b: EndpointInfo) =>
-  a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0;
+/**
+ * The order of the endpoints' "ip:port" texts, without making them: IPv4 text (a digit first)
+ * before bracketed IPv6; otherwise the IPs decide, except where one IP is a prefix of the other
+ * and the shorter's closing character (":" or "]") meets the longer's next one; equal IPs go by
+ * the port's decimal text.
+ */
+export function compareEndpoints(a: EndpointInfo, b: EndpointInfo): number {
+  const x = a.ip;
+  const y = b.ip;
+  if (x === y) {
+    if (a.port === b.port) return 0;
+    return String(a.port) < String(b.port) ? -1 : 1;
+  }
+  const bracketX = a.family === "IPv6";
+  if (bracketX !== (b.family === "IPv6")) return bracketX ? 1 : -1;
+  const close = bracketX ? 0x5d : 0x3a;
+  if (x < y) return y.length > x.length && y.startsWith(x) && close > y.charCodeAt(x.length) ? 1 : -1;
+  return x.length > y.length && x.startsWith(y) && x.charCodeAt(y.length) < close ? -1 : 1;
+}
 
 /** Merges the slices of one Service into endpoints per service port id. */
 export function mergeSlices(
@@ -169,13 +227,15 @@ export function mergeSlices(
     const slice = slices.get(sliceName)!;
     for (const port of slice.ports) {
       const target = targetFor(targets, port, sliceName, ctx);
-      if (target) addPort(target, port, slice.endpoints, ctx.nodeName);
+      if (target) addPort(target, port, slice.endpoints);
     }
   }
   const out = new Map<string, PortEndpoints>();
   for (const [id, t] of targets) {
-    if (t.byEndpoint.size > 0)
-      out.set(id, { name: t.name, endpoints: [...t.byEndpoint.values()].sort(byEndpoint) });
+    const endpoints: EndpointInfo[] = [];
+    for (const ep of t.byIP.values()) endpoints.push(ep);
+    for (const byIP of t.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
+    if (endpoints.length > 0) out.set(id, { name: t.name, endpoints: endpoints.sort(compareEndpoints) });
   }
   return out;
 }

@@ -31,6 +31,8 @@ export interface SliceEndpoint {
   readonly family: IPFamily;
   readonly nodeName: string;
   readonly zone: string;
+  /** On this node (SliceContext.nodeName): every port of the endpoint shares this record. */
+  readonly isLocal: boolean;
   readonly ready: boolean;
   readonly serving: boolean;
   readonly terminating: boolean;
@@ -120,6 +122,8 @@ export interface SliceContext {
   readonly problems: ProblemList;
   /** Where wrong-family addresses are reported: upstream puts that event on the Service. */
   readonly serviceRef: ProblemList["ref"];
+  /** This node's name: endpoints on it are local ("" or absent: none is). */
+  readonly nodeName?: string;
 }
 
 function readEndpoint(raw: RawEndpoint, path: string, ctx: SliceContext): SliceEndpoint | undefined {
@@ -159,6 +163,7 @@ function readEndpoint(raw: RawEndpoint, path: string, ctx: SliceContext): SliceE
     family: parsed.family,
     nodeName: nodeName.value,
     zone: zone.value,
+    isLocal: nodeName.value !== "" && nodeName.value === ctx.nodeName,
     ...conditions(raw),
     zoneHints: hintNames(hintObject.forZones, `${path}.hints.forZones`, validZoneName, ctx.problems),
     nodeHints: hintNames(hintObject.forNodes, `${path}.hints.forNodes`, validNodeName, ctx.problems),

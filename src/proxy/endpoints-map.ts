@@ -25,8 +25,8 @@ export interface EndpointsUpdateResult {
 const SERVICES_PER_COLLECTION = 1000;
 
 function sameEndpoint(a: EndpointInfo, b: EndpointInfo): boolean {
-  if (a.endpoint !== b.endpoint || a.nodeName !== b.nodeName || a.zone !== b.zone || a.isLocal !== b.isLocal)
-    return false;
+  if (a.ip !== b.ip || a.port !== b.port) return false;
+  if (a.nodeName !== b.nodeName || a.zone !== b.zone || a.isLocal !== b.isLocal) return false;
   if (a.ready !== b.ready || a.serving !== b.serving || a.terminating !== b.terminating) return false;
   return sameSet(a.zoneHints, b.zoneHints) && sameSet(a.nodeHints, b.nodeHints);
 }

@@ -162,6 +162,7 @@ export class EndpointsChangeTracker {
         family,
         problems,
         serviceRef: { kind: "Service", namespace: keys.namespace, name: keys.service },
+        nodeName: this.nodeName,
       });
       this.reporter.report(reportKey, problems);
     }

@@ -73,6 +73,27 @@ export interface EndpointInfo {
   readonly nodeHints: ReadonlySet<string>;
 }
 
+/**
+ * A plain object with every field of an endpoint. The model's endpoints read most fields through
+ * a record their ports share, so spreading one copies nothing but that reference.
+ */
+export function plainEndpoint(e: EndpointInfo): EndpointInfo {
+  return {
+    endpoint: e.endpoint,
+    ip: e.ip,
+    port: e.port,
+    family: e.family,
+    nodeName: e.nodeName,
+    zone: e.zone,
+    isLocal: e.isLocal,
+    ready: e.ready,
+    serving: e.serving,
+    terminating: e.terminating,
+    zoneHints: e.zoneHints,
+    nodeHints: e.nodeHints,
+  };
+}
+
 /** All service ports by id. */
 export type ServicePortMap = ReadonlyMap<string, ServicePortInfo>;
 /** All endpoints by service port id. */

@@ -1,7 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import type { EndpointSliceObject } from "../../src/k8s/objects.ts";
+import { compareEndpoints } from "../../src/proxy/endpoint-slice-cache.ts";
 import { EndpointsMap } from "../../src/proxy/endpoints-map.ts";
 import { EndpointsChangeTracker } from "../../src/proxy/endpoints-tracker.ts";
+import type { EndpointInfo } from "../../src/proxy/types.ts";
+import { joinHostPort } from "../../src/util/net/host-port.ts";
 import { ep, slice } from "./builders.ts";
 
 type Change = [EndpointSliceObject, boolean];
@@ -183,3 +186,80 @@ describe("EndpointsChangeTracker coalescing", () => {
     expect(tracker.pendingChanges().size).toBe(0);
   });
 });
+
+describe("endpoint order", () => {
+  // The order of the "ip:port" texts, which the rules list endpoints in, kept without the texts.
+  const addresses = [
+    "10.0.0.1",
+    "10.0.0.10",
+    "10.0.0.100",
+    "10.0.0.2",
+    "10.0.1.1",
+    "9.0.0.1",
+    "192.0.2.1",
+    "2001:db8::1",
+    "2001:db8::10",
+    "2001:db8::1:0",
+    "2001:db8:1::",
+    "::1",
+    "fe80::1",
+  ];
+  const ports = [80, 8, 8080, 9, 443, 10000, 65535];
+
+  test("compareEndpoints sorts as the joined texts do", () => {
+    const all: EndpointInfo[] = [];
+    for (const ip of addresses)
+      for (const port of ports)
+        all.push({ ...builtEndpoint(ip, port), endpoint: joinHostPort(ip, port), port });
+    const byText = [...all].sort((a, b) => (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0));
+    const byFields = [...all].sort(compareEndpoints);
+    expect(byFields.map((e) => e.endpoint)).toEqual(byText.map((e) => e.endpoint));
+  });
+
+  test("the model's endpoints come sorted by their text", () => {
+    const { map } = run([
+      [
+        slice(
+          "web-a",
+          addresses.filter((a) => !a.includes(":")).map((a) => ep(a)),
+        ),
+        false,
+      ],
+    ]);
+    const got = endpointsOf(map, "ns/web:http");
+    expect(got).toEqual([...got].sort());
+    expect(got).toHaveLength(7);
+  });
+
+  test("one port name on several port numbers (a targetPort rollout): every pair, in text order", () => {
+    const http = (port: number) => ({ ports: [{ name: "http", port, protocol: "TCP" as const }] });
+    const { map } = run([
+      [slice("web-a", [ep("10.0.0.1"), ep("10.0.0.10")], http(8080)), false],
+      [slice("web-b", [ep("10.0.0.1"), ep("10.0.0.2")], http(80)), false],
+      [slice("web-c", [ep("10.0.0.1")], http(8080)), false],
+    ]);
+    expect(endpointsOf(map, "ns/web:http")).toEqual([
+      "10.0.0.10:8080",
+      "10.0.0.1:80",
+      "10.0.0.1:8080",
+      "10.0.0.2:80",
+    ]);
+  });
+});
+
+function builtEndpoint(ip: string, port: number): EndpointInfo {
+  return {
+    endpoint: "",
+    ip,
+    port,
+    family: ip.includes(":") ? "IPv6" : "IPv4",
+    nodeName: "",
+    zone: "",
+    isLocal: false,
+    ready: true,
+    serving: true,
+    terminating: false,
+    zoneHints: new Set(),
+    nodeHints: new Set(),
+  };
+}

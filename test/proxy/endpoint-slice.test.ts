@@ -4,6 +4,7 @@ import { parseSlice, parseTriggerTime } from "../../src/proxy/endpoint-slice.ts"
 import { EndpointsMap } from "../../src/proxy/endpoints-map.ts";
 import { EndpointsChangeTracker } from "../../src/proxy/endpoints-tracker.ts";
 import { ProblemList } from "../../src/proxy/problems.ts";
+import { plainEndpoint } from "../../src/proxy/types.ts";
 import { ep, slice } from "./builders.ts";
 
 function parse(s: EndpointSliceObject) {
@@ -65,7 +66,7 @@ describe("endpoint model", () => {
       { ...ep("192.0.2.2", "node-b"), zone: "zone-b" },
     ]);
     const eps = sync(s).get("ns/web:http")!;
-    expect(eps[0]).toEqual({
+    expect(plainEndpoint(eps[0]!)).toEqual({
       endpoint: "192.0.2.1:8080",
       ip: "192.0.2.1",
       port: 8080,

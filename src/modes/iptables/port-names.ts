@@ -1,21 +1,21 @@
 // Hash-derived iptables chain names of a service port (KUBE-SVC-, KUBE-SEP-, ...), memoised per
 // port: hashing is the costly part of a full sync.
 
+import { EndpointMemo } from "../../proxy/endpoint-memo.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
 import { endpointChain, type ServicePortChains, servicePortChains } from "./chains.ts";
-
-/** Up to this many endpoints, a port's chain-name memo is two small arrays instead of a Map. */
-const SMALL_MEMO = 32;
 
 /** Hash-derived names of one service port, computed once and reused while the port exists. */
 export class ServicePortNames {
   readonly protocol: string;
   readonly chains: ServicePortChains;
-  // The KUBE-SEP- memo: endpoints and their chains at the same index, or a Map once there are
-  // many. A Map costs ~900 bytes at 10 entries, and a large cluster has one per service port.
-  private endpoints: string[] = [];
-  private endpointChains: string[] = [];
-  private byEndpoint: Map<string, string> | undefined;
+  // The KUBE-SEP- memo: the port's endpoint list as last given to followEndpoints, and the chain
+  // of each entry at the same index once named. Its writers walk (subsets of) that list in its
+  // order, so a cursor finds an endpoint where the last one was found or a little further: no
+  // table keyed per endpoint, which for a million endpoints was ~40 MB.
+  private list: readonly EndpointInfo[] = [];
+  private names: (string | undefined)[] = [];
+  private cursor = 0;
 
   constructor(
     readonly nameString: string,
@@ -25,46 +25,48 @@ export class ServicePortNames {
     this.chains = servicePortChains(nameString, this.protocol);
   }
 
-  /** KUBE-SEP- chain of an endpoint ("ip:port"); hashing is the costly part of a full sync. */
-  endpointChain(endpoint: string): string {
-    let chain = this.known(endpoint);
+  /** KUBE-SEP- chain of an endpoint; hashing is the costly part of a full sync. */
+  endpointChain(ep: EndpointInfo): string {
+    const i = this.indexOf(ep);
+    if (i < 0) return endpointChain(this.nameString, this.protocol, ep.endpoint);
+    let chain = this.names[i];
     if (chain === undefined) {
-      chain = endpointChain(this.nameString, this.protocol, endpoint);
-      this.remember(endpoint, chain);
+      chain = endpointChain(this.nameString, this.protocol, ep.endpoint);
+      this.names[i] = chain;
     }
     return chain;
   }
 
-  /** Forgets endpoints no longer present, so the memo does not grow with churn. */
-  retainEndpoints(endpoints: readonly EndpointInfo[]): void {
-    if ((this.byEndpoint?.size ?? this.endpoints.length) <= endpoints.length) return;
-    const kept: [string, string][] = [];
-    for (const ep of endpoints) {
-      const chain = this.known(ep.endpoint);
-      if (chain !== undefined) kept.push([ep.endpoint, chain]);
+  /**
+   * Makes `endpoints` (the port's usable endpoints, each once) the list the memo follows: names
+   * of endpoints still present are kept, the others forgotten, so the memo does not grow with
+   * churn. An endpoint outside the list is named without being remembered.
+   */
+  followEndpoints(endpoints: readonly EndpointInfo[]): void {
+    if (endpoints === this.list) return;
+    const known = new EndpointMemo<string>();
+    for (let i = 0; i < this.list.length; i++) {
+      const name = this.names[i];
+      if (name !== undefined) known.add(this.list[i]!.ip, this.list[i]!.port, name);
     }
-    this.endpoints = [];
-    this.endpointChains = [];
-    this.byEndpoint = undefined;
-    for (const [endpoint, chain] of kept) this.remember(endpoint, chain);
+    this.list = endpoints;
+    this.names = endpoints.map((ep) => (known.size > 0 ? known.get(ep.ip, ep.port) : undefined));
+    this.cursor = 0;
   }
 
-  private known(endpoint: string): string | undefined {
-    if (this.byEndpoint) return this.byEndpoint.get(endpoint);
-    const i = this.endpoints.indexOf(endpoint);
-    return i < 0 ? undefined : this.endpointChains[i];
-  }
-
-  private remember(endpoint: string, chain: string): void {
-    if (!this.byEndpoint && this.endpoints.length >= SMALL_MEMO) {
-      this.byEndpoint = new Map(this.endpoints.map((e, i) => [e, this.endpointChains[i]!]));
-      this.endpoints = [];
-      this.endpointChains = [];
+  // The index of `ep` in the list (the object itself), searched from the cursor on and then
+  // from the start; -1 when it is not there.
+  private indexOf(ep: EndpointInfo): number {
+    const list = this.list;
+    const n = list.length;
+    let i = this.cursor;
+    for (let k = 0; k < n; k++) {
+      if (list[i] === ep) {
+        this.cursor = i + 1 === n ? 0 : i + 1;
+        return i;
+      }
+      i = i + 1 === n ? 0 : i + 1;
     }
-    if (this.byEndpoint) this.byEndpoint.set(endpoint, chain);
-    else {
-      this.endpoints.push(endpoint);
-      this.endpointChains.push(chain);
-    }
+    return -1;
   }
 }

@@ -55,7 +55,7 @@ export function portInputs(
   const sameNames =
     previous && previous.names.nameString === source.id && previous.source.protocol === source.protocol;
   const names = sameNames ? previous.names : new ServicePortNames(source.id, source.protocol);
-  names.retainEndpoints(endpoints);
+  names.followEndpoints(endpoints);
   const serviceKey = `${source.name.namespace}/${source.name.name}`;
   return { source, endpointsSource, view, endpoints, names, serviceKey, endpointCount: endpoints.length };
 }

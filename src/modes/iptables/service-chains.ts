@@ -136,7 +136,7 @@ export function writeServiceToEndpointRules(
   if (svc.sessionAffinity.type === "ClientIP") {
     const seconds = svc.sessionAffinity.timeoutSeconds;
     for (const ep of endpoints) {
-      const sep = names.endpointChain(ep.endpoint);
+      const sep = names.endpointChain(ep);
       const text = endpointComment(settings, `${name} -> ${ep.endpoint}`);
       out.rules.push(
         `-A ${chain} ${text}-m recent --name ${sep} --rcheck --seconds ${seconds} --reap -j ${sep}`,
@@ -149,7 +149,7 @@ export function writeServiceToEndpointRules(
     const text = endpointComment(settings, `${name} -> ${ep.endpoint}`);
     const chance =
       i < n - 1 ? `-m statistic --mode random --probability ${settings.probabilities.get(n - i)} ` : "";
-    out.rules.push(`-A ${chain} ${text}${chance}-j ${names.endpointChain(ep.endpoint)}`);
+    out.rules.push(`-A ${chain} ${text}${chance}-j ${names.endpointChain(ep)}`);
   }
 }
 
@@ -164,7 +164,7 @@ function writeEndpointChains(
   const text = endpointComment(settings, names.nameString, true);
   const affinity = svc.sessionAffinity.type === "ClientIP";
   for (const ep of plan.allReachableEndpoints) {
-    const sep = names.endpointChain(ep.endpoint);
+    const sep = names.endpointChain(ep);
     declare(out, sep);
     // Hairpin: a pod reaching itself through the service must be masqueraded.
     out.rules.push(`-A ${sep} ${text}-s ${ep.ip} -j ${KUBE_MARK_MASQ}`);

@@ -9,6 +9,7 @@
 
 import { nftElementPart, nftStatement } from "../../host/nft/script-text.ts";
 import type { NftSet } from "../../host/nft/types.ts";
+import { EndpointMemo } from "../../proxy/endpoint-memo.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import type { TopologyContext } from "../../proxy/topology.ts";
@@ -62,8 +63,8 @@ export class PortNames {
   readonly protocol: string;
   readonly nameString: string;
   readonly chains: N.PortChainNames;
-  /** Endpoint ("ip:port") -> its chain; affinity set names are derived only when needed. */
-  private readonly endpoints = new Map<string, string>();
+  /** Endpoint (IP and port) -> its chain; affinity set names are derived only when needed. */
+  private endpoints: EndpointMemo<string> | undefined;
 
   constructor(svc: FamilyServicePort) {
     this.protocol = svc.protocol.toLowerCase();
@@ -72,19 +73,19 @@ export class PortNames {
   }
 
   endpointChain(ep: EndpointInfo, svc: FamilyServicePort): string {
-    let chain = this.endpoints.get(ep.endpoint);
+    // Made on first use: only ports with session affinity name their endpoint chains.
+    this.endpoints ??= new EndpointMemo();
+    let chain = this.endpoints.get(ep.ip, ep.port);
     if (chain === undefined) {
       chain = N.endpointChainName(svc.name, this.protocol, ep.ip, ep.port);
-      this.endpoints.set(ep.endpoint, chain);
+      this.endpoints.add(ep.ip, ep.port, chain);
     }
     return chain;
   }
 
   /** Forgets endpoints no longer present, so the memo does not grow with churn. */
   retain(endpoints: readonly EndpointInfo[]): void {
-    if (this.endpoints.size <= endpoints.length) return;
-    const keep = new Set(endpoints.map((e) => e.endpoint));
-    for (const key of this.endpoints.keys()) if (!keep.has(key)) this.endpoints.delete(key);
+    if (this.endpoints && this.endpoints.size > endpoints.length) this.endpoints.retain(endpoints);
   }
 }
 

@@ -25,12 +25,19 @@ describe("ServicePortNames endpoint chain memo", () => {
     const names = new ServicePortNames("ns/svc:http", "TCP");
     // Past the small-memo size, so both of its shapes are used.
     const all = Array.from({ length: 100 }, (_, i) => ep(i));
-    for (const e of all) expect(names.endpointChain(e.endpoint)).toBe(want(e));
-    for (const e of all) expect(names.endpointChain(e.endpoint)).toBe(want(e));
-    names.retainEndpoints(all.slice(90));
-    for (const e of all.slice(85)) expect(names.endpointChain(e.endpoint)).toBe(want(e));
-    names.retainEndpoints([ep(3)]);
-    expect(names.endpointChain(ep(3).endpoint)).toBe(want(ep(3)));
-    expect(names.endpointChain(ep(200).endpoint)).toBe(want(ep(200)));
+    // Outside any followed list: named, not remembered.
+    for (const e of all) expect(names.endpointChain(e)).toBe(want(e));
+    names.followEndpoints(all);
+    for (const e of all) expect(names.endpointChain(e)).toBe(want(e));
+    for (const e of [...all].reverse()) expect(names.endpointChain(e)).toBe(want(e));
+    for (const e of all.filter((_, i) => i % 3 === 0)) expect(names.endpointChain(e)).toBe(want(e));
+    // A new list of new objects: the names of the endpoints still there carry over.
+    const later = Array.from({ length: 15 }, (_, i) => ep(85 + i));
+    names.followEndpoints(later);
+    for (const e of later) expect(names.endpointChain(e)).toBe(want(e));
+    expect(names.endpointChain(ep(3))).toBe(want(ep(3)));
+    names.followEndpoints([ep(3)]);
+    expect(names.endpointChain(ep(3))).toBe(want(ep(3)));
+    expect(names.endpointChain(ep(200))).toBe(want(ep(200)));
   });
 });

@@ -16,7 +16,12 @@ import { familyWords } from "../../../src/modes/nftables/setup.ts";
 import { TableSync, type TableSyncRequest } from "../../../src/modes/nftables/table-sync.ts";
 import { noOpLocalDetector } from "../../../src/proxy/local-detect.ts";
 import type { SyncInput } from "../../../src/proxy/proxier.ts";
-import { type EndpointInfo, type ServicePortInfo, serviceKey } from "../../../src/proxy/types.ts";
+import {
+  type EndpointInfo,
+  plainEndpoint,
+  type ServicePortInfo,
+  serviceKey,
+} from "../../../src/proxy/types.ts";
 import { createTestNetns, type TestNetns } from "../../host/iptables/netns.ts";
 import { INJECTIONS } from "../../support/hostile-text.ts";
 import { Cluster, endpointSlice, ep, service } from "../../support/proxy-cluster.ts";
@@ -58,7 +63,7 @@ function renamed(
 ): ExtraPort {
   const id = `ns/${name}:p80`;
   const endpoints = endpointIP
-    ? eps.map((e) => ({ ...e, ip: endpointIP, endpoint: `${endpointIP}:${e.port}` }))
+    ? eps.map((e) => ({ ...plainEndpoint(e), ip: endpointIP, endpoint: `${endpointIP}:${e.port}` }))
     : eps;
   return {
     svc: {
