@@ -1,70 +1,78 @@
 // Hash-derived iptables chain names of a service port (KUBE-SVC-, KUBE-SEP-, ...), memoised per
-// port: hashing is the costly part of a full sync.
+// port: hashing is the costly part of a full sync. A port object of its own is kept per service
+// port between syncs, so it holds as little as it can: the KUBE-SVC- name (the other three
+// per-port chains share its hash and are made from it when written), and the KUBE-SEP- names of
+// its endpoints.
 
+import {
+  EMPTY_NAME_MEMO,
+  memoAdd,
+  memoGet,
+  memoRetain,
+  memoSize,
+  type NameMemo,
+} from "../../proxy/netfilter/name-memo.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
-import { endpointChain, type ServicePortChains, servicePortChains } from "./chains.ts";
-
-/** Up to this many endpoints, a port's chain-name memo is two small arrays instead of a Map. */
-const SMALL_MEMO = 32;
+import { lowerProtocol, type Protocol } from "../../util/net/protocol.ts";
+import {
+  EXT_PREFIX,
+  endpointChain,
+  FW_PREFIX,
+  type ServicePortChains,
+  SVL_PREFIX,
+  serviceChain,
+  siblingChain,
+} from "./chains.ts";
 
 /** Hash-derived names of one service port, computed once and reused while the port exists. */
-export class ServicePortNames {
+export class ServicePortNames implements ServicePortChains {
   readonly protocol: string;
-  readonly chains: ServicePortChains;
-  // The KUBE-SEP- memo: endpoints and their chains at the same index, or a Map once there are
-  // many. A Map costs ~900 bytes at 10 entries, and a large cluster has one per service port.
-  private endpoints: string[] = [];
-  private endpointChains: string[] = [];
-  private byEndpoint: Map<string, string> | undefined;
+  /** KUBE-SVC-: endpoints for Cluster traffic policy. */
+  readonly svc: string;
+  /** The KUBE-SEP- memo, by endpoint ("ip:port"). */
+  private sepChains: NameMemo = EMPTY_NAME_MEMO;
 
   constructor(
     readonly nameString: string,
     protocol: string,
   ) {
-    this.protocol = protocol.toLowerCase();
-    this.chains = servicePortChains(nameString, this.protocol);
+    this.protocol = lowerProtocol(protocol as Protocol);
+    this.svc = serviceChain(nameString, this.protocol);
+  }
+
+  /** KUBE-SVL-: endpoints for Local traffic policy (made on each call). */
+  get svl(): string {
+    return siblingChain(SVL_PREFIX, this.svc);
+  }
+  /** KUBE-EXT-: external destinations (made on each call). */
+  get ext(): string {
+    return siblingChain(EXT_PREFIX, this.svc);
+  }
+  /** KUBE-FW-: loadBalancerSourceRanges filtering (made on each call). */
+  get fw(): string {
+    return siblingChain(FW_PREFIX, this.svc);
+  }
+  /** The four per-port chains (this object: the three made from KUBE-SVC- when read). */
+  get chains(): ServicePortChains {
+    return this;
   }
 
   /** KUBE-SEP- chain of an endpoint ("ip:port"); hashing is the costly part of a full sync. */
   endpointChain(endpoint: string): string {
-    let chain = this.known(endpoint);
+    let chain = memoGet(this.sepChains, endpoint);
     if (chain === undefined) {
       chain = endpointChain(this.nameString, this.protocol, endpoint);
-      this.remember(endpoint, chain);
+      this.sepChains = memoAdd(this.sepChains, endpoint, chain);
     }
     return chain;
   }
 
   /** Forgets endpoints no longer present, so the memo does not grow with churn. */
   retainEndpoints(endpoints: readonly EndpointInfo[]): void {
-    if ((this.byEndpoint?.size ?? this.endpoints.length) <= endpoints.length) return;
-    const kept: [string, string][] = [];
-    for (const ep of endpoints) {
-      const chain = this.known(ep.endpoint);
-      if (chain !== undefined) kept.push([ep.endpoint, chain]);
-    }
-    this.endpoints = [];
-    this.endpointChains = [];
-    this.byEndpoint = undefined;
-    for (const [endpoint, chain] of kept) this.remember(endpoint, chain);
-  }
-
-  private known(endpoint: string): string | undefined {
-    if (this.byEndpoint) return this.byEndpoint.get(endpoint);
-    const i = this.endpoints.indexOf(endpoint);
-    return i < 0 ? undefined : this.endpointChains[i];
-  }
-
-  private remember(endpoint: string, chain: string): void {
-    if (!this.byEndpoint && this.endpoints.length >= SMALL_MEMO) {
-      this.byEndpoint = new Map(this.endpoints.map((e, i) => [e, this.endpointChains[i]!]));
-      this.endpoints = [];
-      this.endpointChains = [];
-    }
-    if (this.byEndpoint) this.byEndpoint.set(endpoint, chain);
-    else {
-      this.endpoints.push(endpoint);
-      this.endpointChains.push(chain);
-    }
+    if (memoSize(this.sepChains) <= endpoints.length) return;
+    this.sepChains = memoRetain(
+      this.sepChains,
+      endpoints.map((ep) => ep.endpoint),
+    );
   }
 }

@@ -56,6 +56,23 @@ export function portInputs(
     previous && previous.names.nameString === source.id && previous.source.protocol === source.protocol;
   const names = sameNames ? previous.names : new ServicePortNames(source.id, source.protocol);
   names.retainEndpoints(endpoints);
-  const serviceKey = `${source.name.namespace}/${source.name.name}`;
+  const serviceKey = serviceKeyOf(source, previous);
   return { source, endpointsSource, view, endpoints, names, serviceKey, endpointCount: endpoints.length };
+}
+
+// The ports of one Service come one after another in a walk: they share one key string.
+let lastKey = "";
+let lastNamespace = "";
+let lastName = "";
+
+/** "ns/name" of the port's Service: the previous state's, or the one string its Service's ports share. */
+function serviceKeyOf(source: ServicePortInfo, previous: PortState | undefined): string {
+  if (previous) return previous.serviceKey;
+  const { namespace, name } = source.name;
+  if (namespace !== lastNamespace || name !== lastName) {
+    lastKey = `${namespace}/${name}`;
+    lastNamespace = namespace;
+    lastName = name;
+  }
+  return lastKey;
 }

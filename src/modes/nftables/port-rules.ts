@@ -11,11 +11,20 @@ import { nftElementPart, nftStatement } from "../../host/nft/script-text.ts";
 import type { NftSet } from "../../host/nft/types.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
+import {
+  EMPTY_NAME_MEMO,
+  memoAdd,
+  memoGet,
+  memoRetain,
+  memoSize,
+  type NameMemo,
+} from "../../proxy/netfilter/name-memo.ts";
 import type { TopologyContext } from "../../proxy/topology.ts";
 import { planTrafficPolicy } from "../../proxy/traffic-policy.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
 import { servicePortNameString } from "../../proxy/types.ts";
 import { cidrContains } from "../../util/net/address.ts";
+import { lowerProtocol } from "../../util/net/protocol.ts";
 import * as N from "./names.ts";
 import type { FamilyWords } from "./setup.ts";
 
@@ -57,34 +66,59 @@ export interface PortRuleSettings {
   readonly topology: TopologyContext;
 }
 
-/** Per-port names, hashed once while the port exists (hashing dominates a full sync). */
-export class PortNames {
+/**
+ * Per-port names, hashed once while the port exists (hashing dominates a full sync). Kept per
+ * service port between syncs, so it holds little: the Cluster-policy chain (the other three
+ * share its hashed base and are made from it when read) and its endpoints' chains.
+ */
+export class PortNames implements N.PortChainNames {
   readonly protocol: string;
   readonly nameString: string;
-  readonly chains: N.PortChainNames;
+  readonly cluster: string;
   /** Endpoint ("ip:port") -> its chain; affinity set names are derived only when needed. */
-  private readonly endpoints = new Map<string, string>();
+  private endpoints: NameMemo = EMPTY_NAME_MEMO;
 
   constructor(svc: FamilyServicePort) {
-    this.protocol = svc.protocol.toLowerCase();
-    this.nameString = servicePortNameString(svc.name);
-    this.chains = N.portChainNames(svc.name, this.protocol);
+    this.protocol = lowerProtocol(svc.protocol);
+    const nameString = servicePortNameString(svc.name);
+    // The port's id is that string: one copy of it.
+    this.nameString = nameString === svc.id ? svc.id : nameString;
+    this.cluster = N.clusterChainName(svc.name, this.protocol);
+  }
+
+  /** Endpoints for Local traffic policy (made on each read). */
+  get local(): string {
+    return N.otherPortChain("local", this.cluster);
+  }
+  /** Where NodePort, external IP and load balancer traffic goes first (made on each read). */
+  get external(): string {
+    return N.otherPortChain("external", this.cluster);
+  }
+  /** loadBalancerSourceRanges filtering (made on each read). */
+  get firewall(): string {
+    return N.otherPortChain("firewall", this.cluster);
+  }
+  /** The port's four chains (this object). */
+  get chains(): N.PortChainNames {
+    return this;
   }
 
   endpointChain(ep: EndpointInfo, svc: FamilyServicePort): string {
-    let chain = this.endpoints.get(ep.endpoint);
+    let chain = memoGet(this.endpoints, ep.endpoint);
     if (chain === undefined) {
       chain = N.endpointChainName(svc.name, this.protocol, ep.ip, ep.port);
-      this.endpoints.set(ep.endpoint, chain);
+      this.endpoints = memoAdd(this.endpoints, ep.endpoint, chain);
     }
     return chain;
   }
 
   /** Forgets endpoints no longer present, so the memo does not grow with churn. */
   retain(endpoints: readonly EndpointInfo[]): void {
-    if (this.endpoints.size <= endpoints.length) return;
-    const keep = new Set(endpoints.map((e) => e.endpoint));
-    for (const key of this.endpoints.keys()) if (!keep.has(key)) this.endpoints.delete(key);
+    if (memoSize(this.endpoints) <= endpoints.length) return;
+    this.endpoints = memoRetain(
+      this.endpoints,
+      endpoints.map((e) => e.endpoint),
+    );
   }
 }
 
@@ -113,8 +147,8 @@ export function portRules(
   // One value array per port, shared by its elements: the proxier keeps every element until the
   // port changes, and a Service may have 20,000 externalIPs per port.
   const unserved = [unservedVerdict];
-  const toExternal = [`goto ${c.external}`];
-  const toFirewall = [`goto ${c.firewall}`];
+  // (Made only where used: a name of the port's other chains is made each time it is read.)
+  const toExternal = svc.isExternal ? [`goto ${c.external}`] : unserved;
   if (p.hasInternalEndpoints) {
     elements.push({
       container: N.SERVICE_IPS_MAP,
@@ -141,6 +175,7 @@ export function portRules(
       });
   }
   const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
+  const toFirewall = usesFirewall ? [`goto ${c.firewall}`] : unserved;
   for (const ip of svc.loadBalancerVIPs) {
     if (p.hasEndpoints)
       elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: toExternal });

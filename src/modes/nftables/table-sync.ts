@@ -12,6 +12,7 @@ import type { SyncInput } from "../../proxy/proxier.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/types.ts";
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
+import { lowerProtocol } from "../../util/net/protocol.ts";
 import { ElementStore, type HeldElements } from "./element-store.ts";
 import { CLUSTER_IPS_CHECK, isAffinitySetName, isServiceChainName } from "./names.ts";
 import { PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
@@ -46,6 +47,9 @@ const PORTS_WRITTEN_AT_ONCE = 1000;
 
 /** Chains deleted no earlier than this after they were flushed. */
 export const STALE_CHAIN_DELAY_MS = 1000;
+
+/** The affinity sets of a port without ClientIP affinity (most): one array for all of them. */
+const NO_NAMES: readonly string[] = Object.freeze([]);
 
 interface PortRecord {
   readonly serviceKey: ServiceKey;
@@ -304,10 +308,10 @@ export class TableSync {
       for (const c of out.chains) for (const r of c.rules) tx.add({ kind: "rule", chain: c.name, ...r });
       const elements = this.elements.ensureAll(tx, out.elements);
       record = {
-        serviceKey: serviceKey(svc.name.namespace, svc.name.name),
+        serviceKey: serviceKeyOf(svc, before),
         elements,
         chains: out.chains.map((c) => c.name),
-        affinitySets: out.affinitySets.map((s) => s.name),
+        affinitySets: out.affinitySets.length === 0 ? NO_NAMES : out.affinitySets.map((s) => s.name),
         noLocalInternal: out.noLocalInternal,
         noLocalExternal: out.noLocalExternal,
       };
@@ -370,7 +374,7 @@ export class TableSync {
 
   private namesFor(id: string, svc: ServicePortInfo, view: Parameters<typeof portRules>[0]): PortNames {
     let names = this.names.get(id);
-    if (!names || names.protocol !== svc.protocol.toLowerCase()) {
+    if (!names || names.protocol !== lowerProtocol(svc.protocol)) {
       names = new PortNames(view);
       this.names.set(id, names);
     }
@@ -408,4 +412,17 @@ export class TableSync {
     for (const r of this.records.values()) for (const s of r.affinitySets) out.add(s);
     return out;
   }
+}
+
+// The ports of one Service come one after another in a sync: they share one key string.
+let lastKey = "";
+
+/** "ns/name" of the port's Service: the previous record's, or the string its Service's ports share. */
+function serviceKeyOf(svc: ServicePortInfo, before: PortRecord | undefined): ServiceKey {
+  const key = before?.serviceKey ?? lastKey;
+  const { namespace, name } = svc.name;
+  if (key.length === namespace.length + 1 + name.length && key.startsWith(namespace) && key.endsWith(name))
+    return key;
+  lastKey = serviceKey(namespace, name);
+  return lastKey;
 }
