@@ -1,5 +1,5 @@
-// What the proxier remembers about one service port between syncs: its family view, names,
-// and the rendered top-level rules. A partial sync reuses the rendered text of every port that
+// What the proxier remembers about one service port between syncs: its sources, names, and the
+// rendered top-level rules. A partial sync reuses the rendered text of every port that
 // did not change, so its cost grows with the change, not with the cluster.
 
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
@@ -22,8 +22,12 @@ export interface PortInputs {
   readonly endpointCount: number;
 }
 
-/** What is kept per port: its inputs, plus the rendered rules and what they imply. */
-export interface PortState extends PortInputs {
+/**
+ * What is kept per port: its inputs (but the family view and the endpoint list, which a render
+ * makes again; a state of its own stays per service port between syncs), plus the rendered
+ * rules and what they imply.
+ */
+export interface PortState extends Omit<PortInputs, "view" | "endpoints"> {
   /** Filter lines in the top-level chains, joined ("" when none). */
   readonly filterText: string;
   readonly filterLines: number;
@@ -49,7 +53,7 @@ export function portInputs(
   family: IPFamily,
   previous: PortState | undefined,
 ): PortInputs | undefined {
-  const view = previous?.source === source ? previous.view : familyView(source, family);
+  const view = familyView(source, family);
   if (!view) return undefined;
   const endpoints = usableEndpoints(source, endpointsSource, endpointProtocol, family);
   const sameNames =

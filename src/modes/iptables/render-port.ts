@@ -56,7 +56,11 @@ export function renderPort(
   const sink: ChainSink = { chains: out.natChains, rules: out.natRules, active: [] };
   writeServiceChains(view, names, plan, chainSettings, sink);
   return {
-    ...inputs,
+    source: inputs.source,
+    endpointsSource: inputs.endpointsSource,
+    names,
+    serviceKey: inputs.serviceKey,
+    endpointCount: inputs.endpointCount,
     filterText,
     filterLines: scratchFilter.length,
     natText,
