@@ -65,7 +65,10 @@ function joinedRuns(texts: readonly string[]): string[] {
 
 export class PortOrder {
   states: PortState[] = [];
-  chunks: Chunk[] = [];
+  // Each chunk is joined when a partial sync first reads it, not when the order is committed:
+  // a big full sync commits while its payload is still held, and joining every port's text
+  // again then would add a copy of them to that sync's peak.
+  private chunks: (Chunk | undefined)[] = [];
   readonly byId = new Map<string, PortState>();
   private positionsByService = new Map<string, number[]>();
   /** Endpoints of all committed ports (upstream's cluster-size measure). */
@@ -85,13 +88,26 @@ export class PortOrder {
       else this.positionsByService.set(s.serviceKey, [i]);
       this.endpointTotal += s.endpointCount;
     }
-    this.chunks = [];
-    for (let from = 0; from < states.length; from += CHUNK_SIZE) {
-      this.chunks.push(buildChunk(states, from, Math.min(states.length, from + CHUNK_SIZE)));
-    }
+    this.chunks = new Array<Chunk | undefined>(Math.ceil(states.length / CHUNK_SIZE)).fill(undefined);
   }
 
-  /** Replaces some positions (partial sync); only the chunks holding them are rebuilt. */
+  /** How many chunks the order has. */
+  get chunkCount(): number {
+    return this.chunks.length;
+  }
+
+  /** Chunk `c` (positions c * CHUNK_SIZE onwards), joined now if it was not yet. */
+  chunk(c: number): Chunk {
+    let chunk = this.chunks[c];
+    if (!chunk) {
+      const from = c * CHUNK_SIZE;
+      chunk = buildChunk(this.states, from, Math.min(this.states.length, from + CHUNK_SIZE));
+      this.chunks[c] = chunk;
+    }
+    return chunk;
+  }
+
+  /** Replaces some positions (partial sync); only the chunks holding them are joined again. */
   replaceAt(changes: ReadonlyMap<number, PortState>): void {
     const dirtyChunks = new Set<number>();
     for (const [pos, s] of changes) {
@@ -100,10 +116,7 @@ export class PortOrder {
       this.byId.set(s.source.id, s);
       dirtyChunks.add(Math.floor(pos / CHUNK_SIZE));
     }
-    for (const c of dirtyChunks) {
-      const from = c * CHUNK_SIZE;
-      this.chunks[c] = buildChunk(this.states, from, Math.min(this.states.length, from + CHUNK_SIZE));
-    }
+    for (const c of dirtyChunks) this.chunks[c] = undefined;
   }
 
   /** Positions of the ports of the given Services, ascending. */

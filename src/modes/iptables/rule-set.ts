@@ -343,14 +343,14 @@ export class RuleSetBuilder {
     out: Output,
   ): { replacements: Map<number, PortState> } {
     const chainSettings = this.chainSettings(req);
-    const { states, chunks } = this.order;
+    const { states } = this.order;
     const replacements = new Map<number, PortState>();
     let d = 0;
-    for (let c = 0; c < chunks.length; c++) {
+    for (let c = 0; c < this.order.chunkCount; c++) {
       const from = c * CHUNK_SIZE;
       const to = Math.min(states.length, from + CHUNK_SIZE);
       if (d >= scope.dirty.length || scope.dirty[d]! >= to) {
-        const chunk = chunks[c]!;
+        const chunk = this.order.chunk(c);
         reuseChunk(chunk, out);
         out.noLocalInternal += chunk.noLocalInternal;
         out.noLocalExternal += chunk.noLocalExternal;
