@@ -188,21 +188,23 @@ export class TableSync {
     const ids = [...req.input.services.keys()].sort();
     let youngAt = tx.size;
     let fullAt = tx.size;
-    for (let i = 0; i < ids.length; i++) {
-      if (this.renderPort(tx, req, ids[i]!, undefined)) result.rewrittenPorts++;
+    // Collections are paced by the ports written: one this family skips (none of its
+    // addresses) leaves nothing behind.
+    let written = 0;
+    for (const id of ids) {
+      if (!this.renderPort(tx, req, id, undefined)) {
+        yield;
+        continue;
+      }
+      result.rewrittenPorts++;
+      written++;
       // Every port leaves its rule texts behind once they are lines: collected as we go, or
       // a 10,000-Service sync piles up a few hundred MB before the runtime collects on its own.
       const ops = tx.size;
-      if (
-        i % PORTS_PER_FULL_COLLECTION === PORTS_PER_FULL_COLLECTION - 1 ||
-        ops - fullAt >= OPS_PER_FULL_COLLECTION
-      ) {
+      if (written % PORTS_PER_FULL_COLLECTION === 0 || ops - fullAt >= OPS_PER_FULL_COLLECTION) {
         collectGarbage();
         fullAt = youngAt = ops;
-      } else if (
-        i % PORTS_PER_COLLECTION === PORTS_PER_COLLECTION - 1 ||
-        ops - youngAt >= OPS_PER_COLLECTION
-      ) {
+      } else if (written % PORTS_PER_COLLECTION === 0 || ops - youngAt >= OPS_PER_COLLECTION) {
         collectYoungGarbage();
         youngAt = ops;
       }
