@@ -1,8 +1,8 @@
-// The committed port states of one family in output order, plus their top-level rules joined
-// in chunks. A partial sync after an endpoint change then writes each untouched chunk as a few
-// strings and revisits only the changed ports: its cost follows the change, not the number of
-// Services (touching every port's objects on a large heap is what makes a naive walk slow).
-// A port's text that is long already is not joined again (no second copy of it).
+// The committed port states of one family in output order (ascending id), plus their top-level
+// rules joined in chunks. A partial sync after an endpoint change then writes each untouched
+// chunk as a few strings and revisits only the changed ports: its cost follows the change, not
+// the number of Services (touching every port's objects on a large heap is what makes a naive
+// walk slow). A port's text that is long already is not joined again (no second copy of it).
 
 import { OWN_BLOCK_CHARS } from "./line-blocks.ts";
 import type { PortState } from "./port-state.ts";
@@ -69,7 +69,6 @@ export class PortOrder {
   // a big full sync commits while its payload is still held, and joining every port's text
   // again then would add a copy of them to that sync's peak.
   private chunks: (Chunk | undefined)[] = [];
-  readonly byId = new Map<string, PortState>();
   private positionsByService = new Map<string, number[]>();
   /** Endpoints of all committed ports (upstream's cluster-size measure). */
   endpointTotal = 0;
@@ -77,12 +76,10 @@ export class PortOrder {
   /** Takes a complete new order (full or structural sync). */
   replaceAll(states: PortState[]): void {
     this.states = states;
-    this.byId.clear();
     this.positionsByService = new Map();
     this.endpointTotal = 0;
     for (let i = 0; i < states.length; i++) {
       const s = states[i]!;
-      this.byId.set(s.source.id, s);
       const positions = this.positionsByService.get(s.serviceKey);
       if (positions) positions.push(i);
       else this.positionsByService.set(s.serviceKey, [i]);
@@ -113,7 +110,6 @@ export class PortOrder {
     for (const [pos, s] of changes) {
       this.endpointTotal += s.endpointCount - this.states[pos]!.endpointCount;
       this.states[pos] = s;
-      this.byId.set(s.source.id, s);
       dirtyChunks.add(Math.floor(pos / CHUNK_SIZE));
     }
     for (const c of dirtyChunks) this.chunks[c] = undefined;

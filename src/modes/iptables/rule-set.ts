@@ -309,12 +309,16 @@ export class RuleSetBuilder {
     }
     // The sources stay as they are until this sync ends (maps are updated only between syncs).
     const slice = new TimeSlice();
+    // The committed states are in id order too: walked alongside (no map by id is kept).
+    const committed = this.order.states;
+    let c = 0;
     for (const id of this.sortedIds) {
       if (slice.due) await slice.pause();
+      while (c < committed.length && committed[c]!.source.id < id) c++;
       const svc = req.sources.services.get(id);
       if (!svc) continue;
       const endpoints = req.sources.endpoints.get(id);
-      const prev = this.order.byId.get(id);
+      const prev = c < committed.length && committed[c]!.source.id === id ? committed[c] : undefined;
       let state: PortState | undefined = prev;
       if (
         prev &&
