@@ -15,20 +15,47 @@ import type { Clock } from "../util/clock.ts";
 import { errText } from "../util/err-text.ts";
 import { familyOf, type IPFamily } from "../util/net/family.ts";
 import type { Metrics } from "./metrics/metrics.ts";
-import type { EndpointsMap as EndpointsMapView, ServicePortMap } from "./types.ts";
+import type { EndpointInfo, EndpointsMap as EndpointsMapView, ServicePortMap } from "./types.ts";
 
 /** What the reconciler needs of the host (the client, or the dry-run recorder behind it). */
 export type ConntrackCleaner = Pick<ConntrackClient, "listFlows" | "deleteFlows">;
 
-/** Serving endpoints ("ip|port") by UDP frontend ("ip|port") and by UDP NodePort. */
+/**
+ * A port's serving endpoints ("ip|port"): the one key itself when there is one (most ports:
+ * a Set each would cost a few hundred bytes per UDP port of a big Service), else a set.
+ */
+export type ServingEndpoints = string | ReadonlySet<string>;
+
+/** Serving endpoints by UDP frontend ("ip|port") and by UDP NodePort. */
 export interface UDPDesiredState {
-  readonly frontends: ReadonlyMap<string, ReadonlySet<string>>;
-  readonly nodePorts: ReadonlyMap<number, ReadonlySet<string>>;
+  readonly frontends: ReadonlyMap<string, ServingEndpoints>;
+  readonly nodePorts: ReadonlyMap<number, ServingEndpoints>;
   /** ClusterIPs of UDP Services deleted since the last sync: every flow to them is stale. */
   readonly deletedIPs: ReadonlySet<string>;
 }
 
 const key = (ip: string, port: number) => `${ip}|${port}`;
+
+/** The one set of ports without serving endpoints. */
+const NONE_SERVING: ReadonlySet<string> = new Set<string>();
+
+function serves(serving: ServingEndpoints, reply: string): boolean {
+  return typeof serving === "string" ? serving === reply : serving.has(reply);
+}
+
+/** The serving endpoints of one port, this family's. */
+function servingOf(eps: Iterable<EndpointInfo>, family: IPFamily): ServingEndpoints {
+  let one: string | undefined;
+  let many: Set<string> | undefined;
+  for (const ep of eps) {
+    if (!ep.serving || ep.family !== family) continue;
+    const k = key(ep.ip, ep.port);
+    if (many) many.add(k);
+    else if (one === undefined) one = k;
+    else if (one !== k) many = new Set([one, k]);
+  }
+  return many ?? one ?? NONE_SERVING;
+}
 
 /**
  * The desired state of one family: every UDP service port, its serving endpoints (ready or
@@ -41,16 +68,13 @@ export function desiredUDPState(
   family: IPFamily,
   deletedClusterIPs: Iterable<string> = [],
 ): UDPDesiredState {
-  const frontends = new Map<string, Set<string>>();
-  const nodePorts = new Map<number, Set<string>>();
+  const frontends = new Map<string, ServingEndpoints>();
+  const nodePorts = new Map<number, ServingEndpoints>();
   for (const [id, svc] of services) {
     if (svc.protocol !== "UDP") continue;
     const clusterIP = svc.clusterIPs[family];
     if (!clusterIP) continue;
-    const serving = new Set<string>();
-    for (const ep of endpoints.get(id) ?? []) {
-      if (ep.serving && ep.family === family) serving.add(key(ep.ip, ep.port));
-    }
+    const serving = servingOf(endpoints.get(id) ?? [], family);
     frontends.set(key(clusterIP, svc.port), serving);
     for (const ip of svc.externalIPs) if (familyOf(ip) === family) frontends.set(key(ip, svc.port), serving);
     for (const ip of svc.loadBalancerVIPs)
@@ -79,7 +103,7 @@ export function staleFlowFilters(
     const base = { family, protocol: "UDP" as const, replySrc: f.replySrc, replySport: f.replySport };
     const frontend = desired.frontends.get(key(f.origDst, f.origDport));
     const gone = frontend === undefined && desired.deletedIPs.has(f.origDst);
-    if (gone || (frontend && !frontend.has(reply))) {
+    if (gone || (frontend !== undefined && !serves(frontend, reply))) {
       staleFlows++;
       const k = `${f.origDst}|${f.origDport}|${reply}`;
       if (!out.has(k)) out.set(k, { ...base, origDst: f.origDst, origDport: f.origDport });
@@ -87,7 +111,7 @@ export function staleFlowFilters(
     }
     // A NodePort flow may be addressed to any local address: only the port is matched.
     const nodePort = frontend === undefined ? desired.nodePorts.get(f.origDport) : undefined;
-    if (nodePort && !nodePort.has(reply)) {
+    if (nodePort !== undefined && !serves(nodePort, reply)) {
       staleFlows++;
       const k = `*|${f.origDport}|${reply}`;
       if (!out.has(k)) out.set(k, { ...base, origDport: f.origDport });

@@ -15,7 +15,10 @@ export class MultiFamilyProxier implements Proxier {
     // One family after the other: the kernel serialises restores anyway (xtables lock), and
     // the --dry-run plan then reads family by family.
     const failed: unknown[] = [];
-    for (const p of this.proxiers) {
+    for (const [i, p] of this.proxiers.entries()) {
+      // A turn of the event loop between families: what the last one scheduled for after its
+      // sync (the collection of a big payload) runs before the next one builds its own.
+      if (i > 0) await new Promise<void>((resolve) => setTimeout(resolve, 0));
       try {
         await p.sync(input);
       } catch (err) {

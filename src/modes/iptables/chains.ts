@@ -64,6 +64,12 @@ export interface ServicePortChains {
   readonly fw: string;
 }
 
+/** The KUBE-SVC- chain of a service port (what servicePortChains(...).svc is). */
+export function serviceChain(servicePortName: string, protocolLower: string): string {
+  hashInto(servicePortName + protocolLower);
+  return hashedName(SVC_PREFIX);
+}
+
 /**
  * Upstream hashes servicePortName.String() followed by the lower-cased protocol; all four
  * chains share the hash and differ only in prefix.
@@ -76,6 +82,18 @@ export function servicePortChains(servicePortName: string, protocolLower: string
     ext: hashedName(EXT_PREFIX),
     fw: hashedName(FW_PREFIX),
   };
+}
+
+/**
+ * The chain of `prefix` that shares the hash of a port's KUBE-SVC- chain (KUBE-SVL-, KUBE-EXT-,
+ * KUBE-FW-), as one flat string: a port keeps its KUBE-SVC- name and makes the others only
+ * when it writes them.
+ */
+export function siblingChain(prefix: string, svcChain: string): string {
+  nameCodes.length = 0;
+  for (let i = 0; i < prefix.length; i++) nameCodes.push(prefix.charCodeAt(i));
+  for (let i = SVC_PREFIX.length; i < svcChain.length; i++) nameCodes.push(svcChain.charCodeAt(i));
+  return String.fromCharCode.apply(null, nameCodes);
 }
 
 /** KUBE-SEP-: the service port name, protocol and the endpoint's "ip:port" hashed together. */

@@ -1,28 +1,61 @@
 // Hash-derived iptables chain names of a service port (KUBE-SVC-, KUBE-SEP-, ...), memoised per
-// port: hashing is the costly part of a full sync.
+// port: hashing is the costly part of a full sync. A port object of its own is kept per service
+// port between syncs, so it holds as little as it can: the KUBE-SVC- name (the other three
+// per-port chains share its hash and are made from it when written), and the KUBE-SEP- names of
+// its endpoints.
 
 import { EndpointMemo } from "../../proxy/endpoint-memo.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
-import { endpointChain, type ServicePortChains, servicePortChains } from "./chains.ts";
+import { lowerProtocol, type Protocol } from "../../util/net/protocol.ts";
+import {
+  EXT_PREFIX,
+  endpointChain,
+  FW_PREFIX,
+  type ServicePortChains,
+  SVL_PREFIX,
+  serviceChain,
+  siblingChain,
+} from "./chains.ts";
+
+/** The memo of a port that has not named an endpoint yet (most ports of a huge Service). */
+const NO_ENDPOINTS: readonly never[] = [];
 
 /** Hash-derived names of one service port, computed once and reused while the port exists. */
-export class ServicePortNames {
+export class ServicePortNames implements ServicePortChains {
   readonly protocol: string;
-  readonly chains: ServicePortChains;
+  /** KUBE-SVC-: endpoints for Cluster traffic policy. */
+  readonly svc: string;
   // The KUBE-SEP- memo: the port's endpoint list as last given to followEndpoints, and the chain
   // of each entry at the same index once named. Its writers walk (subsets of) that list in its
   // order, so a cursor finds an endpoint where the last one was found or a little further: no
   // table keyed per endpoint, which for a million endpoints was ~40 MB.
-  private list: readonly EndpointInfo[] = [];
-  private names: (string | undefined)[] = [];
+  private list: readonly EndpointInfo[] = NO_ENDPOINTS;
+  private names: (string | undefined)[] = NO_ENDPOINTS as never[];
   private cursor = 0;
 
   constructor(
     readonly nameString: string,
     protocol: string,
   ) {
-    this.protocol = protocol.toLowerCase();
-    this.chains = servicePortChains(nameString, this.protocol);
+    this.protocol = lowerProtocol(protocol as Protocol);
+    this.svc = serviceChain(nameString, this.protocol);
+  }
+
+  /** KUBE-SVL-: endpoints for Local traffic policy (made on each call). */
+  get svl(): string {
+    return siblingChain(SVL_PREFIX, this.svc);
+  }
+  /** KUBE-EXT-: external destinations (made on each call). */
+  get ext(): string {
+    return siblingChain(EXT_PREFIX, this.svc);
+  }
+  /** KUBE-FW-: loadBalancerSourceRanges filtering (made on each call). */
+  get fw(): string {
+    return siblingChain(FW_PREFIX, this.svc);
+  }
+  /** The four per-port chains (this object: the three made from KUBE-SVC- when read). */
+  get chains(): ServicePortChains {
+    return this;
   }
 
   /** KUBE-SEP- chain of an endpoint; hashing is the costly part of a full sync. */
@@ -44,6 +77,12 @@ export class ServicePortNames {
    */
   followEndpoints(endpoints: readonly EndpointInfo[]): void {
     if (endpoints === this.list) return;
+    this.cursor = 0;
+    if (endpoints.length === 0) {
+      this.list = NO_ENDPOINTS;
+      this.names = NO_ENDPOINTS as never[];
+      return;
+    }
     const known = new EndpointMemo<string>();
     for (let i = 0; i < this.list.length; i++) {
       const name = this.names[i];
@@ -51,7 +90,6 @@ export class ServicePortNames {
     }
     this.list = endpoints;
     this.names = endpoints.map((ep) => (known.size > 0 ? known.get(ep.ip, ep.port) : undefined));
-    this.cursor = 0;
   }
 
   // The index of `ep` in the list (the object itself), searched from the cursor on and then

@@ -1,8 +1,8 @@
-// The committed port states of one family in output order, plus their top-level rules joined
-// in chunks. A partial sync after an endpoint change then writes each untouched chunk as a few
-// strings and revisits only the changed ports: its cost follows the change, not the number of
-// Services (touching every port's objects on a large heap is what makes a naive walk slow).
-// A port's text that is long already is not joined again (no second copy of it).
+// The committed port states of one family in output order (ascending id), plus their top-level
+// rules joined in chunks. A partial sync after an endpoint change then writes each untouched
+// chunk as a few strings and revisits only the changed ports: its cost follows the change, not
+// the number of Services (touching every port's objects on a large heap is what makes a naive
+// walk slow). A port's text that is long already is not joined again (no second copy of it).
 
 import { OWN_BLOCK_CHARS } from "./line-blocks.ts";
 import type { PortState } from "./port-state.ts";
@@ -65,8 +65,10 @@ function joinedRuns(texts: readonly string[]): string[] {
 
 export class PortOrder {
   states: PortState[] = [];
-  chunks: Chunk[] = [];
-  readonly byId = new Map<string, PortState>();
+  // Each chunk is joined when a partial sync first reads it, not when the order is committed:
+  // a big full sync commits while its payload is still held, and joining every port's text
+  // again then would add a copy of them to that sync's peak.
+  private chunks: (Chunk | undefined)[] = [];
   private positionsByService = new Map<string, number[]>();
   /** Endpoints of all committed ports (upstream's cluster-size measure). */
   endpointTotal = 0;
@@ -74,36 +76,43 @@ export class PortOrder {
   /** Takes a complete new order (full or structural sync). */
   replaceAll(states: PortState[]): void {
     this.states = states;
-    this.byId.clear();
     this.positionsByService = new Map();
     this.endpointTotal = 0;
     for (let i = 0; i < states.length; i++) {
       const s = states[i]!;
-      this.byId.set(s.source.id, s);
       const positions = this.positionsByService.get(s.serviceKey);
       if (positions) positions.push(i);
       else this.positionsByService.set(s.serviceKey, [i]);
       this.endpointTotal += s.endpointCount;
     }
-    this.chunks = [];
-    for (let from = 0; from < states.length; from += CHUNK_SIZE) {
-      this.chunks.push(buildChunk(states, from, Math.min(states.length, from + CHUNK_SIZE)));
-    }
+    this.chunks = new Array<Chunk | undefined>(Math.ceil(states.length / CHUNK_SIZE)).fill(undefined);
   }
 
-  /** Replaces some positions (partial sync); only the chunks holding them are rebuilt. */
+  /** How many chunks the order has. */
+  get chunkCount(): number {
+    return this.chunks.length;
+  }
+
+  /** Chunk `c` (positions c * CHUNK_SIZE onwards), joined now if it was not yet. */
+  chunk(c: number): Chunk {
+    let chunk = this.chunks[c];
+    if (!chunk) {
+      const from = c * CHUNK_SIZE;
+      chunk = buildChunk(this.states, from, Math.min(this.states.length, from + CHUNK_SIZE));
+      this.chunks[c] = chunk;
+    }
+    return chunk;
+  }
+
+  /** Replaces some positions (partial sync); only the chunks holding them are joined again. */
   replaceAt(changes: ReadonlyMap<number, PortState>): void {
     const dirtyChunks = new Set<number>();
     for (const [pos, s] of changes) {
       this.endpointTotal += s.endpointCount - this.states[pos]!.endpointCount;
       this.states[pos] = s;
-      this.byId.set(s.source.id, s);
       dirtyChunks.add(Math.floor(pos / CHUNK_SIZE));
     }
-    for (const c of dirtyChunks) {
-      const from = c * CHUNK_SIZE;
-      this.chunks[c] = buildChunk(this.states, from, Math.min(this.states.length, from + CHUNK_SIZE));
-    }
+    for (const c of dirtyChunks) this.chunks[c] = undefined;
   }
 
   /** Positions of the ports of the given Services, ascending. */

@@ -1,5 +1,5 @@
-// What the proxier remembers about one service port between syncs: its family view, names,
-// and the rendered top-level rules. A partial sync reuses the rendered text of every port that
+// What the proxier remembers about one service port between syncs: its sources, names, and the
+// rendered top-level rules. A partial sync reuses the rendered text of every port that
 // did not change, so its cost grows with the change, not with the cluster.
 
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
@@ -22,8 +22,12 @@ export interface PortInputs {
   readonly endpointCount: number;
 }
 
-/** What is kept per port: its inputs, plus the rendered rules and what they imply. */
-export interface PortState extends PortInputs {
+/**
+ * What is kept per port: its inputs (but the family view and the endpoint list, which a render
+ * makes again; a state of its own stays per service port between syncs), plus the rendered
+ * rules and what they imply.
+ */
+export interface PortState extends Omit<PortInputs, "view" | "endpoints"> {
   /** Filter lines in the top-level chains, joined ("" when none). */
   readonly filterText: string;
   readonly filterLines: number;
@@ -49,13 +53,30 @@ export function portInputs(
   family: IPFamily,
   previous: PortState | undefined,
 ): PortInputs | undefined {
-  const view = previous?.source === source ? previous.view : familyView(source, family);
+  const view = familyView(source, family);
   if (!view) return undefined;
   const endpoints = usableEndpoints(source, endpointsSource, endpointProtocol, family);
   const sameNames =
     previous && previous.names.nameString === source.id && previous.source.protocol === source.protocol;
   const names = sameNames ? previous.names : new ServicePortNames(source.id, source.protocol);
   names.followEndpoints(endpoints);
-  const serviceKey = `${source.name.namespace}/${source.name.name}`;
+  const serviceKey = serviceKeyOf(source, previous);
   return { source, endpointsSource, view, endpoints, names, serviceKey, endpointCount: endpoints.length };
+}
+
+// The ports of one Service come one after another in a walk: they share one key string.
+let lastKey = "";
+let lastNamespace = "";
+let lastName = "";
+
+/** "ns/name" of the port's Service: the previous state's, or the one string its Service's ports share. */
+function serviceKeyOf(source: ServicePortInfo, previous: PortState | undefined): string {
+  if (previous) return previous.serviceKey;
+  const { namespace, name } = source.name;
+  if (namespace !== lastNamespace || name !== lastName) {
+    lastKey = `${namespace}/${name}`;
+    lastNamespace = namespace;
+    lastName = name;
+  }
+  return lastKey;
 }

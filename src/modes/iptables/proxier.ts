@@ -117,6 +117,9 @@ function fixedSettings(deps: IptablesProxierDeps): FixedSettings {
   };
 }
 
+/** Service ports from which a full sync starts with a full collection. */
+const PORTS_FOR_FULL_COLLECTION_BEFORE = 10_000;
+
 export class IptablesProxier implements Proxier {
   private readonly fixed: FixedSettings;
   private readonly clock: Clock;
@@ -197,6 +200,9 @@ export class IptablesProxier implements Proxier {
     this.log.v(2).info("Syncing iptables rules", { ipFamily: this.deps.family, fullSync });
     try {
       if (fullSync && !(await this.takePreparedBaseline())) await this.ensureBaseline();
+      // What the maps' update (and, in a dual-stack node, the other family's sync) left behind
+      // goes before a big full sync builds its payload on top of it.
+      if (fullSync && input.services.size >= PORTS_FOR_FULL_COLLECTION_BEFORE) collectGarbage();
       const set = await this.computeRuleSet(request, scope, start);
       // What computing a big payload left behind is garbage now: collected before the restore,
       // which takes seconds and after which the commit allocates, rather than after both.

@@ -309,12 +309,16 @@ export class RuleSetBuilder {
     }
     // The sources stay as they are until this sync ends (maps are updated only between syncs).
     const slice = new TimeSlice();
+    // The committed states are in id order too: walked alongside (no map by id is kept).
+    const committed = this.order.states;
+    let c = 0;
     for (const id of this.sortedIds) {
       if (slice.due) await slice.pause();
+      while (c < committed.length && committed[c]!.source.id < id) c++;
       const svc = req.sources.services.get(id);
       if (!svc) continue;
       const endpoints = req.sources.endpoints.get(id);
-      const prev = this.order.byId.get(id);
+      const prev = c < committed.length && committed[c]!.source.id === id ? committed[c] : undefined;
       let state: PortState | undefined = prev;
       if (
         prev &&
@@ -343,14 +347,14 @@ export class RuleSetBuilder {
     out: Output,
   ): { replacements: Map<number, PortState> } {
     const chainSettings = this.chainSettings(req);
-    const { states, chunks } = this.order;
+    const { states } = this.order;
     const replacements = new Map<number, PortState>();
     let d = 0;
-    for (let c = 0; c < chunks.length; c++) {
+    for (let c = 0; c < this.order.chunkCount; c++) {
       const from = c * CHUNK_SIZE;
       const to = Math.min(states.length, from + CHUNK_SIZE);
       if (d >= scope.dirty.length || scope.dirty[d]! >= to) {
-        const chunk = chunks[c]!;
+        const chunk = this.order.chunk(c);
         reuseChunk(chunk, out);
         out.noLocalInternal += chunk.noLocalInternal;
         out.noLocalExternal += chunk.noLocalExternal;

@@ -189,8 +189,9 @@ export function writeServiceChains(
     writeServiceToEndpointRules(svc, names, names.chains.svc, plan.clusterEndpoints, settings, out);
   }
   if (plan.usesLocalPolicyChain) {
-    declare(out, names.chains.svl);
-    writeServiceToEndpointRules(svc, names, names.chains.svl, plan.localEndpoints, settings, out);
+    const local = names.chains.svl;
+    declare(out, local);
+    writeServiceToEndpointRules(svc, names, local, plan.localEndpoints, settings, out);
   }
   writeEndpointChains(svc, names, plan, settings, out);
 }

@@ -48,7 +48,8 @@ export function planServicePort(
   topology: TopologyContext,
 ): ServicePlan {
   const policy = planTrafficPolicy(svc, endpoints, topology);
-  const { svc: clusterChain, svl: localChain, ext, fw } = names.chains;
+  // The chains other than KUBE-SVC- are made when read: only the ones this port uses.
+  const chains = names.chains;
   // Source ranges only matter for load balancer IPs, and only when traffic can be served.
   const usesFirewallChain =
     policy.hasEndpoints && svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
@@ -60,10 +61,10 @@ export function planServicePort(
   );
   return {
     ...policy,
-    internalTrafficChain: svc.internalPolicyLocal ? localChain : clusterChain,
-    externalPolicyChain: svc.externalPolicyLocal ? localChain : clusterChain,
+    internalTrafficChain: svc.internalPolicyLocal ? chains.svl : chains.svc,
+    externalPolicyChain: svc.externalPolicyLocal ? chains.svl : chains.svc,
     usesFirewallChain,
-    loadBalancerTrafficChain: usesFirewallChain ? fw : ext,
+    loadBalancerTrafficChain: usesFirewallChain ? chains.fw : chains.ext,
     internalFilter: filters.internal,
     externalFilter: filters.external,
   };

@@ -96,6 +96,25 @@ export function portChainNames(n: ServicePortName, protocolLower: string): PortC
   };
 }
 
+/** The Cluster-policy chain of a service port (portChainNames(...).cluster); HostInputError as there. */
+export function clusterChainName(n: ServicePortName, protocolLower: string): string {
+  return nftIdentifier(CLUSTER_PREFIX + hashedBase(portPath(n, protocolLower)), "chain name");
+}
+
+/** A port's other chains, by their field in PortChainNames. */
+export type OtherPortChain = "local" | "external" | "firewall";
+
+const OTHER_PREFIXES: Readonly<Record<OtherPortChain, string>> = {
+  local: LOCAL_PREFIX,
+  external: EXTERNAL_PREFIX,
+  firewall: FIREWALL_PREFIX,
+};
+
+/** The chain `kind` of the port whose Cluster-policy chain is `clusterChain` (same hashed base). */
+export function otherPortChain(kind: OtherPortChain, clusterChain: string): string {
+  return nftIdentifier(OTHER_PREFIXES[kind] + clusterChain.slice(CLUSTER_PREFIX.length), "chain name");
+}
+
 /** An endpoint's chain and ClientIP affinity set. */
 export interface EndpointNames {
   readonly chain: string;

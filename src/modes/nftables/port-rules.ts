@@ -17,6 +17,7 @@ import { planTrafficPolicy } from "../../proxy/traffic-policy.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
 import { servicePortNameString } from "../../proxy/types.ts";
 import { cidrContains } from "../../util/net/address.ts";
+import { lowerProtocol } from "../../util/net/protocol.ts";
 import * as N from "./names.ts";
 import type { FamilyWords } from "./setup.ts";
 
@@ -58,18 +59,41 @@ export interface PortRuleSettings {
   readonly topology: TopologyContext;
 }
 
-/** Per-port names, hashed once while the port exists (hashing dominates a full sync). */
-export class PortNames {
+/**
+ * Per-port names, hashed once while the port exists (hashing dominates a full sync). Kept per
+ * service port between syncs, so it holds little: the Cluster-policy chain (the other three
+ * share its hashed base and are made from it when read) and its endpoints' chains.
+ */
+export class PortNames implements N.PortChainNames {
   readonly protocol: string;
   readonly nameString: string;
-  readonly chains: N.PortChainNames;
+  readonly cluster: string;
   /** Endpoint (IP and port) -> its chain; affinity set names are derived only when needed. */
   private endpoints: EndpointMemo<string> | undefined;
 
   constructor(svc: FamilyServicePort) {
-    this.protocol = svc.protocol.toLowerCase();
-    this.nameString = servicePortNameString(svc.name);
-    this.chains = N.portChainNames(svc.name, this.protocol);
+    this.protocol = lowerProtocol(svc.protocol);
+    const nameString = servicePortNameString(svc.name);
+    // The port's id is that string: one copy of it.
+    this.nameString = nameString === svc.id ? svc.id : nameString;
+    this.cluster = N.clusterChainName(svc.name, this.protocol);
+  }
+
+  /** Endpoints for Local traffic policy (made on each read). */
+  get local(): string {
+    return N.otherPortChain("local", this.cluster);
+  }
+  /** Where NodePort, external IP and load balancer traffic goes first (made on each read). */
+  get external(): string {
+    return N.otherPortChain("external", this.cluster);
+  }
+  /** loadBalancerSourceRanges filtering (made on each read). */
+  get firewall(): string {
+    return N.otherPortChain("firewall", this.cluster);
+  }
+  /** The port's four chains (this object). */
+  get chains(): N.PortChainNames {
+    return this;
   }
 
   endpointChain(ep: EndpointInfo, svc: FamilyServicePort): string {
@@ -114,8 +138,8 @@ export function portRules(
   // One value array per port, shared by its elements: the proxier keeps every element until the
   // port changes, and a Service may have 20,000 externalIPs per port.
   const unserved = [unservedVerdict];
-  const toExternal = [`goto ${c.external}`];
-  const toFirewall = [`goto ${c.firewall}`];
+  // (Made only where used: a name of the port's other chains is made each time it is read.)
+  const toExternal = svc.isExternal ? [`goto ${c.external}`] : unserved;
   if (p.hasInternalEndpoints) {
     elements.push({
       container: N.SERVICE_IPS_MAP,
@@ -142,6 +166,7 @@ export function portRules(
       });
   }
   const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
+  const toFirewall = usesFirewall ? [`goto ${c.firewall}`] : unserved;
   for (const ip of svc.loadBalancerVIPs) {
     if (p.hasEndpoints)
       elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: toExternal });

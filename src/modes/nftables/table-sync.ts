@@ -12,6 +12,7 @@ import type { SyncInput } from "../../proxy/proxier.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/types.ts";
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
+import { lowerProtocol } from "../../util/net/protocol.ts";
 import { ElementStore, type HeldElements } from "./element-store.ts";
 import { CLUSTER_IPS_CHECK, isAffinitySetName, isServiceChainName } from "./names.ts";
 import { PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
@@ -54,9 +55,14 @@ const PORTS_WRITTEN_AT_ONCE = 1000;
 /** Chains deleted no earlier than this after they were flushed. */
 export const STALE_CHAIN_DELAY_MS = 1000;
 
-interface PortRecord {
+/** The affinity sets of a port without ClientIP affinity (most): one array for all of them. */
+const NO_NAMES: readonly string[] = Object.freeze([]);
+
+/** What is kept of a written port until it changes (one per service port: kept small). */
+interface PortRecord extends HeldElements {
   readonly serviceKey: ServiceKey;
-  readonly elements: HeldElements;
+  /** Its names, hashed once while the port exists (kept over full syncs too). */
+  readonly names: PortNames;
   readonly chains: readonly string[];
   readonly affinitySets: readonly string[];
   readonly noLocalInternal: boolean;
@@ -91,9 +97,10 @@ export interface TableSyncResult {
 }
 
 export class TableSync {
-  private readonly records = new Map<string, PortRecord>();
+  private records = new Map<string, PortRecord>();
   private readonly idsByService = new Map<ServiceKey, Set<string>>();
-  private readonly names = new Map<string, PortNames>();
+  /** During a full sync: the names of the ports written before it, until each is written again. */
+  private previousNames: Map<string, PortNames> | undefined;
   private readonly elements = new ElementStore();
   private readonly staleChains = new Map<string, number>();
   private baseChainsRecreated = false;
@@ -164,7 +171,11 @@ export class TableSync {
     this.writtenServiceCIDRs = cidrs;
     // What the table holds (listed, or recorded): when unknown, what the last sync wrote.
     const existing = req.existing ?? this.writtenObjects();
-    this.records.clear();
+    // The names outlive the records (hashing them is most of a full sync's work); the rest of
+    // a record is garbage from here on.
+    this.previousNames = new Map();
+    for (const [id, r] of this.records) this.previousNames.set(id, r.names);
+    this.records = new Map();
     this.idsByService.clear();
     this.elements.reset();
     this.noLocalInternal = 0;
@@ -186,26 +197,33 @@ export class TableSync {
     let fullAt = tx.size;
     let fullAtPort = 0;
     let youngAtPort = 0;
-    for (let i = 0; i < ids.length; i++) {
-      if (this.renderPort(tx, req, ids[i]!, undefined)) result.rewrittenPorts++;
+    // Collections are paced by the ports written: one this family skips (none of its
+    // addresses) leaves nothing behind.
+    let written = 0;
+    for (const id of ids) {
+      if (!this.renderPort(tx, req, id, undefined)) {
+        yield;
+        continue;
+      }
+      result.rewrittenPorts++;
+      written++;
       // Every port leaves its rule texts behind once they are lines: collected as we go, or
       // a 10,000-Service sync piles up a few hundred MB before the runtime collects on its own.
       const ops = tx.size;
-      const ports = i + 1;
       if (
-        ports - fullAtPort >= Math.max(PORTS_PER_FULL_COLLECTION, fullAtPort / 2) ||
+        written - fullAtPort >= Math.max(PORTS_PER_FULL_COLLECTION, fullAtPort / 2) ||
         ops - fullAt >= Math.max(OPS_PER_FULL_COLLECTION, fullAt / 2)
       ) {
         collectGarbage();
         fullAt = youngAt = ops;
-        fullAtPort = youngAtPort = ports;
+        fullAtPort = youngAtPort = written;
       } else if (
-        ports - youngAtPort >= Math.max(PORTS_PER_COLLECTION, youngAtPort / 32) ||
+        written - youngAtPort >= Math.max(PORTS_PER_COLLECTION, youngAtPort / 32) ||
         ops - youngAt >= Math.max(OPS_PER_COLLECTION, youngAt / 32)
       ) {
         collectYoungGarbage();
         youngAt = ops;
-        youngAtPort = ports;
+        youngAtPort = written;
       }
       yield;
     }
@@ -221,7 +239,7 @@ export class TableSync {
     for (const chain of this.staleChains.keys()) if (active.has(chain)) this.staleChains.delete(chain);
     for (const set of existing.sets)
       if (isAffinitySetName(set) && !activeSets.has(set)) deletedSets.push(set);
-    for (const name of this.names.keys()) if (!req.input.services.has(name)) this.names.delete(name);
+    this.previousNames = undefined;
     for (const id of this.refused.keys()) if (!req.input.services.has(id)) this.refused.delete(id);
     this.writeStale(tx, req, flushedStale, deletedSets, result);
     // Last: every chain that could jump to them is rewritten or flushed by now.
@@ -267,7 +285,6 @@ export class TableSync {
       }
       const keptSets = new Set(after?.affinitySets ?? []);
       for (const s of before.affinitySets) if (!keptSets.has(s)) deletedSets.push(s);
-      if (!after) this.names.delete(id);
     }
     this.writeStale(tx, req, flushedStale, deletedSets, result);
   }
@@ -304,8 +321,11 @@ export class TableSync {
     const svc = req.input.services.get(id);
     const view = svc && familyView(svc, this.family);
     let record: PortRecord | undefined;
-    const out = svc && view ? this.computePort(req, id, svc, view) : undefined;
-    if (svc && out) {
+    const known = before?.names ?? this.previousNames?.get(id);
+    this.previousNames?.delete(id);
+    const computed = svc && view ? this.computePort(req, id, svc, view, known) : undefined;
+    if (svc && computed) {
+      const { out, names } = computed;
       // Every chain exists before any rule or element jumps to it...
       for (const c of out.chains) {
         ensureChain(tx, c.name, undefined, this.listedChains?.has(c.name) ?? true);
@@ -314,18 +334,20 @@ export class TableSync {
       // Affinity sets too: policy chains match them, endpoint chains update them.
       for (const set of out.affinitySets) tx.add(set);
       for (const c of out.chains) for (const r of c.rules) tx.add({ kind: "rule", chain: c.name, ...r });
-      const elements = this.elements.ensureAll(tx, out.elements);
+      const held = this.elements.ensureAll(tx, out.elements);
       record = {
-        serviceKey: serviceKey(svc.name.namespace, svc.name.name),
-        elements,
+        serviceKey: serviceKeyOf(svc, before),
+        names,
+        ids: held.ids,
+        whole: held.whole,
         chains: out.chains.map((c) => c.name),
-        affinitySets: out.affinitySets.map((s) => s.name),
+        affinitySets: out.affinitySets.length === 0 ? NO_NAMES : out.affinitySets.map((s) => s.name),
         noLocalInternal: out.noLocalInternal,
         noLocalExternal: out.noLocalExternal,
       };
     }
     if (before) {
-      this.elements.releaseAll(tx, before.elements);
+      this.elements.releaseAll(tx, before);
       this.count(before, -1);
       this.idsByService.get(before.serviceKey)?.delete(id);
       this.records.delete(id);
@@ -353,9 +375,11 @@ export class TableSync {
     id: string,
     svc: ServicePortInfo,
     view: Parameters<typeof portRules>[0],
-  ): ReturnType<typeof portRules> | undefined {
+    known: PortNames | undefined,
+  ): { out: ReturnType<typeof portRules>; names: PortNames } | undefined {
     try {
-      const names = this.namesFor(id, svc, view);
+      // Names are made again when the protocol changed (the id names the port, not its protocol).
+      const names = known?.protocol === lowerProtocol(svc.protocol) ? known : new PortNames(view);
       const endpoints = usableEndpoints(
         svc,
         req.input.endpoints.get(id),
@@ -364,10 +388,9 @@ export class TableSync {
       );
       const out = portRules(view, endpoints, names, req.rules);
       this.refused.delete(id);
-      return out;
+      return { out, names };
     } catch (err) {
       if (!(err instanceof HostInputError)) throw err;
-      this.names.delete(id);
       if (this.refused.get(id) !== err.message) {
         this.refused.set(id, err.message);
         this.log.error("Skipping service port: nftables cannot be given its names", {
@@ -378,15 +401,6 @@ export class TableSync {
       }
       return undefined;
     }
-  }
-
-  private namesFor(id: string, svc: ServicePortInfo, view: Parameters<typeof portRules>[0]): PortNames {
-    let names = this.names.get(id);
-    if (!names || names.protocol !== svc.protocol.toLowerCase()) {
-      names = new PortNames(view);
-      this.names.set(id, names);
-    }
-    return names;
   }
 
   private count(r: PortRecord, sign: 1 | -1): void {
@@ -420,4 +434,17 @@ export class TableSync {
     for (const r of this.records.values()) for (const s of r.affinitySets) out.add(s);
     return out;
   }
+}
+
+// The ports of one Service come one after another in a sync: they share one key string.
+let lastKey = "";
+
+/** "ns/name" of the port's Service: the previous record's, or the string its Service's ports share. */
+function serviceKeyOf(svc: ServicePortInfo, before: PortRecord | undefined): ServiceKey {
+  const key = before?.serviceKey ?? lastKey;
+  const { namespace, name } = svc.name;
+  if (key.length === namespace.length + 1 + name.length && key.startsWith(namespace) && key.endsWith(name))
+    return key;
+  lastKey = serviceKey(namespace, name);
+  return lastKey;
 }

@@ -17,6 +17,9 @@ export function parseProtocol(value: unknown): Protocol | undefined {
   return isProtocol(value) ? value : undefined;
 }
 
+const LOWER: Readonly<Record<Protocol, LowerProtocol>> = { TCP: "tcp", UDP: "udp", SCTP: "sctp" };
+
+/** The one lower-case string of each protocol (per-port caches keep it: no copy per port). */
 export function lowerProtocol(protocol: Protocol): LowerProtocol {
-  return protocol.toLowerCase() as LowerProtocol;
+  return LOWER[protocol] ?? (protocol.toLowerCase() as LowerProtocol);
 }
