@@ -4,7 +4,7 @@ import { compareEndpoints } from "../../src/proxy/endpoint-slice-cache.ts";
 import { EndpointsMap } from "../../src/proxy/endpoints-map.ts";
 import { EndpointsChangeTracker } from "../../src/proxy/endpoints-tracker.ts";
 import type { EndpointInfo } from "../../src/proxy/types.ts";
-import { joinHostPort } from "../../src/util/net/host-port.ts";
+import { endpointInfo } from "../support/endpoint-info.ts";
 import { ep, slice } from "./builders.ts";
 
 type Change = [EndpointSliceObject, boolean];
@@ -208,9 +208,7 @@ describe("endpoint order", () => {
 
   test("compareEndpoints sorts as the joined texts do", () => {
     const all: EndpointInfo[] = [];
-    for (const ip of addresses)
-      for (const port of ports)
-        all.push({ ...builtEndpoint(ip, port), endpoint: joinHostPort(ip, port), port });
+    for (const ip of addresses) for (const port of ports) all.push(endpointInfo(ip, port));
     const byText = [...all].sort((a, b) => (a.endpoint < b.endpoint ? -1 : a.endpoint > b.endpoint ? 1 : 0));
     const byFields = [...all].sort(compareEndpoints);
     expect(byFields.map((e) => e.endpoint)).toEqual(byText.map((e) => e.endpoint));
@@ -246,20 +244,3 @@ describe("endpoint order", () => {
     ]);
   });
 });
-
-function builtEndpoint(ip: string, port: number): EndpointInfo {
-  return {
-    endpoint: "",
-    ip,
-    port,
-    family: ip.includes(":") ? "IPv6" : "IPv4",
-    nodeName: "",
-    zone: "",
-    isLocal: false,
-    ready: true,
-    serving: true,
-    terminating: false,
-    zoneHints: new Set(),
-    nodeHints: new Set(),
-  };
-}

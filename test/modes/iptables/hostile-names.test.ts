@@ -26,22 +26,11 @@ import {
 } from "../../../src/proxy/netfilter/chains.ts";
 import type { EndpointInfo } from "../../../src/proxy/types.ts";
 import { createTestNetns, type TestNetns } from "../../host/iptables/netns.ts";
+import { endpointInfo } from "../../support/endpoint-info.ts";
 import { INJECTIONS } from "../../support/hostile-text.ts";
 
-const endpoint = (ip: string, port: number): EndpointInfo => ({
-  endpoint: `${ip}:${port}`,
-  ip,
-  port,
-  family: "IPv4",
-  nodeName: "node-a",
-  zone: "",
-  isLocal: true,
-  ready: true,
-  serving: true,
-  terminating: false,
-  zoneHints: new Set(),
-  nodeHints: new Set(),
-});
+const endpoint = (ip: string, port: number): EndpointInfo =>
+  endpointInfo(ip, port, { nodeName: "node-a", isLocal: true });
 
 /** A LoadBalancer port with every kind of address, so every comment-writing rule is written. */
 function hostilePort(i: number, name: string, affinity: boolean): FamilyServicePort {

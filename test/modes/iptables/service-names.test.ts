@@ -2,21 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { endpointChain } from "../../../src/modes/iptables/chains.ts";
 import { ServicePortNames } from "../../../src/modes/iptables/port-names.ts";
 import type { EndpointInfo } from "../../../src/proxy/types.ts";
+import { endpointInfo } from "../../support/endpoint-info.ts";
 
-const ep = (n: number): EndpointInfo => ({
-  endpoint: `10.0.${n >> 8}.${n & 255}:80`,
-  ip: `10.0.${n >> 8}.${n & 255}`,
-  port: 80,
-  family: "IPv4",
-  nodeName: "",
-  zone: "",
-  isLocal: false,
-  ready: true,
-  serving: true,
-  terminating: false,
-  zoneHints: new Set(),
-  nodeHints: new Set(),
-});
+const ep = (n: number): EndpointInfo => endpointInfo(`10.0.${n >> 8}.${n & 255}`, 80);
 
 describe("ServicePortNames endpoint chain memo", () => {
   const want = (e: EndpointInfo) => endpointChain("ns/svc:http", "tcp", e.endpoint);
