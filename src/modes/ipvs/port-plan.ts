@@ -74,8 +74,8 @@ interface Draft {
   readonly noNodeAccessRules: string[];
   noLocalInternal: boolean;
   noLocalExternal: boolean;
-  clusterReals?: DesiredReal[];
-  localReals?: DesiredReal[];
+  clusterReals?: readonly DesiredReal[];
+  localReals?: readonly DesiredReal[];
   /** Shared settings of this port's virtual servers, by port number and real server list. */
   readonly templates: VirtualServerTemplate[];
 }
@@ -144,7 +144,7 @@ function addEntry(d: Draft, set: SetId, entry: string): void {
  * still uses the cluster-wide list (kubernetes#97081: pods on this node can reach the Service),
  * and counts the Service as having no local endpoints.
  */
-function realsFor(d: Draft, onlyLocal: boolean): DesiredReal[] {
+function realsFor(d: Draft, onlyLocal: boolean): readonly DesiredReal[] {
   const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = d.categorized;
   if (onlyLocal && (localEndpoints?.length ?? 0) > 0) {
     d.localReals ??= desiredReals(localEndpoints!);
