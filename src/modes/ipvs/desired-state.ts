@@ -99,7 +99,7 @@ export class DesiredState {
   }
 
   add(plan: PortPlan): void {
-    for (const vs of plan.virtualServers) this.virtualServers.claim(vs);
+    plan.forEachVirtualServer((vs) => this.virtualServers.claim(vs));
     const { members } = plan;
     for (let i = 0; i < members.length; i += 2) {
       const text = members[i + 1]!;
@@ -116,7 +116,7 @@ export class DesiredState {
   }
 
   remove(plan: PortPlan): void {
-    for (const vs of plan.virtualServers) this.virtualServers.release(vs);
+    plan.forEachVirtualServer((vs) => this.virtualServers.release(vs));
     const { members } = plan;
     for (let i = 0; i < members.length; i += 2) {
       const text = members[i + 1]!;

@@ -58,7 +58,8 @@ export class PortPlan {
   constructor(
     /** "ns/name", for the no-local-endpoints metrics (counted per Service, not per port). */
     readonly serviceKey: string,
-    readonly virtualServers: readonly DesiredVirtualServer[],
+    /** The port's virtual servers: most ports have one, held without an array. */
+    private readonly servers: DesiredVirtualServer | readonly DesiredVirtualServer[],
     /** [SetId | BIND, text, ...]. */
     readonly members: readonly string[],
     /** KUBE-IPVS-OUT-FILTER rules: LoadBalancer IPs whose source ranges leave the node out. */
@@ -68,6 +69,17 @@ export class PortPlan {
     /** Entries ipset would refuse (left out, so one bad Service cannot stop the restore). */
     readonly rejected: readonly SetEntry[],
   ) {}
+
+  /** The port's virtual servers (an array made on request when there is one). */
+  get virtualServers(): readonly DesiredVirtualServer[] {
+    return this.servers instanceof DesiredVirtualServer ? [this.servers] : this.servers;
+  }
+
+  /** Calls `fn` with each virtual server, in the order planned. */
+  forEachVirtualServer(fn: (vs: DesiredVirtualServer) => void): void {
+    if (this.servers instanceof DesiredVirtualServer) fn(this.servers);
+    else for (const vs of this.servers) fn(vs);
+  }
 
   /** Set members by set (made on request: tests and tools, not the sync). */
   get entries(): PlannedEntries {
@@ -153,7 +165,7 @@ export function planServicePort(
   if (addNodePorts(draft)) addHealthCheckPort(draft);
   return new PortPlan(
     serviceKey,
-    draft.virtualServers,
+    draft.virtualServers.length === 1 ? draft.virtualServers[0]! : draft.virtualServers,
     draft.members,
     draft.noNodeAccessRules.length > 0 ? draft.noNodeAccessRules : NONE,
     draft.noLocalInternal,

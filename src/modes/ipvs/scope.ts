@@ -19,7 +19,7 @@ export class SyncScope {
 
   /** Records everything a plan wants (call with a port's old plan and its new one). */
   touch(plan: PortPlan): void {
-    for (const vs of plan.virtualServers) this.addVirtualServer(vs.key, vs.address);
+    plan.forEachVirtualServer((vs) => this.addVirtualServer(vs.key, vs.address));
     forEachMember(
       plan,
       (set, entry) => this.addEntry(set, entry),
