@@ -120,7 +120,8 @@ export interface IpvsSyncStats {
 
 /**
  * Planning work (ports and endpoints replanned) from which a sync collects its garbage in full
- * after planning and again once its writes are computed, before each builds on the last.
+ * once planning is done, before the writes are computed on top of it (a second collection once
+ * they are computed saves little more and costs as much again).
  */
 const WORK_FOR_FULL_COLLECTION = 100_000;
 
@@ -277,8 +278,6 @@ export class IpvsProxier implements Proxier {
    */
   private async reconcile(input: SyncInput, fullSync: boolean, now: number): Promise<SyncCounts> {
     const batches = await this.batches(input, await this.readKernel(), fullSync, now);
-    // The kernel read and the diff's own garbage go before the restore inputs are rendered.
-    if (this.plans.lastWork >= WORK_FOR_FULL_COLLECTION) collectGarbage();
     const { full, changes, binds } = batches;
     const rules = await this.rules(batches.ipsets.nonEmpty);
     const ipsetLines = batches.ipsets.lines;
