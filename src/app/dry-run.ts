@@ -124,7 +124,7 @@ export async function dryRun(
 }
 
 /** Characters of report written between two collections of the pieces already written. */
-const CHARS_PER_COLLECTION = 32 << 20;
+const CHARS_PER_COLLECTION = 4 << 20;
 
 /**
  * The JSON report, each piece made once the last was taken and written, so only one exists at a

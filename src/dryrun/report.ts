@@ -64,11 +64,21 @@ export function* renderJsonParts(report: DryRunReport): Generator<string> {
     }),
   };
   body.services = report.services;
-  if (report.ipvs) body.ipvs = report.ipvs;
+  // Its virtual servers a server at a time: one with 10,000 real servers is a megabyte of text,
+  // a hundred of them as one string (and its re-indented copy) hundreds.
+  if (report.ipvs) body.ipvs = new Streamed(report.ipvs, STREAMED_DEPTH);
   body.notes = report.notes;
   if (report.events?.length) body.events = report.events;
   yield* coalesced(valueParts(body, "", STREAMED_DEPTH));
   yield "\n";
+}
+
+/** A value written `depth` levels deep, wherever it sits in the report. */
+class Streamed {
+  constructor(
+    readonly value: unknown,
+    readonly depth: number,
+  ) {}
 }
 
 /** A string value given as pieces that concatenate to it. */
@@ -117,6 +127,10 @@ function holdsText(value: unknown): boolean {
 function* valueParts(value: unknown, indent: string, depth: number): Generator<string> {
   if (value instanceof JsonText) {
     yield* jsonStringParts(value.pieces);
+    return;
+  }
+  if (value instanceof Streamed) {
+    yield* valueParts(value.value, indent, value.depth);
     return;
   }
   // Listed as it is read, one port at a time: as JSON it is the array of its ports.

@@ -63,37 +63,28 @@ function invalid(message: string): never {
   throw new IpvsError({ kind: "invalid", message: `ipvs: ${message}` });
 }
 
-/** Real servers whose words are kept during one render, up to this many (then it starts over). */
-const REAL_CACHE_LIMIT = 4096;
+/** Checked addresses other than canonical IPv4 kept during one render, up to this many. */
+const HOST_CACHE_LIMIT = 4096;
 
 interface RealTarget {
   readonly address: string;
   readonly port: number;
 }
 
-interface CheckedTail {
+/** A checked real-server address as its line spells it (IPv6 bracketed), with its family. */
+interface CheckedHost {
   readonly family: IPFamily;
-  /** " -r IP:PORT", with " -m -w WEIGHT" when a weight is written. */
-  readonly tail: string;
-}
-
-function realTail(real: RealTarget, weight: number | undefined): CheckedTail {
-  const addr = ipvsAddress(real.address, "real server");
-  const port = ipvsPort(real.port, "real server", true);
-  const target = ` -r ${joinHostPort(addr.ip, port)}`;
-  if (weight === undefined) return { family: addr.family, tail: target };
-  // Masquerading (NAT), as upstream kube-proxy programs every real server.
-  return { family: addr.family, tail: `${target} -m -w ${ipvsWeight(weight)}` };
+  readonly host: string;
 }
 
 /**
  * Writes lines one after another as parts (the op word, the virtual server's words, a tail),
  * checking each virtual server key and real server once rather than on every line and making
  * no string per line: the real servers of one virtual server follow each other and share its
- * key object (so "-t VIP:PORT" is made once per virtual server), the port's real servers are
- * the same objects for all its virtual servers (so " -r IP:PORT -m -w 1" is made once per real
- * server), and the virtual servers of a port share their settings (" -s rr"). Every word still
- * comes from restore-text.ts.
+ * key object (so "-t VIP:PORT" is made once per virtual server), a real server is written as
+ * its own address string with ":PORT" and " -m -w 1" words shared by every line (so no string
+ * is made per real server either), and the virtual servers of a port share their settings
+ * (" -s rr"). Every word still comes from restore-text.ts.
  */
 class LineRenderer {
   // The last virtual server key and its checked words: option ("-t "), host, ":PORT".
@@ -107,8 +98,10 @@ class LineRenderer {
   /** The last service line's settings and the tail they make (" -s rr", ...). */
   private lastSettings: readonly [string, number, readonly string[]] | undefined;
   private lastServiceTail = "";
-  /** add/edit tails by real-server object, with the family they were checked for. */
-  private readonly tails = new Map<object, CheckedTail>();
+  /** Checked hosts of addresses that are not canonical IPv4, by address. */
+  private readonly hosts = new Map<string, CheckedHost>();
+  /** " -m -w WEIGHT" words, by weight. */
+  private readonly weightWords = new Map<number, string>();
 
   constructor(private readonly out: LinePieces) {}
 
@@ -119,11 +112,7 @@ class LineRenderer {
     if (!(key.protocol in SERVICE_OPTION)) invalid(`unknown protocol ${JSON.stringify(key.protocol)}`);
     const addr = ipvsAddress(key.address, "virtual server");
     const port = ipvsPort(key.port, "virtual server", true);
-    let portWord = this.portWords.get(port);
-    if (portWord === undefined) {
-      portWord = `:${port}`;
-      this.portWords.set(port, portWord);
-    }
+    const portWord = this.portText(port);
     this.family = addr.family;
     this.option = SERVICE_OPTION_WORD[key.protocol];
     this.host = addr.family === "IPv6" ? `[${addr.ip}]` : addr.ip;
@@ -158,24 +147,63 @@ class LineRenderer {
     this.out.endLine();
   }
 
-  private real(op: "-a " | "-e " | "-d ", vs: VirtualServerKey, real: RealTarget): void {
+  private real(
+    op: "-a " | "-e " | "-d ",
+    vs: VirtualServerKey,
+    real: RealTarget & { readonly weight?: number },
+  ): void {
     this.key(vs);
-    const checked = op === "-d " ? realTail(real, undefined) : this.weightedTail(real);
-    if (checked.family !== this.family) invalid(`real server ${real.address} is not of the service's family`);
+    // Checked in the order address, port, weight, then the family against the service's.
+    let host = real.address;
+    let family: IPFamily = "IPv4";
+    if (canonicalIPv4Value(host) < 0) {
+      const checked = this.checkedHost(host);
+      host = checked.host;
+      family = checked.family;
+    }
+    const portWord = this.portText(ipvsPort(real.port, "real server", true));
+    const weightWord = op === "-d " ? undefined : this.weightWord(real.weight ?? Number.NaN);
+    if (family !== this.family) invalid(`real server ${real.address} is not of the service's family`);
     this.out.part(op);
     this.keyWords();
-    this.out.part(checked.tail);
+    this.out.part(" -r ");
+    this.out.part(host);
+    this.out.part(portWord);
+    if (weightWord !== undefined) this.out.part(weightWord);
     this.out.endLine();
   }
 
-  private weightedTail(real: RealTarget & { readonly weight?: number }): CheckedTail {
-    let checked = this.tails.get(real);
+  /** An address that is not canonical IPv4, checked (and spelled canonical) once per render. */
+  private checkedHost(address: string): CheckedHost {
+    let checked = this.hosts.get(address);
     if (!checked) {
-      checked = realTail(real, real.weight ?? Number.NaN);
-      if (this.tails.size >= REAL_CACHE_LIMIT) this.tails.clear();
-      this.tails.set(real, checked);
+      const addr = ipvsAddress(address, "real server");
+      checked = { family: addr.family, host: addr.ip.includes(":") ? `[${addr.ip}]` : addr.ip };
+      if (this.hosts.size >= HOST_CACHE_LIMIT) this.hosts.clear();
+      this.hosts.set(address, checked);
     }
     return checked;
+  }
+
+  /** ":PORT" for a checked port. */
+  private portText(port: number): string {
+    let word = this.portWords.get(port);
+    if (word === undefined) {
+      word = `:${port}`;
+      this.portWords.set(port, word);
+    }
+    return word;
+  }
+
+  /** " -m -w WEIGHT" (masquerading, as upstream programs every real server) for a checked weight. */
+  private weightWord(weight: number): string {
+    const checked = ipvsWeight(weight);
+    let word = this.weightWords.get(checked);
+    if (word === undefined) {
+      word = ` -m -w ${checked}`;
+      this.weightWords.set(checked, word);
+    }
+    return word;
   }
 
   write(change: IpvsChange | AddRealsChange): void {

@@ -4,7 +4,7 @@
 // ports share them (two ports of a Service share the cluster IP to bind, for instance).
 
 import { SET_IDS, type SetId } from "./ipsets.ts";
-import { forEachEntry, type PortPlan } from "./port-plan.ts";
+import { BIND, type PortPlan } from "./port-plan.ts";
 import type { DesiredVirtualServer } from "./virtual-servers.ts";
 
 /** A multiset of strings: present while at least one owner holds it. */
@@ -99,12 +99,16 @@ export class DesiredState {
   }
 
   add(plan: PortPlan): void {
-    for (const vs of plan.virtualServers) this.virtualServers.claim(vs);
-    forEachEntry(plan.entries, (set, entry) => this.entries[set].add(entry));
-    // KUBE-IPVS-IPS holds exactly the addresses bound on kube-ipvs0.
-    for (const a of plan.bindAddresses) {
-      this.bindAddresses.add(a);
-      this.entries.ipvsIPs.add(a);
+    plan.forEachVirtualServer((vs) => this.virtualServers.claim(vs));
+    const { members } = plan;
+    for (let i = 0; i < members.length; i += 2) {
+      const text = members[i + 1]!;
+      if (members[i] !== BIND) this.entries[members[i] as SetId].add(text);
+      else {
+        // KUBE-IPVS-IPS holds exactly the addresses bound on kube-ipvs0.
+        this.bindAddresses.add(text);
+        this.entries.ipvsIPs.add(text);
+      }
     }
     for (const r of plan.noNodeAccessRules) this.noNodeAccessRules.add(r);
     if (plan.noLocalInternal) this.noLocalInternal.add(plan.serviceKey);
@@ -112,11 +116,15 @@ export class DesiredState {
   }
 
   remove(plan: PortPlan): void {
-    for (const vs of plan.virtualServers) this.virtualServers.release(vs);
-    forEachEntry(plan.entries, (set, entry) => this.entries[set].remove(entry));
-    for (const a of plan.bindAddresses) {
-      this.bindAddresses.remove(a);
-      this.entries.ipvsIPs.remove(a);
+    plan.forEachVirtualServer((vs) => this.virtualServers.release(vs));
+    const { members } = plan;
+    for (let i = 0; i < members.length; i += 2) {
+      const text = members[i + 1]!;
+      if (members[i] !== BIND) this.entries[members[i] as SetId].remove(text);
+      else {
+        this.bindAddresses.remove(text);
+        this.entries.ipvsIPs.remove(text);
+      }
     }
     for (const r of plan.noNodeAccessRules) this.noNodeAccessRules.remove(r);
     if (plan.noLocalInternal) this.noLocalInternal.remove(plan.serviceKey);

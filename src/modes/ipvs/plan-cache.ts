@@ -6,12 +6,20 @@ import type { Logger } from "../../log/logger.ts";
 import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { SyncInput } from "../../proxy/proxier.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
+import { collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { TimeSlice } from "../../util/time-slice.ts";
 import { DesiredState } from "./desired-state.ts";
 import type { SetCatalog } from "./ipsets.ts";
 import { type PlanContext, type PortPlan, planServicePort } from "./port-plan.ts";
 import type { SyncScope } from "./scope.ts";
+
+/**
+ * Planning work (one unit per port replanned and per endpoint it was given) between two
+ * collections of young garbage: planning a port leaves its topology lists, endpoint views and
+ * family view behind, which the runtime would otherwise let pile up to the size of the plans.
+ */
+const WORK_PER_COLLECTION = 32_768;
 
 interface CachedPort {
   readonly serviceKey: string;
@@ -29,6 +37,10 @@ export class PortPlans {
   /** Port ids by Service, with the Service's key string (one string per Service, not per port). */
   private readonly byService = new Map<string, { readonly key: string; readonly ids: Set<string> }>();
   private stamp = 0;
+  /** Planning work since the last collection (see WORK_PER_COLLECTION). */
+  private work = 0;
+  /** Planning work of the current replan (the proxier collects after a big one). */
+  lastWork = 0;
 
   constructor(
     private readonly family: IPFamily,
@@ -47,6 +59,7 @@ export class PortPlans {
   async replanAll(input: SyncInput, ctx: PlanContext, scope?: SyncScope): Promise<number> {
     const stamp = ++this.stamp;
     let replanned = 0;
+    this.lastWork = 0;
     // The inputs stay as they are until this sync ends (maps are updated only between syncs).
     const slice = new TimeSlice();
     for (const [id, source] of input.services) {
@@ -64,6 +77,7 @@ export class PortPlans {
   replanServices(keys: Iterable<string>, input: SyncInput, ctx: PlanContext, scope: SyncScope): number {
     const stamp = ++this.stamp;
     let replanned = 0;
+    this.lastWork = 0;
     for (const key of keys) {
       for (const source of input.services.portsOf(key)) {
         if (this.replanPort(source.id, source, input, ctx, stamp, scope)) replanned++;
@@ -97,6 +111,13 @@ export class PortPlans {
     const service = this.serviceOf(source);
     const serviceKey = service.key;
     const plan = this.planPort(source, endpointsSource, endpointProtocol, ctx, serviceKey);
+    const work = 1 + (endpointsSource?.length ?? 0);
+    this.lastWork += work;
+    this.work += work;
+    if (this.work >= WORK_PER_COLLECTION) {
+      this.work = 0;
+      collectYoungGarbage();
+    }
     if (plan) {
       this.state.add(plan);
       scope?.touch(plan);

@@ -46,19 +46,73 @@ export interface SetEntry {
 /** Set members by set, each set's in the order planned (one array slot per member). */
 export type PlannedEntries = Readonly<Partial<Record<SetId, readonly string[]>>>;
 
-export interface PortPlan {
-  /** "ns/name", for the no-local-endpoints metrics (counted per Service, not per port). */
-  readonly serviceKey: string;
-  readonly virtualServers: readonly DesiredVirtualServer[];
-  readonly entries: PlannedEntries;
-  /** Addresses to bind on kube-ipvs0. */
-  readonly bindAddresses: readonly string[];
-  /** KUBE-IPVS-OUT-FILTER rules: LoadBalancer IPs whose source ranges leave the node out. */
-  readonly noNodeAccessRules: readonly string[];
-  readonly noLocalInternal: boolean;
-  readonly noLocalExternal: boolean;
-  /** Entries ipset would refuse (left out, so one bad Service cannot stop the restore). */
-  readonly rejected: readonly SetEntry[];
+/** Marks a bound address in PortPlan.members (never a SetId). */
+export const BIND = "bind:";
+
+/**
+ * One port's plan. Its set members and bound addresses are kept as one flat list of pairs, a
+ * SetId (or BIND) then the text, in the order planned: one array per port rather than an object,
+ * an array per set and an array of addresses.
+ */
+export class PortPlan {
+  constructor(
+    /** "ns/name", for the no-local-endpoints metrics (counted per Service, not per port). */
+    readonly serviceKey: string,
+    /** The port's virtual servers: most ports have one, held without an array. */
+    private readonly servers: DesiredVirtualServer | readonly DesiredVirtualServer[],
+    /** [SetId | BIND, text, ...]. */
+    readonly members: readonly string[],
+    /** KUBE-IPVS-OUT-FILTER rules: LoadBalancer IPs whose source ranges leave the node out. */
+    readonly noNodeAccessRules: readonly string[],
+    readonly noLocalInternal: boolean,
+    readonly noLocalExternal: boolean,
+    /** Entries ipset would refuse (left out, so one bad Service cannot stop the restore). */
+    readonly rejected: readonly SetEntry[],
+  ) {}
+
+  /** The port's virtual servers (an array made on request when there is one). */
+  get virtualServers(): readonly DesiredVirtualServer[] {
+    return this.servers instanceof DesiredVirtualServer ? [this.servers] : this.servers;
+  }
+
+  /** Calls `fn` with each virtual server, in the order planned. */
+  forEachVirtualServer(fn: (vs: DesiredVirtualServer) => void): void {
+    if (this.servers instanceof DesiredVirtualServer) fn(this.servers);
+    else for (const vs of this.servers) fn(vs);
+  }
+
+  /** Set members by set (made on request: tests and tools, not the sync). */
+  get entries(): PlannedEntries {
+    const out: Partial<Record<SetId, string[]>> = {};
+    forEachMember(this, (set, entry) => {
+      const members = out[set];
+      if (members) members.push(entry);
+      else out[set] = [entry];
+    });
+    return out;
+  }
+
+  /** Addresses to bind on kube-ipvs0 (made on request). */
+  get bindAddresses(): readonly string[] {
+    const out: string[] = [];
+    forEachMember(this, undefined, (address) => out.push(address));
+    return out;
+  }
+}
+
+/** Calls `onEntry` with every set member a plan wants and `onBind` with every address to bind. */
+export function forEachMember(
+  plan: PortPlan,
+  onEntry?: (set: SetId, entry: string) => void,
+  onBind?: (address: string) => void,
+): void {
+  const { members } = plan;
+  for (let i = 0; i < members.length; i += 2) {
+    const tag = members[i]!;
+    const text = members[i + 1]!;
+    if (tag === BIND) onBind?.(text);
+    else onEntry?.(tag as SetId, text);
+  }
 }
 
 interface Draft {
@@ -68,21 +122,16 @@ interface Draft {
   readonly timeout: number;
   readonly categorized: CategorizedEndpoints;
   readonly virtualServers: DesiredVirtualServer[];
-  readonly entries: Partial<Record<SetId, string[]>>;
+  /** PortPlan.members. */
+  readonly members: string[];
   readonly rejected: SetEntry[];
-  readonly bindAddresses: string[];
   readonly noNodeAccessRules: string[];
   noLocalInternal: boolean;
   noLocalExternal: boolean;
-  clusterReals?: DesiredReal[];
-  localReals?: DesiredReal[];
+  clusterReals?: readonly DesiredReal[];
+  localReals?: readonly DesiredReal[];
   /** Shared settings of this port's virtual servers, by port number and real server list. */
   readonly templates: VirtualServerTemplate[];
-}
-
-/** Calls `fn` with every member a plan wants, set by set. */
-export function forEachEntry(entries: PlannedEntries, fn: (set: SetId, entry: string) => void): void {
-  for (const set of Object.keys(entries) as SetId[]) for (const entry of entries[set]!) fn(set, entry);
 }
 
 /** Empty lists of a plan: one shared array rather than two new ones for every port. */
@@ -101,9 +150,8 @@ export function planServicePort(
     timeout: svc.sessionAffinity.type === "ClientIP" ? svc.sessionAffinity.timeoutSeconds : 0,
     categorized: categorizeEndpoints(endpoints, svc, ctx),
     virtualServers: [],
-    entries: {},
+    members: [],
     rejected: [],
-    bindAddresses: [],
     noNodeAccessRules: [],
     noLocalInternal: false,
     noLocalExternal: false,
@@ -115,16 +163,15 @@ export function planServicePort(
   addLoadBalancers(draft);
   // Upstream skips the rest of the port (health check port included) when no node IP exists.
   if (addNodePorts(draft)) addHealthCheckPort(draft);
-  return {
+  return new PortPlan(
     serviceKey,
-    virtualServers: draft.virtualServers,
-    entries: draft.entries,
-    bindAddresses: draft.bindAddresses,
-    noNodeAccessRules: draft.noNodeAccessRules.length > 0 ? draft.noNodeAccessRules : NONE,
-    noLocalInternal: draft.noLocalInternal,
-    noLocalExternal: draft.noLocalExternal,
-    rejected: draft.rejected.length > 0 ? draft.rejected : NONE,
-  };
+    draft.virtualServers.length === 1 ? draft.virtualServers[0]! : draft.virtualServers,
+    draft.members,
+    draft.noNodeAccessRules.length > 0 ? draft.noNodeAccessRules : NONE,
+    draft.noLocalInternal,
+    draft.noLocalExternal,
+    draft.rejected.length > 0 ? draft.rejected : NONE,
+  );
 }
 
 /** Adds an entry if ipset would take it for its set's type and family. */
@@ -134,9 +181,7 @@ function addEntry(d: Draft, set: SetId, entry: string): void {
     d.rejected.push({ set, entry });
     return;
   }
-  const members = d.entries[set];
-  if (members) members.push(entry);
-  else d.entries[set] = [entry];
+  d.members.push(set, entry);
 }
 
 /**
@@ -144,7 +189,7 @@ function addEntry(d: Draft, set: SetId, entry: string): void {
  * still uses the cluster-wide list (kubernetes#97081: pods on this node can reach the Service),
  * and counts the Service as having no local endpoints.
  */
-function realsFor(d: Draft, onlyLocal: boolean): DesiredReal[] {
+function realsFor(d: Draft, onlyLocal: boolean): readonly DesiredReal[] {
   const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = d.categorized;
   if (onlyLocal && (localEndpoints?.length ?? 0) > 0) {
     d.localReals ??= desiredReals(localEndpoints!);
@@ -179,7 +224,7 @@ function addVirtualServer(
     d.templates.push(template);
   }
   d.virtualServers.push(new DesiredVirtualServer(address, template, key));
-  if (bind) d.bindAddresses.push(address);
+  if (bind) d.members.push(BIND, address);
 }
 
 /** Hairpin: a local endpoint reaching itself through the Service is masqueraded. */

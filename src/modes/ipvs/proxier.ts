@@ -29,6 +29,7 @@ import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
 import { restoreFailureFields } from "../../proxy/restore-log.ts";
 import type { ServiceHealthSink } from "../../proxy/service-health-sink.ts";
 import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
+import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
 import { cidrContains, isLoopbackLenient } from "../../util/net/address.ts";
@@ -116,6 +117,13 @@ export interface IpvsSyncStats {
   readonly ipBatchLines: number;
   readonly iptablesRestoreBytes: number;
 }
+
+/**
+ * Planning work (ports and endpoints replanned) from which a sync collects its garbage in full
+ * once planning is done, before the writes are computed on top of it (a second collection once
+ * they are computed saves little more and costs as much again).
+ */
+const WORK_FOR_FULL_COLLECTION = 100_000;
 
 type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs">;
 
@@ -295,6 +303,8 @@ export class IpvsProxier implements Proxier {
   ): Promise<Batches> {
     const ctx = this.planContext(nodeAddresses(kernel.addresses, this.family));
     const { replanned, scope } = await this.replan(input, ctx);
+    // Planning's leftovers go before the ipset and IPVS changes are computed on top of them.
+    if (this.plans.lastWork >= WORK_FOR_FULL_COLLECTION) collectGarbage();
     const full =
       fullSync ||
       scope === undefined ||

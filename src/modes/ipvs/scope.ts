@@ -6,7 +6,7 @@
 // repair anything changed behind our back.
 
 import type { SetId } from "./ipsets.ts";
-import { forEachEntry, type PortPlan } from "./port-plan.ts";
+import { forEachMember, type PortPlan } from "./port-plan.ts";
 
 export class SyncScope {
   /** Virtual server keys ("198.51.100.1,tcp:80"). */
@@ -19,12 +19,15 @@ export class SyncScope {
 
   /** Records everything a plan wants (call with a port's old plan and its new one). */
   touch(plan: PortPlan): void {
-    for (const vs of plan.virtualServers) this.addVirtualServer(vs.key, vs.address);
-    forEachEntry(plan.entries, (set, entry) => this.addEntry(set, entry));
-    for (const a of plan.bindAddresses) {
-      this.bindAddresses.add(a);
-      this.addEntry("ipvsIPs", a);
-    }
+    plan.forEachVirtualServer((vs) => this.addVirtualServer(vs.key, vs.address));
+    forEachMember(
+      plan,
+      (set, entry) => this.addEntry(set, entry),
+      (address) => {
+        this.bindAddresses.add(address);
+        this.addEntry("ipvsIPs", address);
+      },
+    );
   }
 
   addVirtualServer(key: string, address: string): void {

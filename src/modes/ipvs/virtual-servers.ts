@@ -126,11 +126,51 @@ export class DesiredVirtualServer implements VirtualServer {
   }
 }
 
+/** The real servers of a port with no endpoint: one shared empty list. */
+const NO_REALS: readonly DesiredReal[] = Object.freeze([]);
+
 /**
  * Real servers for endpoints "ip:port", each once, in ipvsadm's listing order (address bytes,
- * then port). Identities and sort keys live only while the list is made.
+ * then port). With canonical IPv4 addresses (the usual case) each endpoint is ordered by one
+ * number in a typed array, so the only objects made are the real servers and their list; other
+ * addresses are ordered by identity and sort key strings that live only while the list is made.
  */
-export function desiredReals(endpoints: readonly { ip: string; port: number }[]): DesiredReal[] {
+export function desiredReals(endpoints: readonly { ip: string; port: number }[]): readonly DesiredReal[] {
+  if (endpoints.length === 0) return NO_REALS;
+  if (endpoints.length === 1) {
+    const ep = endpoints[0]!;
+    return [{ address: ep.ip, port: ep.port, weight: SERVING_WEIGHT }];
+  }
+  return numericReals(endpoints) ?? keyedReals(endpoints);
+}
+
+/** desiredReals for canonical IPv4 endpoints (address * 2^16 + port), or undefined for others. */
+function numericReals(endpoints: readonly { ip: string; port: number }[]): DesiredReal[] | undefined {
+  const n = endpoints.length;
+  const values = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const ep = endpoints[i]!;
+    const address = canonicalIPv4Value(ep.ip);
+    if (address < 0 || !Number.isInteger(ep.port) || ep.port < 0 || ep.port > 0xffff) return undefined;
+    values[i] = address * 0x10000 + ep.port;
+  }
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  // Ties (the same address and port twice) keep their first occurrence first.
+  order.sort((a, b) => values[a]! - values[b]! || a - b);
+  const reals: DesiredReal[] = [];
+  let last = -1;
+  for (let k = 0; k < n; k++) {
+    const i = order[k]!;
+    if (values[i] === last) continue;
+    last = values[i]!;
+    const ep = endpoints[i]!;
+    reals.push({ address: ep.ip, port: ep.port, weight: SERVING_WEIGHT });
+  }
+  return reals;
+}
+
+function keyedReals(endpoints: readonly { ip: string; port: number }[]): DesiredReal[] {
   const seen = new Set<string>();
   const keyed: { readonly order: string; readonly real: DesiredReal }[] = [];
   for (const ep of endpoints) {
