@@ -36,14 +36,9 @@ interface Run {
   readonly container: string;
   /** The text after the first part, from its " . " on ("" when there is none). */
   readonly rest: string;
-  /**
-   * The key parts after the first, as written back in a delete; undefined for a key split from
-   * its text, which is written back as one part (first and rest: the text nft reads is the same).
-   */
-  readonly restParts: readonly string[] | undefined;
   readonly entries: Entries;
-  /** Each element's first part, in order. */
-  readonly firsts: string[];
+  /** Each element's first part, in order (one element's alone: most runs have one). */
+  firsts: string | string[];
 }
 
 /** A port's elements as kept for releasing them later. */
@@ -52,31 +47,23 @@ export interface HeldElements {
 }
 
 /**
- * The element's text split at its first " . ": [first, rest, restParts]. A key whose parts hold
- * no space (every real one) can have a " . " only between parts: that is its first part and the
- * rest of its parts. Any other is split from its text (a " . " may span two of its parts).
+ * The element's text split at its first " . ": [first, rest, plain]. A key whose parts hold no
+ * space (every real one: plain) can have a " . " only between parts: that is its first part and
+ * the rest of its parts. Any other is split from its text (a " . " may span two of its parts).
  */
-function splitKey(key: readonly string[]): [string, string, readonly string[] | undefined] {
+function splitKey(key: readonly string[]): [string, string, boolean] {
   let plain = true;
   for (const k of key) if (k.includes(" ")) plain = false;
-  if (plain) {
-    if (key.length === 1) return [key[0]!, "", NO_PARTS];
-    const restParts = key.slice(1);
-    return [key[0]!, SEP + restParts.join(SEP), restParts];
-  }
+  if (plain) return [key[0]!, key.length === 1 ? "" : SEP + key.slice(1).join(SEP), true];
   const text = key.join(SEP);
   const at = text.indexOf(SEP);
-  return at < 0 ? [text, "", undefined] : [text.slice(0, at), text.slice(at), undefined];
+  return at < 0 ? [text, "", false] : [text.slice(0, at), text.slice(at), false];
 }
 
-const NO_PARTS: readonly string[] = Object.freeze([]);
-
-/** Whether `e` belongs to `run`: same container, and a key of no space whose other parts are the run's (a run of an odd key is its alone). */
-function extends_(run: Run, e: PortElement): boolean {
-  const key = e.key;
-  const parts = run.restParts;
-  if (parts === undefined || run.container !== e.container || key.length !== parts.length + 1) return false;
-  for (let i = 0; i < parts.length; i++) if (parts[i] !== key[i + 1]) return false;
+/** Whether `key` (of `container`) has no space and the same parts after the first as `sample`'s. */
+function sameRest(run: Run, sample: readonly string[], container: string, key: readonly string[]): boolean {
+  if (run.container !== container || key.length !== sample.length) return false;
+  for (let i = 1; i < key.length; i++) if (key[i] !== sample[i]) return false;
   return !key[0]!.includes(" ");
 }
 
@@ -128,23 +115,20 @@ export class ElementStore {
   ensureAll(tx: NftTransaction, elements: readonly PortElement[]): HeldElements {
     const runs: Run[] = [];
     let run: Run | undefined;
+    // The key of the run's first element while the run is plain (its parts hold no space).
+    let sample: readonly string[] | undefined;
     for (const e of elements) {
-      let first: string;
-      if (run && extends_(run, e)) {
-        first = e.key[0]!;
-      } else {
-        const [f, rest, restParts] = splitKey(e.key);
-        first = f;
-        run = {
-          container: e.container,
-          rest,
-          restParts,
-          entries: this.entriesOf(e.container, rest),
-          firsts: [],
-        };
-        runs.push(run);
+      if (run && sample && sameRest(run, sample, e.container, e.key)) {
+        const first = e.key[0]!;
+        if (typeof run.firsts === "string") run.firsts = [run.firsts, first];
+        else run.firsts.push(first);
+        this.ensureIn(tx, run.entries, first, e);
+        continue;
       }
-      run.firsts.push(first);
+      const [first, rest, plain] = splitKey(e.key);
+      sample = plain ? e.key : undefined;
+      run = { container: e.container, rest, entries: this.entriesOf(e.container, rest), firsts: first };
+      runs.push(run);
       this.ensureIn(tx, run.entries, first, e);
     }
     return { runs };
@@ -153,7 +137,8 @@ export class ElementStore {
   /** One port no longer needs the elements it held (release each, in order). */
   releaseAll(tx: NftTransaction, held: HeldElements): void {
     for (const run of held.runs) {
-      for (const first of run.firsts) this.releaseIn(tx, run, first);
+      if (typeof run.firsts === "string") this.releaseIn(tx, run, run.firsts);
+      else for (const first of run.firsts) this.releaseIn(tx, run, first);
     }
   }
 
@@ -189,7 +174,7 @@ export class ElementStore {
       const byRest = this.containers.get(run.container);
       if (byRest?.get(run.rest) === run.entries) byRest.delete(run.rest);
     }
-    const key = run.restParts ? [first, ...run.restParts] : [first + run.rest];
-    tx.delete(elementOf(run.container, key, undefined));
+    // Written back as one part: the text nft reads is the same.
+    tx.delete(elementOf(run.container, [first + run.rest], undefined));
   }
 }

@@ -6,11 +6,16 @@
 const MIN_SLOTS = 4;
 const HASH_START = (0x811c9dc5 ^ Math.floor(Math.random() * 0x100000000)) >>> 0;
 
+const NO_VALUES: never[] = [];
+
 /** Keys are compared by value (===); `undefined` is no value. */
 export class StringTable<V> {
-  /** undefined: never used; null: deleted. */
-  private keys: (string | null | undefined)[] = new Array<undefined>(MIN_SLOTS).fill(undefined);
-  private values: (V | undefined)[] = new Array<undefined>(MIN_SLOTS).fill(undefined);
+  // Most tables hold one entry (a port's own key rest): held in two fields until a second comes.
+  private oneKey: string | undefined;
+  private oneValue: V | undefined;
+  /** undefined: never used; null: deleted. No arrays while the table holds one entry at most. */
+  private keys: (string | null | undefined)[] | undefined;
+  private values: (V | undefined)[] = NO_VALUES;
   private count = 0;
   private deleted = 0;
 
@@ -19,18 +24,18 @@ export class StringTable<V> {
   }
 
   /** Where `key` is, or where it would go (the first deleted slot on its way, if any). */
-  private slot(key: string): number {
+  private slot(keys: (string | null | undefined)[], key: string): number {
     // FNV-1a over the UTF-16 code units from a start of this process's own, its bits then mixed
     // (linear probing wants good low bits): addresses chosen to collide would need the start.
     let h = HASH_START;
     for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
     h = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
     h ^= h >>> 16;
-    const mask = this.keys.length - 1;
+    const mask = keys.length - 1;
     let i = h & mask;
     let free = -1;
     for (;;) {
-      const k = this.keys[i];
+      const k = keys[i];
       if (k === undefined) return free >= 0 ? free : i;
       if (k === null) {
         if (free < 0) free = i;
@@ -40,50 +45,76 @@ export class StringTable<V> {
   }
 
   get(key: string): V | undefined {
-    const i = this.slot(key);
-    return this.keys[i] === key ? this.values[i] : undefined;
+    const keys = this.keys;
+    if (keys === undefined) return key === this.oneKey ? this.oneValue : undefined;
+    const i = this.slot(keys, key);
+    return keys[i] === key ? this.values[i] : undefined;
   }
 
   set(key: string, value: V): void {
-    let i = this.slot(key);
-    if (this.keys[i] === key) {
+    let keys = this.keys;
+    if (keys === undefined) {
+      if (this.oneKey === undefined || this.oneKey === key) {
+        this.oneKey = key;
+        this.oneValue = value;
+        this.count = 1;
+        return;
+      }
+      // A second entry: both go to arrays.
+      keys = this.keys = new Array<undefined>(MIN_SLOTS).fill(undefined);
+      this.values = new Array<undefined>(MIN_SLOTS).fill(undefined);
+      const j = this.slot(keys, this.oneKey);
+      keys[j] = this.oneKey;
+      this.values[j] = this.oneValue;
+      this.oneKey = this.oneValue = undefined;
+    }
+    let i = this.slot(keys, key);
+    if (keys[i] === key) {
       this.values[i] = value;
       return;
     }
-    if ((this.count + this.deleted + 1) * 4 > this.keys.length * 3) {
-      this.grow();
-      i = this.slot(key);
+    if ((this.count + this.deleted + 1) * 4 > keys.length * 3) {
+      keys = this.grow(keys);
+      i = this.slot(keys, key);
     }
-    if (this.keys[i] === null) this.deleted--;
-    this.keys[i] = key;
+    if (keys[i] === null) this.deleted--;
+    keys[i] = key;
     this.values[i] = value;
     this.count++;
   }
 
   delete(key: string): void {
-    const i = this.slot(key);
-    if (this.keys[i] !== key) return;
-    this.keys[i] = null;
+    const keys = this.keys;
+    if (keys === undefined) {
+      if (key !== this.oneKey) return;
+      this.oneKey = this.oneValue = undefined;
+      this.count = 0;
+      return;
+    }
+    const i = this.slot(keys, key);
+    if (keys[i] !== key) return;
+    keys[i] = null;
     this.values[i] = undefined;
     this.count--;
     this.deleted++;
   }
 
   /** Rebuilt with at least twice as many slots as live entries, without the deleted ones. */
-  private grow(): void {
-    const keys = this.keys;
+  private grow(keys: (string | null | undefined)[]): (string | null | undefined)[] {
     const values = this.values;
     let cap = MIN_SLOTS;
     while (cap < (this.count + 1) * 2) cap *= 2;
-    this.keys = new Array<undefined>(cap).fill(undefined);
+    const into: (string | null | undefined)[] = new Array<undefined>(cap).fill(undefined);
+    this.keys = into;
     this.values = new Array<undefined>(cap).fill(undefined);
     this.deleted = 0;
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i];
       if (k === undefined || k === null) continue;
-      const j = this.slot(k);
-      this.keys[j] = k;
+      const j = this.slot(into, k);
+      into[j] = k;
       this.values[j] = values[i];
     }
+    return into;
   }
 }
