@@ -338,8 +338,7 @@ export class TableSync {
       record = {
         serviceKey: serviceKeyOf(svc, before),
         names,
-        ids: held.ids,
-        whole: held.whole,
+        runs: held.runs,
         chains: out.chains.map((c) => c.name),
         affinitySets: out.affinitySets.length === 0 ? NO_NAMES : out.affinitySets.map((s) => s.name),
         noLocalInternal: out.noLocalInternal,

@@ -51,7 +51,7 @@ describe("ElementStore", () => {
     ]);
   });
 
-  test("a key part with a space (which would not read back from the id) is kept whole", () => {
+  test("a key part with a space is written back as the text it makes", () => {
     const odd: PortElement[] = [
       { container: "service-ips", key: ["a .", "b", "c . d"], value: ["goto x . y"] },
       { container: "cluster-ips", key: ["x y"] },
@@ -64,5 +64,36 @@ describe("ElementStore", () => {
       "delete element ip kube-proxy service-ips { a . . b . c . d }",
       "delete element ip kube-proxy cluster-ips { x y }",
     ]);
+  });
+
+  test("keys whose parts differ but make the same text are one element", () => {
+    const a: PortElement[] = [{ container: "service-ips", key: ["a .", "b"], value: drop }];
+    const b: PortElement[] = [{ container: "service-ips", key: ["a", ". b"], value: drop }];
+    const lines = script([a, b], [0, 1]).split("\n");
+    expect(lines.filter((l) => l !== "")).toEqual([
+      "add element ip kube-proxy service-ips { a . . b : drop }",
+      "delete element ip kube-proxy service-ips { a . . b }",
+    ]);
+  });
+
+  test("many elements of one run: each added once, deleted with its port", () => {
+    const ips = Array.from({ length: 5000 }, (_, i) => `100.64.${i >> 8}.${i & 255}`);
+    const port = (p: string) =>
+      ips.map((ip) => ({ container: "service-ips", key: [ip, "tcp", p], value: toExternal }));
+    const store = new ElementStore();
+    const tx = new NftTransaction("ip", "kube-proxy");
+    const a = store.ensureAll(tx, port("80"));
+    const b = store.ensureAll(tx, port("80"));
+    store.ensureAll(tx, port("81"));
+    expect(store.size).toBe(10_000);
+    store.releaseAll(tx, a);
+    expect(store.size).toBe(10_000);
+    store.releaseAll(tx, b);
+    expect(store.size).toBe(5000);
+    const lines = tx.render().split("\n");
+    expect(lines.filter((l) => l.startsWith("add")).length).toBe(10_000);
+    expect(lines.filter((l) => l.startsWith("delete"))).toEqual(
+      ips.map((ip) => `delete element ip kube-proxy service-ips { ${ip} . tcp . 80 }`),
+    );
   });
 });
