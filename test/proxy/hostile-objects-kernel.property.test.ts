@@ -11,8 +11,7 @@ import { afterAll, beforeAll, describe, test } from "bun:test";
 import fc from "fast-check";
 import type { ModeName } from "../../src/modes/registry.ts";
 import { clusterArb, PROPERTY_SEED } from "../support/hostile-objects.ts";
-import { syncOnce } from "../support/hostile-sync.ts";
-import { createRealHost, type RealHost } from "../support/real-restore.ts";
+import { createRealHost, type RealHost, syncAndReplay } from "../support/real-restore.ts";
 
 const MODES: readonly ModeName[] = ["iptables", "nftables", "ipvs"];
 const RUNS = 40;
@@ -32,18 +31,8 @@ describe.each(MODES)("%s mode, hostile objects, real tools", (mode) => {
     async () => {
       await fc.assert(
         fc.asyncProperty(clusterArb, async (cluster) => {
-          let record: Awaited<ReturnType<typeof syncOnce>>;
-          try {
-            record = await syncOnce(mode, cluster);
-          } catch {
-            return; // a sync that throws is P1's failure; nothing was written
-          }
-          try {
-            const refused = await host.replay(record.commands);
-            if (refused) throw new Error(refused);
-          } finally {
-            await host.reset();
-          }
+          // A sync that throws is P1's failure; nothing was written.
+          await syncAndReplay(host, mode, cluster);
         }),
         { seed: PROPERTY_SEED, numRuns: RUNS },
       );

@@ -10,8 +10,9 @@
 
 import { spawnSync } from "node:child_process";
 import type { RecordedCommand } from "../../src/exec/dry-run.ts";
+import type { ModeName } from "../../src/modes/registry.ts";
 import { createTestNetns, type TestNetns } from "../host/iptables/netns.ts";
-import { IPTABLES_RESTORE, programOf } from "./hostile-sync.ts";
+import { type ClusterObjects, IPTABLES_RESTORE, programOf, syncOnce } from "./hostile-sync.ts";
 
 /** The tools the replay needs, by the name the proxiers call them. */
 export const REAL_TOOLS = [
@@ -142,4 +143,29 @@ export async function createRealHost(opts: RealHostOptions = {}): Promise<RealHo
     },
     remove: () => netns.remove(),
   };
+}
+
+/**
+ * One sync of `cluster` in `mode`, replayed on `host` and then undone: the commands it wrote, or
+ * undefined when the sync threw (another property's failure; nothing was written). Throws when
+ * the real tools refused a command.
+ */
+export async function syncAndReplay(
+  host: RealHost,
+  mode: ModeName,
+  cluster: ClusterObjects,
+): Promise<readonly RecordedCommand[] | undefined> {
+  let commands: readonly RecordedCommand[];
+  try {
+    commands = (await syncOnce(mode, cluster)).commands;
+  } catch {
+    return undefined;
+  }
+  try {
+    const refused = await host.replay(commands);
+    if (refused) throw new Error(refused);
+  } finally {
+    await host.reset();
+  }
+  return commands;
 }

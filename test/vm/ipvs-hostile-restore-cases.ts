@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import fc from "fast-check";
 import { clusterArb, PROPERTY_SEED } from "../support/hostile-objects.ts";
-import { programOf, syncOnce } from "../support/hostile-sync.ts";
+import { programOf } from "../support/hostile-sync.ts";
 import { scaled } from "../support/kernel-vm.ts";
-import { createRealHost, type RealHost } from "../support/real-restore.ts";
+import { createRealHost, type RealHost, syncAndReplay } from "../support/real-restore.ts";
 
 // An emulated CPU is slow: fewer cases than the host's property, the same seed.
 const RUNS = 8;
@@ -38,19 +38,9 @@ export function describeHostileRestore(): void {
         let ipvsadmInputs = 0;
         await fc.assert(
           fc.asyncProperty(clusterArb, async (cluster) => {
-            let record: Awaited<ReturnType<typeof syncOnce>>;
-            try {
-              record = await syncOnce("ipvs", cluster);
-            } catch {
-              return; // a sync that throws is P1's failure; nothing was written
-            }
-            ipvsadmInputs += record.commands.filter((c) => programOf(c) === "ipvsadm").length;
-            try {
-              const refused = await host.replay(record.commands);
-              if (refused) throw new Error(refused);
-            } finally {
-              await host.reset();
-            }
+            // A sync that throws is P1's failure; nothing was written.
+            const commands = await syncAndReplay(host, "ipvs", cluster);
+            ipvsadmInputs += (commands ?? []).filter((c) => programOf(c) === "ipvsadm").length;
           }),
           { seed: PROPERTY_SEED, numRuns: RUNS },
         );
