@@ -2,6 +2,7 @@
 // or nft) is chosen once at startup. Implementations: the real one over Exec, and a stateful
 // fake that applies restore input to in-memory tables (fake.ts).
 
+import { inputText } from "../../exec/types.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 
 export type IptablesBackend = "legacy" | "nft";
@@ -17,7 +18,7 @@ export type RestoreInput = string | readonly string[];
 
 /** The whole input as one text (a copy when it comes in pieces: for tests and small inputs). */
 export function restoreInputText(input: RestoreInput): string {
-  return typeof input === "string" ? input : input.join("");
+  return inputText(input);
 }
 
 /** The input's length in UTF-16 code units, as `restoreInputText(input).length`. */
