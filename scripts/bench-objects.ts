@@ -1,12 +1,13 @@
 // Benchmark of hostile or huge single API objects: for each case, a small background cluster
-// (namespace bench, Services in 198.51.100.0/24) plus ONE Service blown up along one axis is
-// written once as a --state file, and the built binary runs `--dry-run --output=json` against it
-// in each mode. Printed per case and mode (medians over --runs):
+// (namespace bench, Services in 198.51.100.0/24) plus ONE Service blown up along one axis (or,
+// case "services", bench-api's 10,000 ordinary Services, for sizing) is written once as a --state
+// file, and the built binary runs `--dry-run --output=json` against it in each mode. Printed per case and mode (medians over --runs):
 //   - wall time, user+sys CPU time and peak RSS of the binary (GNU time: %e %U %S %M);
 //   - "rules": the bytes of every planned command's stdin (iptables-restore / nft -f / ipset /
 //     ipvsadm / ip -batch input: what the proxy would write to the kernel), and peak RSS / rules;
 //   - "rest": the binary's peak RSS on the same cluster without the hostile Service (per mode,
-//     median over --runs), and (peak RSS - rest) / rules: what the rules themselves cost;
+//     median over --runs), and (peak RSS - rest) / rules: what the rules themselves cost, also
+//     per 1,000 lines written (the unit a memory limit is sized in);
 //   - the floor of that output, where cheap: iptables mode, `iptables-restore --test` of each
 //     restore input (parsed and built in user space, not committed); nftables mode, `nft -c -f`
 //     of each transaction (checked by the kernel, not committed); each in a throwaway network
@@ -17,7 +18,7 @@
 // (counting its bytes) and keeps none of it, and writes no report; --binary and --compare then
 // name source trees (default ".") whose scripts/sync-memory.ts is run. No floors then.
 //
-//   bash scripts/bench-objects [--cases=source-ranges,ports,external-ips,external-ips-x-ports,ports-x-endpoints]
+//   bash scripts/bench-objects [--cases=source-ranges,ports,external-ips,external-ips-x-ports,ports-x-endpoints,services]
 //                              [--modes=iptables,nftables,ipvs] [--runs=1] [--binary=dist/kube-proxy-ts]
 //                              [--compare=PATH] [--timeout=300] [--max-rss=10] [--scale=1] [--no-floors] [--floor-max=256]
 //                              [--sync-only]
@@ -49,7 +50,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { median, Namespace, runBench } from "./bench-support.ts";
+import { makeService, makeSlice, median, Namespace, runBench } from "./bench-support.ts";
 
 const CASES = [
   "source-ranges",
@@ -57,6 +58,7 @@ const CASES = [
   "external-ips",
   "external-ips-x-ports",
   "ports-x-endpoints",
+  "services",
 ] as const;
 const MODES = ["iptables", "nftables", "ipvs"] as const;
 type CaseName = (typeof CASES)[number];
@@ -357,6 +359,13 @@ function hostile(name: CaseName, n: (count: number) => number): { objects: Obj[]
         summary: `ClusterIP, ${count} externalIPs x ${ports.length} ports, 3 endpoints`,
       };
     }
+    case "services": {
+      // Not hostile: the cluster bench-api syncs, for sizing a memory limit by the lines written.
+      const count = n(10_000);
+      const objects: Obj[] = [];
+      for (let i = 0; i < count; i++) objects.push(makeService(i) as Obj, makeSlice(i, 10) as Obj);
+      return { objects, summary: `${count} Services x 10 endpoints (the bench-api cluster)` };
+    }
     case "ports-x-endpoints": {
       const ports = tcpPorts(n(100));
       const eps = endpoints(n(10_000));
@@ -556,6 +565,8 @@ interface Report {
   mode: string;
   commands: ReportCommand[];
   rulesBytes: number;
+  /** Lines of every stdin: the rules, entries and elements written, as `-save`/`list` print them. */
+  rulesLines: number;
 }
 
 // The scanner's states: what the next byte may be.
@@ -608,7 +619,7 @@ const ESCAPED = new Map<number, number>(
  * precedes stdin in each command object). Other values are skipped unread.
  */
 export function scanReport(file: string, dir: string, save: (argv: string[]) => boolean): Report {
-  const report: Report = { mode: "", commands: [], rulesBytes: 0 };
+  const report: Report = { mode: "", commands: [], rulesBytes: 0, rulesLines: 0 };
   const stack: Frame[] = [];
   let state: S = S.Value;
   let use: Use = Use.Skip;
@@ -689,6 +700,7 @@ export function scanReport(file: string, dir: string, save: (argv: string[]) => 
   const decoded = (b: number[] | Buffer) => {
     if (use === Use.Stdin) {
       count += b.length;
+      for (let at = b.indexOf(10); at >= 0; at = b.indexOf(10, at + 1)) report.rulesLines++;
       emit(Buffer.isBuffer(b) ? b : Buffer.from(b));
     } else if (use !== Use.Skip) for (const x of b) bytes.push(x);
   };
@@ -932,6 +944,7 @@ async function floorOf(report: Report, dir: string, o: Options): Promise<Floor> 
 
 interface RunResult extends Measured {
   rulesBytes: number;
+  rulesLines: number;
   floor: Floor;
 }
 
@@ -958,13 +971,18 @@ async function runOnce(bin: string, mode: Mode, state: string, top: string, o: O
   // Exit 3: the plan is whole but a prerequisite check failed (printed in the notes).
   if (m.exit === "3") m.status = "ok";
   let rulesBytes = Number.NaN;
+  let rulesLines = Number.NaN;
   let floor: Floor = { status: "none", wallS: Number.NaN, detail: "" };
   try {
     if (m.status === "ok" && o.syncOnly) {
-      rulesBytes = (JSON.parse(readFileSync(reportFile, "utf8")) as { rulesBytes: number }).rulesBytes;
+      ({ rulesBytes, rulesLines } = JSON.parse(readFileSync(reportFile, "utf8")) as {
+        rulesBytes: number;
+        rulesLines: number;
+      });
     } else if (m.status === "ok") {
       const report = scanReport(reportFile, dir, (a) => o.floors && floorCommand(mode, a));
       rulesBytes = report.rulesBytes;
+      rulesLines = report.rulesLines;
       if (m.exit === "3") m.detail = "exit 3: a prerequisite check failed; the plan was computed";
       rmSync(reportFile, { force: true }); // before the floor: the disk holds one big file at a time
       if (o.floors) floor = await floorOf(report, dir, o);
@@ -975,7 +993,7 @@ async function runOnce(bin: string, mode: Mode, state: string, top: string, o: O
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  return { ...m, rulesBytes, floor };
+  return { ...m, rulesBytes, rulesLines, floor };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -992,6 +1010,7 @@ interface Cell {
   ratio: string;
   rest: string;
   net: string;
+  perKiloLine: string;
   floor: string;
 }
 
@@ -1002,10 +1021,22 @@ interface Cell {
 function cell(runs: RunResult[], restKiB: number): Cell {
   const bad = runs.find((r) => r.status !== "ok");
   if (bad)
-    return { wall: bad.status, cpu: "-", rss: "-", rules: "-", ratio: "-", rest: "-", net: "-", floor: "-" };
+    return {
+      wall: bad.status,
+      cpu: "-",
+      rss: "-",
+      rules: "-",
+      ratio: "-",
+      rest: "-",
+      net: "-",
+      perKiloLine: "-",
+      floor: "-",
+    };
   const m = (pick: (r: RunResult) => number) => median(runs.map(pick));
   const rss = m((r) => r.rssKiB * 1024);
   const rules = m((r) => r.rulesBytes);
+  const lines = m((r) => r.rulesLines);
+  const above = rss - restKiB * 1024;
   const floors = runs.map((r) => r.floor);
   const badFloor = floors.find((f) => f.status !== "ok");
   return {
@@ -1015,7 +1046,8 @@ function cell(runs: RunResult[], restKiB: number): Cell {
     rules: f1(rules / MiB),
     ratio: rules > 0 ? f2(rss / rules) : "-",
     rest: f1(restKiB / 1024),
-    net: rules > 0 && Number.isFinite(restKiB) ? f2((rss - restKiB * 1024) / rules) : "-",
+    net: rules > 0 && Number.isFinite(restKiB) ? f2(above / rules) : "-",
+    perKiloLine: lines > 0 && Number.isFinite(restKiB) ? f2(above / MiB / (lines / 1000)) : "-",
     floor: badFloor
       ? badFloor.status === "none"
         ? "-"
@@ -1032,6 +1064,7 @@ const HEAD: Cell = {
   ratio: "RSS/rules",
   rest: "rest MiB",
   net: "(RSS-rest)/rules",
+  perKiloLine: "MiB/1k lines",
   floor: "floor s",
 };
 
@@ -1044,6 +1077,7 @@ function cellText(c: Cell): string {
     c.ratio.padStart(10),
     c.rest.padStart(9),
     c.net.padStart(17),
+    c.perKiloLine.padStart(13),
     c.floor.padStart(8),
   ].join("");
 }
@@ -1053,7 +1087,7 @@ function runLine(r: RunResult): string {
     return `${r.status} after ${f2(r.wallS)} s wall (peak RSS ${f1(r.rssKiB / 1024)} MiB, exit ${r.exit})`;
   const floor =
     r.floor.status === "ok" ? `${f2(r.floor.wallS)} s` : r.floor.status === "none" ? "-" : r.floor.status;
-  return `${f2(r.wallS)} s wall, ${f2(r.cpuS)} s CPU, peak RSS ${f1(r.rssKiB / 1024)} MiB, rules ${f1(r.rulesBytes / MiB)} MiB, floor ${floor}`;
+  return `${f2(r.wallS)} s wall, ${f2(r.cpuS)} s CPU, peak RSS ${f1(r.rssKiB / 1024)} MiB, rules ${f1(r.rulesBytes / MiB)} MiB (${r.rulesLines} lines), floor ${floor}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1137,7 +1171,7 @@ async function main(o: Options): Promise<void> {
   for (const row of rows)
     console.log(`${lead(row.name, row.mode)}${row.cells.map((c) => `${sep}${cellText(c)}`).join("")}`);
   console.log(
-    "(medians; rules = bytes of every planned command's stdin; rest = peak RSS without the hostile Service; floor = iptables-restore --test / nft -c -f of that input in a fresh netns, - where none)",
+    "(medians; rules = bytes of every planned command's stdin; MiB/1k lines = (RSS-rest) per 1,000 lines of it; rest = peak RSS without the hostile Service; floor = iptables-restore --test / nft -c -f of that input in a fresh netns, - where none)",
   );
   if (notes.length) console.log(`notes:\n${notes.map((n) => `  ${n}`).join("\n")}`);
 }

@@ -3,7 +3,7 @@
 // read it, its bytes counted, and none of it kept, and no Service listing made: the peak RSS of
 // this process is then the sync's own working set, without what only a dry run holds (the
 // record of the inputs, the listing, the report). Prints
-// {"rulesBytes": N} on stdout; the report itself goes nowhere. bench-objects --sync-only runs it.
+// {"rulesBytes": N, "rulesLines": L} on stdout; the report itself goes nowhere. bench-objects --sync-only runs it.
 //
 //   node_modules/.bin/bun scripts/sync-memory.ts --dry-run --mode=iptables --state=FILE ...
 
@@ -15,12 +15,22 @@ import type { Exec, ExecRequest, ExecResult } from "../src/exec/types.ts";
 import { enableGarbageCollections } from "../src/runtime.ts";
 
 let rulesBytes = 0;
+let rulesLines = 0;
+
+/** Newlines in `piece`: each ends one line of a restore input. */
+function newlines(piece: string): number {
+  let n = 0;
+  for (let at = piece.indexOf("\n"); at >= 0; at = piece.indexOf("\n", at + 1)) n++;
+  return n;
+}
 
 DryRunRecorder.prototype.run = async function (this: DryRunRecorder, req: ExecRequest): Promise<ExecResult> {
   if (isReadOnlyCommand(req)) return (this as unknown as { inner: Exec }).inner.run(req);
   if (req.stdin !== undefined) {
-    for (const piece of typeof req.stdin === "string" ? [req.stdin] : req.stdin)
+    for (const piece of typeof req.stdin === "string" ? [req.stdin] : req.stdin) {
       rulesBytes += Buffer.byteLength(piece, "utf8");
+      rulesLines += newlines(piece);
+    }
   }
   this.commands.push({ argv: [req.cmd, ...req.args] });
   return { code: 0, stdout: "", stderr: "" };
@@ -37,5 +47,5 @@ const code = await run(process.argv.slice(2), {
   stderr: (t) => process.stderr.write(t),
   readFile: (p) => readFileSync(p, "utf8"),
 });
-writeSync(1, `${JSON.stringify({ rulesBytes })}\n`);
+writeSync(1, `${JSON.stringify({ rulesBytes, rulesLines })}\n`);
 process.exitCode = code;
