@@ -1,7 +1,8 @@
 // Benchmark of hostile or huge single API objects: for each case, a small background cluster
 // (namespace bench, Services in 198.51.100.0/24) plus ONE Service blown up along one axis (or,
 // case "services", bench-api's 10,000 ordinary Services, for sizing) is written once as a --state
-// file, and the built binary runs `--dry-run --output=json` against it in each mode. Printed per case and mode (medians over --runs):
+// file, and the built binary runs `--dry-run --output=json` against it in each mode. Printed
+// per case and mode (medians over --runs):
 //   - wall time, user+sys CPU time and peak RSS of the binary (GNU time: %e %U %S %M);
 //   - "rules": the bytes of every planned command's stdin (iptables-restore / nft -f / ipset /
 //     ipvsadm / ip -batch input: what the proxy would write to the kernel), and peak RSS / rules;
