@@ -1,0 +1,145 @@
+// Another program changes the nftables ruleset between two syncs of the built binary (nftables
+// mode, fake API server, real kernel in a netns): it adds a table of its own and deletes one of
+// kube-proxy's objects (the whole `ip kube-proxy` table, or one Service's chain and its
+// service-ips element). The next change must still land, the other Services keep working, and
+// the other program's table is left as it was. A deleted table comes back with that change (the
+// partial sync into it fails, and the retry is a full sync that lists the kernel first); a
+// deleted chain of an unchanged Service comes back at the next full sync (hourly, as upstream's),
+// which this test does not wait for.
+//
+// Run as root: `node_modules/.bin/bun test test/e2e/nftables-outside-changes.test.ts`.
+import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { type ApiHarness, setUpApiRun, tearDownApiRun } from "../support/e2e-api-harness.ts";
+import { type NodeSpec, type ServiceSpec, serviceObject, sliceObject } from "../support/e2e-cluster.ts";
+import { E2E_TEST_TIMEOUT_MS, e2eTest } from "../support/e2e-harness.ts";
+import { NODE_NAME } from "../support/e2e-kubeproxy.ts";
+import { nftDiagnostics, nftTables } from "../support/e2e-nft.ts";
+import { probe } from "../support/e2e-traffic.ts";
+import type { KObject } from "../support/fake-apiserver.ts";
+import { scaled } from "../support/kernel-vm.ts";
+import { ADDR, type PodSpec } from "../support/netns.ts";
+
+const NODE: NodeSpec = { name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR };
+const PODS: PodSpec[] = [{ name: "web1", ip: "203.0.113.31" }];
+const web = (name: string, clusterIP: string): ServiceSpec => ({
+  name,
+  clusterIP,
+  ports: [{ name: "http", port: 80, targetPort: 8080 }],
+  endpoints: [{ ip: "203.0.113.31" }],
+});
+const FIRST = web("first", "198.51.100.41");
+const SECOND = web("second", "198.51.100.42");
+
+/** The other program's table: a filter chain on input that only counts. */
+const OTHER_TABLE = [
+  "add table inet othertool",
+  "add chain inet othertool watch { type filter hook input priority 10; policy accept; }",
+  'add rule inet othertool watch counter comment "not kube-proxy\'s"',
+].join("\n");
+
+async function nft(h: ApiHarness, script: string): Promise<void> {
+  await h.topo!.must("node", ["nft", "-f", "-"], { stdin: `${script}\n`, timeoutMs: 10_000 });
+}
+
+/** Polls `s`'s ClusterIP until it answers; throws at the deadline. */
+async function answers(h: ApiHarness, s: ServiceSpec, limitMs: number): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  for (let i = 0; i < 10_000 && Date.now() < deadline; i++) {
+    const r = await probe(h.topo!, "client", { target: `${s.clusterIP}:80`, count: 1, timeoutMs: 1000 });
+    if (r.ok) return;
+  }
+  throw new Error(
+    `${s.name} (${s.clusterIP}) did not answer within ${limitMs} ms\n${await nftDiagnostics(h.topo!)}`,
+  );
+}
+
+function addService(h: ApiHarness, s: ServiceSpec): void {
+  h.api!.server.create("Service", serviceObject(s) as KObject);
+  const slice = sliceObject(s, NODE_NAME);
+  if (slice) h.api!.server.create("EndpointSlice", slice as KObject);
+}
+
+/** The service chain `service-ips` sends `s`'s ClusterIP to (read from the kernel). */
+async function serviceChainOf(h: ApiHarness, s: ServiceSpec): Promise<string> {
+  const map = await h.topo!.must("node", ["nft", "list", "map", "ip", "kube-proxy", "service-ips"], {
+    timeoutMs: 10_000,
+  });
+  const m = new RegExp(`${s.clusterIP.replaceAll(".", "\\.")} \\. tcp \\. 80 : goto (\\S+)`).exec(map);
+  if (!m) throw new Error(`no service-ips element for ${s.clusterIP}:\n${map}`);
+  return m[1]!.replace(/,$/, "");
+}
+
+interface Interference {
+  readonly what: string;
+  /** What the other program does to kube-proxy's tables, besides adding its own. */
+  readonly run: (h: ApiHarness) => Promise<void>;
+  /** The Services that must answer after the change. */
+  readonly answering: readonly ServiceSpec[];
+}
+
+const INTERFERENCES: readonly Interference[] = [
+  {
+    what: "deletes the whole ip kube-proxy table",
+    run: (h) => nft(h, "delete table ip kube-proxy"),
+    answering: [FIRST, SECOND],
+  },
+  {
+    what: "deletes one Service's chain and its service-ips element",
+    run: deleteSecondServiceChain,
+    answering: [FIRST],
+  },
+];
+
+async function deleteSecondServiceChain(h: ApiHarness): Promise<void> {
+  const chain = await serviceChainOf(h, SECOND);
+  await nft(
+    h,
+    [
+      `delete element ip kube-proxy service-ips { ${SECOND.clusterIP} . tcp . 80 }`,
+      `flush chain ip kube-proxy ${chain}`,
+      `delete chain ip kube-proxy ${chain}`,
+    ].join("\n"),
+  );
+}
+
+for (const { what, run, answering } of INTERFERENCES)
+  describe(`nftables mode: another program adds a table and ${what}`, () => {
+    const h: ApiHarness = {};
+    const LIMIT_MS = scaled(30_000);
+
+    beforeAll(async () => {
+      await setUpApiRun(h, {
+        node: NODE,
+        pods: PODS,
+        client: true,
+        services: [FIRST, SECOND],
+        mode: "nftables",
+      });
+      await answers(h, FIRST, LIMIT_MS);
+      await answers(h, SECOND, LIMIT_MS);
+    }, E2E_TEST_TIMEOUT_MS);
+
+    afterAll(() => tearDownApiRun(h), E2E_TEST_TIMEOUT_MS);
+
+    e2eTest(
+      h,
+      "the next change lands, the other Services keep working, the other table stays",
+      async () => {
+        const tablesBefore = await nftTables(h.topo!);
+        await nft(h, OTHER_TABLE);
+        await run(h);
+        const otherBefore = await h.topo!.must("node", ["nft", "list", "table", "inet", "othertool"]);
+        // The change after the interference: a new Service.
+        const third = web("third", "198.51.100.43");
+        addService(h, third);
+        await answers(h, third, LIMIT_MS);
+        for (const s of answering) await answers(h, s, LIMIT_MS);
+        expect(await nftTables(h.topo!)).toEqual([...tablesBefore, "table inet othertool"].sort());
+        const otherAfter = await h.topo!.must("node", ["nft", "list", "table", "inet", "othertool"]);
+        expect(otherAfter.replace(/packets \d+ bytes \d+/g, "")).toBe(
+          otherBefore.replace(/packets \d+ bytes \d+/g, ""),
+        );
+      },
+      LIMIT_MS * 4 + 30_000,
+    );
+  });
