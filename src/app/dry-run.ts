@@ -19,7 +19,7 @@ import type { Check } from "../proxy/check.ts";
 import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
-import { collectYoungGarbageAnyway } from "../runtime.ts";
+import { collectGarbage, collectYoungGarbageAnyway } from "../runtime.ts";
 import { errText } from "../util/err-text.ts";
 import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
@@ -91,6 +91,9 @@ export async function dryRun(
   const built = await planMode(prep.mode, config, featureGates, opts, host, store.node, log);
   if ("check" in built) checks.push(built.check);
   else proxiers.push(built.proxier);
+  // As the daemon does before its first sync (a no-op here unless collections are on, as in
+  // scripts/sync-memory.ts): what reading the cluster left behind goes before the sync builds.
+  collectGarbage();
   try {
     await controller.syncNow();
   } catch (err) {
