@@ -80,8 +80,12 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
         `unknown option ${a} (--mode=iptables|nftables --services=1000,10000 --endpoints=10 --runs=3 --rss-trace --v=N --log=FILE)`,
       );
   }
-  if (o.services.some((n) => !(n > 0 && n <= 30_000))) throw new Error("--services: 1..30000 each");
-  if (!(o.endpoints > 0 && o.endpoints <= 100)) throw new Error("--endpoints: 1..100");
+  if (o.services.some((n) => !(Number.isInteger(n) && n > 0 && n <= MAX_SERVICES)))
+    throw new Error(`--services: 1..${MAX_SERVICES} each`);
+  if (!(Number.isInteger(o.endpoints) && o.endpoints > 0 && o.endpoints <= 100))
+    throw new Error("--endpoints: 1..100");
+  if (o.services.some((n) => n * o.endpoints > MAX_ENDPOINTS_TOTAL))
+    throw new Error(`--services x --endpoints: at most ${MAX_ENDPOINTS_TOTAL} endpoints`);
   if (!(o.runs > 0 && o.runs <= 10)) throw new Error("--runs: 1..10");
   // The first sync is read from a -v=2 log line.
   if (!(Number.isInteger(o.verbosity) && o.verbosity >= 2 && o.verbosity <= 10))
@@ -97,8 +101,20 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
  */
 const LOCK_ENV = { XTABLES_LOCKFILE: `/run/kpts-bench-api-${process.pid}.lock` };
 
-/** 198.18.0.0/15 (benchmarking range): Services from 198.18/16, endpoints from 198.19/16. */
-const addr = (base: number, n: number) => `198.${base}.${(n >> 8) & 255}.${n & 255}`;
+/** Dotted IPv4 of a 32-bit number. */
+const dotted = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
+/**
+ * Never-routed ranges, each one axis, so no address is two things: ClusterIPs from 198.18/16 and
+ * externalIPs from 198.19/16 (RFC 2544, benchmarking), endpoints from 100.64/10 (RFC 6598,
+ * shared address space: 4 million, enough for upstream's 5,000 x 50 and 45,000 x 1 clusters).
+ * Only the probe's pod and VIP (documentation ranges) ever carry traffic.
+ */
+const clusterIP = (i: number) => dotted(((198 << 24) >>> 0) + (18 << 16) + i + 1);
+const externalIP = (i: number) => dotted(((198 << 24) >>> 0) + (19 << 16) + i + 1);
+const endpointIP = (k: number) => dotted(((100 << 24) >>> 0) + (64 << 16) + k + 1);
+/** Upper bounds that keep every range above within its size. */
+const MAX_SERVICES = 60_000;
+const MAX_ENDPOINTS_TOTAL = 4_000_000;
 const PROBE_POD = { name: "p1", ip: "203.0.113.11" };
 const PROBE_VIP = "198.51.100.200";
 
@@ -110,16 +126,16 @@ function syntheticService(i: number, endpoints: number): { service: KObject; sli
   if (type !== "ClusterIP") port.nodePort = 30000 + (i % 2700);
   const spec: Record<string, unknown> = {
     type,
-    clusterIP: addr(18, i + 1),
-    clusterIPs: [addr(18, i + 1)],
+    clusterIP: clusterIP(i),
+    clusterIPs: [clusterIP(i)],
     ipFamilies: ["IPv4"],
     ipFamilyPolicy: "SingleStack",
     ports: [port],
   };
   if (type === "LoadBalancer") spec.externalTrafficPolicy = "Local";
-  if (i % 200 === 1) spec.externalIPs = [addr(18, 60_000 + i)];
+  if (i % 200 === 1) spec.externalIPs = [externalIP(i)];
   const eps = Array.from({ length: endpoints }, (_, j) => ({
-    addresses: [addr(19, i * endpoints + j + 1)],
+    addresses: [endpointIP(i * endpoints + j)],
     conditions: { ready: true, serving: true, terminating: false },
     nodeName: j === 0 ? NODE_NAME : "node-b",
   }));
