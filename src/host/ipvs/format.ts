@@ -3,11 +3,12 @@
 // Layouts follow ipvsadm 1.31's print_title()/print_service_entry().
 
 import { flatString } from "../../util/flat-string.ts";
-import { LinePieces } from "../../util/line-pieces.ts";
+import { LinePieces, type LineSink, NO_LINES } from "../../util/line-pieces.ts";
 import { canonicalIPv4Value, compareIPs, parseIPInet } from "../../util/net/address.ts";
 import { familyNumber, familyOf, type IPFamily } from "../../util/net/family.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
+import { streamedPieces } from "../../util/streamed-pieces.ts";
 import { IpvsError } from "./errors.ts";
 import {
   ipvsAddress,
@@ -103,7 +104,7 @@ class LineRenderer {
   /** " -m -w WEIGHT" words, by weight. */
   private readonly weightWords = new Map<number, string>();
 
-  constructor(private readonly out: LinePieces) {}
+  constructor(private readonly out: LineSink) {}
 
   /** Checks a virtual server key (once for a run of lines with the same key object). */
   private key(key: VirtualServerKey): void {
@@ -243,29 +244,38 @@ export function renderChange(change: IpvsChange): string {
   return out.finish().join("").slice(0, -1);
 }
 
-function isChangeArray(changes: IpvsChanges): changes is readonly IpvsChange[] {
-  return Array.isArray(changes);
-}
-
 /** Every change, in order, as `ipvsadm --restore` input (one line each, newline-terminated). */
 export function renderRestore(changes: IpvsChanges): string {
   return renderRestorePieces(changes).join("");
 }
 
 /**
- * renderRestore's text in whole-line pieces of about 64 KiB (LinePieces): what the client hands
- * to exec. Every change is checked before a piece is returned (a refused one throws here, before
- * ipvsadm has run anything).
+ * renderRestore's text in whole-line pieces of about 64 KiB (LinePieces). Every change is
+ * checked before a piece is returned (a refused one throws here).
  */
 export function renderRestorePieces(changes: IpvsChanges): string[] {
   const out = new LinePieces();
   const renderer = new LineRenderer(out);
-  if (isChangeArray(changes)) for (const change of changes) renderer.write(change);
-  else
-    changes.forEach((change) => {
-      renderer.write(change);
-    });
+  for (const change of changes) renderer.write(change);
   return out.finish();
+}
+
+/**
+ * renderRestore's text as what the client hands to exec: pieces made as ipvsadm reads them
+ * (streamedPieces), and made anew if read again. Every change is checked first, writing
+ * nothing, so a refused one throws here, before ipvsadm has run a line of it (ipvsadm runs each
+ * line as it reads it: an input found bad halfway would leave half of it applied).
+ */
+export function restoreInput(changes: IpvsChanges): Iterable<string> {
+  const checker = new LineRenderer(NO_LINES);
+  for (const change of changes) checker.write(change);
+  return streamedPieces(function* (out) {
+    const renderer = new LineRenderer(out);
+    for (const change of changes) {
+      renderer.write(change);
+      yield;
+    }
+  });
 }
 
 // ---- reading ----

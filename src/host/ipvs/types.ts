@@ -54,14 +54,13 @@ export interface AddRealsChange {
 }
 
 /**
- * A compact list of changes: it hands them over one by one, in order (the real servers of a
- * new virtual server possibly as one AddRealsChange). A change handed over is valid during the
- * call only (the list may hand over one object again, refilled): copy what is kept. `length`
- * counts lines.
+ * A compact list of changes: it hands them over one by one, in order, each time it is iterated
+ * (the real servers of a new virtual server possibly as one AddRealsChange). A change handed
+ * over is valid until the next one only (the list may hand over one object again, refilled):
+ * copy what is kept. `length` counts lines.
  */
-export interface CompactIpvsChanges {
+export interface CompactIpvsChanges extends Iterable<IpvsChange | AddRealsChange> {
   readonly length: number;
-  forEach(fn: (change: IpvsChange | AddRealsChange) => void): void;
 }
 
 /** The changes of one write, in order. */

@@ -67,14 +67,14 @@ export class IpvsChangeList implements CompactIpvsChanges {
     this.lines++;
   }
 
-  forEach(fn: (change: IpvsChange | AddRealsChange) => void): void {
+  *[Symbol.iterator](): Generator<IpvsChange | AddRealsChange> {
     // Two objects refilled for each new virtual server, not two made for each.
     const addService: { op: "add-service"; server: VirtualServer } = { op: "add-service", server: NO_SERVER };
     for (const c of this.services) {
-      if (!(c instanceof DesiredVirtualServer)) fn(c);
+      if (!(c instanceof DesiredVirtualServer)) yield c;
       else {
         addService.server = c;
-        fn(addService);
+        yield addService;
       }
     }
     const addReals: { op: "add-reals"; key: VirtualServerKey; reals: readonly DesiredReal[] } = {
@@ -83,15 +83,15 @@ export class IpvsChangeList implements CompactIpvsChanges {
       reals: [],
     };
     for (const c of this.realsUp) {
-      if (!(c instanceof DesiredVirtualServer)) fn(c);
+      if (!(c instanceof DesiredVirtualServer)) yield c;
       else {
         addReals.key = c;
         addReals.reals = c.reals;
-        fn(addReals);
+        yield addReals;
       }
     }
-    for (const c of this.realsDown) fn(c);
-    for (const c of this.servicesGone) fn(c);
+    yield* this.realsDown;
+    yield* this.servicesGone;
   }
 }
 

@@ -213,9 +213,7 @@ describe("virtual servers of one port", () => {
     list.push("services", { op: "edit-service", server: b });
     expect(list.services.length + list.realsUp.length).toBe(4);
     const read: unknown[] = [];
-    list.forEach((c) => {
-      read.push({ ...c });
-    });
+    for (const c of list) read.push({ ...c });
     expect(read).toEqual([
       { op: "add-service", server: a },
       { op: "add-service", server: b },
