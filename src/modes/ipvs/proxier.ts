@@ -392,7 +392,7 @@ export class IpvsProxier implements Proxier {
       }
     };
     // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
-    if (batches.ipsets.script.length > 0)
+    if (batches.ipsets.lines > 0)
       await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript()));
     if (changes.length > 0)
       await attempt("Failed to apply IPVS changes", () => this.deps.ipvs.apply(changes));
