@@ -70,6 +70,11 @@ export class PortPlan {
     readonly rejected: readonly SetEntry[],
   ) {}
 
+  /** Virtual servers and set members (with addresses to bind): how much the plan holds. */
+  get size(): number {
+    return (this.servers instanceof DesiredVirtualServer ? 1 : this.servers.length) + this.members.length / 2;
+  }
+
   /** The port's virtual servers (an array made on request when there is one). */
   get virtualServers(): readonly DesiredVirtualServer[] {
     return this.servers instanceof DesiredVirtualServer ? [this.servers] : this.servers;
