@@ -5,6 +5,7 @@ import { stdinPieces } from "../exec/dry-run.ts";
 import type { VirtualServerView } from "../modes/ipvs/proxier.ts";
 import type { ModeName } from "../modes/registry.ts";
 import type { Check } from "../proxy/check.ts";
+import { Listing } from "../util/listing.ts";
 import { renderServiceListing, ServiceListing, type ServicePortList } from "./service-listing.ts";
 
 export interface PlannedCommand {
@@ -21,7 +22,8 @@ export interface DryRunReport {
   readonly commands: PlannedCommand[];
   /** The service ports the sync saw, with their endpoints (mode-independent). */
   readonly services: ServicePortList;
-  readonly ipvs?: { virtualServers: IpvsVirtualServerPlan[] };
+  /** Virtual servers as an array, or a Listing that makes each as it is read. */
+  readonly ipvs?: { virtualServers: readonly IpvsVirtualServerPlan[] | Listing<IpvsVirtualServerPlan> };
   /** Lines an operator should read (e.g. which cluster source was used). */
   readonly notes: string[];
   /** Warning events a real run would post on its Node (e.g. ipvs's deprecation). */
@@ -134,7 +136,7 @@ function* valueParts(value: unknown, indent: string, depth: number): Generator<s
     return;
   }
   // Listed as it is read, one port at a time: as JSON it is the array of its ports.
-  if (value instanceof ServiceListing && value.length > 0 && depth > 0) {
+  if ((value instanceof ServiceListing || value instanceof Listing) && value.length > 0 && depth > 0) {
     yield* arrayParts(value, indent, depth);
     return;
   }

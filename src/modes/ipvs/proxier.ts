@@ -32,6 +32,7 @@ import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
 import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
+import { Listing } from "../../util/listing.ts";
 import { cidrContains, isLoopbackLenient } from "../../util/net/address.ts";
 import { familyOf, type IPFamily } from "../../util/net/family.ts";
 import { type BindPlan, boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
@@ -219,21 +220,33 @@ export class IpvsProxier implements Proxier {
 
   /** The virtual servers the last sync programmed, terminating real servers at weight 0. */
   desiredVirtualServers(): VirtualServerView[] {
-    return virtualServerOrder(this.plans.state.virtualServers.values()).map((vs): VirtualServerView => {
-      const draining = this.graceful.hasAny(vs.key) ? this.graceful.realsOf(vs.key) : [];
-      return {
-        address: vs.address,
-        port: vs.port,
-        protocol: vs.protocol,
-        scheduler: vs.scheduler,
-        flags: vs.flags,
-        timeout: vs.timeout,
-        // The port's own list (its entries are {address, port, weight} at the serving weight).
-        realServers:
-          draining.length === 0
-            ? vs.reals
-            : [...vs.reals, ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 }))],
-      };
+    return [...this.virtualServerListing()];
+  }
+
+  /**
+   * desiredVirtualServers as a Listing: each view made as it is read (the dry run's report of
+   * two million virtual servers writes them one by one rather than holding them all).
+   */
+  virtualServerListing(): Listing<VirtualServerView> {
+    const servers = virtualServerOrder(this.plans.state.virtualServers.values());
+    const graceful = this.graceful;
+    return new Listing(servers.length, function* () {
+      for (const vs of servers) {
+        const draining = graceful.hasAny(vs.key) ? graceful.realsOf(vs.key) : [];
+        yield {
+          address: vs.address,
+          port: vs.port,
+          protocol: vs.protocol,
+          scheduler: vs.scheduler,
+          flags: vs.flags,
+          timeout: vs.timeout,
+          // The port's own list (its entries are {address, port, weight} at the serving weight).
+          realServers:
+            draining.length === 0
+              ? vs.reals
+              : [...vs.reals, ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 }))],
+        };
+      }
     });
   }
 
