@@ -67,11 +67,6 @@ function invalid(message: string): never {
 /** Checked addresses other than canonical IPv4 kept during one render, up to this many. */
 const HOST_CACHE_LIMIT = 4096;
 
-interface RealTarget {
-  readonly address: string;
-  readonly port: number;
-}
-
 /** A checked real-server address as its line spells it (IPv6 bracketed), with its family. */
 interface CheckedHost {
   readonly family: IPFamily;
@@ -151,20 +146,22 @@ class LineRenderer {
   private real(
     op: "-a " | "-e " | "-d ",
     vs: VirtualServerKey,
-    real: RealTarget & { readonly weight?: number },
+    address: string,
+    port: number,
+    weight?: number,
   ): void {
     this.key(vs);
     // Checked in the order address, port, weight, then the family against the service's.
-    let host = real.address;
+    let host = address;
     let family: IPFamily = "IPv4";
     if (canonicalIPv4Value(host) < 0) {
       const checked = this.checkedHost(host);
       host = checked.host;
       family = checked.family;
     }
-    const portWord = this.portText(ipvsPort(real.port, "real server", true));
-    const weightWord = op === "-d " ? undefined : this.weightWord(real.weight ?? Number.NaN);
-    if (family !== this.family) invalid(`real server ${real.address} is not of the service's family`);
+    const portWord = this.portText(ipvsPort(port, "real server", true));
+    const weightWord = op === "-d " ? undefined : this.weightWord(weight ?? Number.NaN);
+    if (family !== this.family) invalid(`real server ${address} is not of the service's family`);
     this.out.part(op);
     this.keyWords();
     this.out.part(" -r ");
@@ -209,9 +206,12 @@ class LineRenderer {
 
   write(change: IpvsChange | AddRealsChange): void {
     switch (change.op) {
-      case "add-reals":
-        for (const real of change.reals) this.real("-a ", change.key, real);
+      case "add-reals": {
+        const { reals } = change;
+        for (let i = 0; i < reals.length; i++)
+          this.real("-a ", change.key, reals.address(i), reals.port(i), reals.weight(i));
         return;
+      }
       case "add-service":
         this.service("-A ", change.server);
         return;
@@ -225,13 +225,13 @@ class LineRenderer {
         this.out.endLine();
         return;
       case "add-real":
-        this.real("-a ", change.key, change.real);
+        this.real("-a ", change.key, change.real.address, change.real.port, change.real.weight);
         return;
       case "edit-real":
-        this.real("-e ", change.key, change.real);
+        this.real("-e ", change.key, change.real.address, change.real.port, change.real.weight);
         return;
       case "delete-real":
-        this.real("-d ", change.key, change.real);
+        this.real("-d ", change.key, change.real.address, change.real.port);
         return;
     }
   }

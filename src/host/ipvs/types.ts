@@ -46,11 +46,19 @@ export type IpvsChange =
       readonly real: { address: string; port: number };
     };
 
+/** Real servers read by index: a compact list need not hold an object per real server. */
+export interface IndexedReals {
+  readonly length: number;
+  address(i: number): string;
+  port(i: number): number;
+  weight(i: number): number;
+}
+
 /** The adds of one virtual server's real servers, in order: one element for as many lines. */
 export interface AddRealsChange {
   readonly op: "add-reals";
   readonly key: VirtualServerKey;
-  readonly reals: readonly { readonly address: string; readonly port: number; readonly weight: number }[];
+  readonly reals: IndexedReals;
 }
 
 /**

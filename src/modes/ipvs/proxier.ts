@@ -53,7 +53,6 @@ import { SyncScope } from "./scope.ts";
 import { SerialQueue } from "./serial.ts";
 import {
   DEFAULT_SCHEDULER,
-  realId,
   schedulerFlags,
   type VirtualServerSettings,
   virtualServerOrder,
@@ -86,8 +85,8 @@ export interface IpvsProxierDeps {
 
 /**
  * One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). Its
- * `flags` and (while none of its real servers is draining) `realServers` are the plan's own
- * arrays, shared by every virtual server of the port: read them, never change them.
+ * `flags` are the plan's own array, shared by every virtual server of the port: read it, never
+ * change it. `realServers` is made for the view.
  */
 export interface VirtualServerView {
   readonly address: string;
@@ -186,8 +185,7 @@ export class IpvsProxier implements Proxier {
       logger: this.log,
       exclusive: (work) => this.queue.run(work),
       ownsAddress: (a) => this.ownsAddress(a),
-      isWanted: (vsKey, id) =>
-        this.plans.state.virtualServers.get(vsKey)?.reals.some((r) => realId(r) === id) ?? false,
+      isWanted: (vsKey, id) => this.plans.state.virtualServers.get(vsKey)?.reals.hasId(id) ?? false,
       ...(deps.gracefulCheckIntervalMs !== undefined ? { intervalMs: deps.gracefulCheckIntervalMs } : {}),
     });
     this.log.v(2).info("ipvs sync params", { ipFamily: deps.family, scheduler, mark: this.mark });
@@ -240,11 +238,10 @@ export class IpvsProxier implements Proxier {
           scheduler: vs.scheduler,
           flags: vs.flags,
           timeout: vs.timeout,
-          // The port's own list (its entries are {address, port, weight} at the serving weight).
-          realServers:
-            draining.length === 0
-              ? vs.reals
-              : [...vs.reals, ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 }))],
+          realServers: [
+            ...vs.reals,
+            ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 })),
+          ],
         };
       }
     });

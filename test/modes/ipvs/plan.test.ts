@@ -44,8 +44,8 @@ describe("real server order", () => {
       { ip: "192.0.2.11", port: 80 },
       { ip: "192.0.2.12", port: 80 },
     ]);
-    expect(reals.map(realId)).toEqual(["192.0.2.11:80", "192.0.2.11:81", "192.0.2.12:80"]);
-    expect(reals[0]).toEqual({ address: "192.0.2.11", port: 80, weight: 1 });
+    expect(reals.toArray().map(realId)).toEqual(["192.0.2.11:80", "192.0.2.11:81", "192.0.2.12:80"]);
+    expect(reals.at(0)).toEqual({ address: "192.0.2.11", port: 80, weight: 1 });
   });
 });
 
@@ -162,7 +162,7 @@ describe("virtual servers of one port", () => {
       [],
       10800,
     ]);
-    expect(vs.reals).toEqual([
+    expect(vs.reals.toArray()).toEqual([
       { address: "192.0.2.11", port: 8080, weight: 1 },
       { address: "192.0.2.12", port: 8080, weight: 1 },
     ]);
@@ -204,7 +204,7 @@ describe("virtual servers of one port", () => {
     const a = new DesiredVirtualServer("198.51.100.1", t);
     const b = new DesiredVirtualServer(
       "198.51.100.2",
-      virtualServerTemplate("x", 80, "TCP", 0, settings, []),
+      virtualServerTemplate("x", 80, "TCP", 0, settings, desiredReals([])),
     );
     const list = new IpvsChangeList();
     list.addNew(a);
