@@ -3,6 +3,7 @@
 // merges them per Service only when that Service has pending changes.
 
 import type { Logger } from "../log/logger.ts";
+import { collectYoungGarbage } from "../runtime.ts";
 import type { IPFamily } from "../util/net/family.ts";
 import { joinHostPort } from "../util/net/host-port.ts";
 import type { ParsedSlice, SliceEndpoint, SlicePort } from "./endpoint-slice.ts";
@@ -217,25 +218,48 @@ export function compareEndpoints(a: EndpointInfo, b: EndpointInfo): number {
   return x.length > y.length && x.startsWith(y) && x.charCodeAt(y.length) < close ? -1 : 1;
 }
 
-/** Merges the slices of one Service into endpoints per service port id. */
+/**
+ * Endpoints merged between two collections of young garbage: each port merged leaves its tables
+ * behind, which the runtime would let pile up (a Service of 100 ports x 10,000 endpoints makes
+ * a million table entries, one port's at a time).
+ */
+const ENDPOINTS_PER_COLLECTION = 65_536;
+let sinceCollection = 0;
+
+/**
+ * Merges the slices of one Service into endpoints per service port id. The ports are found
+ * first, then merged one at a time, so only one port's tables exist at once: all at once, a
+ * Service of 100 ports x 10,000 endpoints holds a million table entries besides its endpoints.
+ */
 export function mergeSlices(
   slices: ReadonlyMap<string, ParsedSlice>,
   ctx: MergeContext,
 ): Map<string, PortEndpoints> {
+  const names = [...slices.keys()].sort();
   const targets = new Map<string, MergeTarget>();
-  for (const sliceName of [...slices.keys()].sort()) {
-    const slice = slices.get(sliceName)!;
-    for (const port of slice.ports) {
-      const target = targetFor(targets, port, sliceName, ctx);
-      if (target) addPort(target, port, slice.endpoints);
-    }
+  for (const sliceName of names) {
+    for (const port of slices.get(sliceName)!.ports) targetFor(targets, port, sliceName, ctx);
   }
   const out = new Map<string, PortEndpoints>();
   for (const [id, t] of targets) {
+    // The slice ports targetFor gave this target: its name, with its protocol.
+    for (const sliceName of names) {
+      const slice = slices.get(sliceName)!;
+      for (const port of slice.ports)
+        if (port.name === t.name.port && port.protocol === t.name.protocol) addPort(t, port, slice.endpoints);
+    }
     const endpoints: EndpointInfo[] = [];
     for (const ep of t.byIP.values()) endpoints.push(ep);
     for (const byIP of t.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
+    // Emptied once merged: the endpoints are in their list now.
+    t.byIP.clear();
+    t.otherPorts = undefined;
     if (endpoints.length > 0) out.set(id, { name: t.name, endpoints: endpoints.sort(compareEndpoints) });
+    sinceCollection += endpoints.length;
+    if (sinceCollection >= ENDPOINTS_PER_COLLECTION) {
+      sinceCollection = 0;
+      collectYoungGarbage();
+    }
   }
   return out;
 }
