@@ -95,6 +95,9 @@ class JsonText {
  */
 const STREAMED_DEPTH = 2;
 
+/** Elements of a Listing below the streamed levels that are still written as one JSON.stringify. */
+const LISTED_WHOLE = 256;
+
 /** What JSON.stringify leaves out of an object (and writes as null in an array). */
 const omitted = (v: unknown) => v === undefined || typeof v === "function" || typeof v === "symbol";
 
@@ -136,8 +139,14 @@ function* valueParts(value: unknown, indent: string, depth: number): Generator<s
     return;
   }
   // Listed as it is read, one port at a time: as JSON it is the array of its ports.
-  if ((value instanceof ServiceListing || value instanceof Listing) && value.length > 0 && depth > 0) {
+  if (value instanceof ServiceListing && value.length > 0 && depth > 0) {
     yield* arrayParts(value, indent, depth);
+    return;
+  }
+  // A Listing an element at a time, and a long one however deep it sits: made whole, it would
+  // be the very list it exists not to hold (10,000 real servers of one virtual server).
+  if (value instanceof Listing && value.length > 0 && (depth > 0 || value.length > LISTED_WHOLE)) {
+    yield* arrayParts(value, indent, Math.max(depth, 1));
     return;
   }
   if (depth > 0 && Array.isArray(value) && value.length > 0) {

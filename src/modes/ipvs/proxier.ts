@@ -86,8 +86,14 @@ export interface IpvsProxierDeps {
 /**
  * One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). Its
  * `flags` are the plan's own array, shared by every virtual server of the port: read it, never
- * change it. `realServers` is made for the view.
+ * change it. `realServers` is made for the view (as a Listing in a report).
  */
+export interface ViewedReal {
+  readonly address: string;
+  readonly port: number;
+  readonly weight: number;
+}
+
 export interface VirtualServerView {
   readonly address: string;
   readonly port: number;
@@ -95,7 +101,7 @@ export interface VirtualServerView {
   readonly scheduler: string;
   readonly flags: readonly string[];
   readonly timeout: number;
-  readonly realServers: readonly { address: string; port: number; weight: number }[];
+  readonly realServers: readonly ViewedReal[] | Listing<ViewedReal>;
 }
 
 /** What the last sync did, for logs, tests and the bench. */
@@ -218,12 +224,13 @@ export class IpvsProxier implements Proxier {
 
   /** The virtual servers the last sync programmed, terminating real servers at weight 0. */
   desiredVirtualServers(): VirtualServerView[] {
-    return [...this.virtualServerListing()];
+    return Array.from(this.virtualServerListing(), (vs) => ({ ...vs, realServers: [...vs.realServers] }));
   }
 
   /**
-   * desiredVirtualServers as a Listing: each view made as it is read (the dry run's report of
-   * two million virtual servers writes them one by one rather than holding them all).
+   * desiredVirtualServers as a Listing, each view (and its list of real servers) made as it is
+   * read: the dry run's report of two million virtual servers, or of 100 with 10,000 real
+   * servers each, writes them one by one rather than holding them all.
    */
   virtualServerListing(): Listing<VirtualServerView> {
     const servers = virtualServerOrder(this.plans.state.virtualServers.values());
@@ -238,10 +245,10 @@ export class IpvsProxier implements Proxier {
           scheduler: vs.scheduler,
           flags: vs.flags,
           timeout: vs.timeout,
-          realServers: [
-            ...vs.reals,
-            ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 })),
-          ],
+          realServers: new Listing(vs.reals.length + draining.length, function* () {
+            yield* vs.reals;
+            for (const r of draining) yield { address: r.address, port: r.port, weight: 0 };
+          }),
         };
       }
     });
