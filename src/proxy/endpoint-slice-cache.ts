@@ -93,6 +93,8 @@ interface MergeTarget {
   readonly port: number;
   readonly byIP: Map<string, EndpointInfo>;
   otherPorts?: Map<number, Map<string, EndpointInfo>>;
+  /** The slice ports merged into it, with their slice's endpoints, in slice name order. */
+  readonly sources: [SlicePort, readonly SliceEndpoint[]][];
 }
 
 function tableFor(target: MergeTarget, port: number): Map<string, EndpointInfo> {
@@ -185,7 +187,7 @@ function targetFor(targets: Map<string, MergeTarget>, port: SlicePort, sliceName
   const id = servicePortNameString(name);
   const target = targets.get(id);
   if (!target) {
-    const created: MergeTarget = { name, port: port.port, byIP: new Map() };
+    const created: MergeTarget = { name, port: port.port, byIP: new Map(), sources: [] };
     targets.set(id, created);
     return created;
   }
@@ -238,22 +240,20 @@ export function mergeSlices(
   const names = [...slices.keys()].sort();
   const targets = new Map<string, MergeTarget>();
   for (const sliceName of names) {
-    for (const port of slices.get(sliceName)!.ports) targetFor(targets, port, sliceName, ctx);
+    const slice = slices.get(sliceName)!;
+    for (const port of slice.ports)
+      targetFor(targets, port, sliceName, ctx)?.sources.push([port, slice.endpoints]);
   }
   const out = new Map<string, PortEndpoints>();
   for (const [id, t] of targets) {
-    // The slice ports targetFor gave this target: its name, with its protocol.
-    for (const sliceName of names) {
-      const slice = slices.get(sliceName)!;
-      for (const port of slice.ports)
-        if (port.name === t.name.port && port.protocol === t.name.protocol) addPort(t, port, slice.endpoints);
-    }
+    for (const [port, endpoints] of t.sources) addPort(t, port, endpoints);
     const endpoints: EndpointInfo[] = [];
     for (const ep of t.byIP.values()) endpoints.push(ep);
     for (const byIP of t.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
     // Emptied once merged: the endpoints are in their list now.
     t.byIP.clear();
     t.otherPorts = undefined;
+    t.sources.length = 0;
     if (endpoints.length > 0) out.set(id, { name: t.name, endpoints: endpoints.sort(compareEndpoints) });
     sinceCollection += endpoints.length;
     if (sinceCollection >= ENDPOINTS_PER_COLLECTION) {
