@@ -213,5 +213,28 @@ export function virtualServerOrder(all: Iterable<DesiredVirtualServer>): Desired
     const keys = servers.map(orderKey);
     order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
   }
-  return Array.from(order, (i) => servers[i]!);
+  return permuted(servers, order);
+}
+
+/**
+ * `items` rearranged in place so that items[k] is the old items[order[k]]: a cycle at a time,
+ * with no second array (two million virtual servers: 16 MB). `order` is used up.
+ */
+function permuted<T>(items: T[], order: Uint32Array): T[] {
+  for (let start = 0; start < items.length; start++) {
+    if (order[start] === start) continue;
+    const first = items[start]!;
+    let at = start;
+    for (;;) {
+      const from = order[at]!;
+      order[at] = at;
+      if (from === start) {
+        items[at] = first;
+        break;
+      }
+      items[at] = items[from]!;
+      at = from;
+    }
+  }
+  return items;
 }

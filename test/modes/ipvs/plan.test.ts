@@ -186,6 +186,10 @@ describe("virtual servers of one port", () => {
           all.push(new DesiredVirtualServer(a, virtualServerTemplate("x", p, protocol, 0, settings, reals)));
     const expected = [...all].sort(compareKeys).map((v) => v.key);
     expect(virtualServerOrder(all.reverse()).map((v) => v.key)).toEqual(expected);
+    // Any arrangement (the result is rearranged in place, a cycle at a time).
+    const shuffled = all.map((v, i) => ({ v, rank: (i * 37) % all.length })).sort((a, b) => a.rank - b.rank);
+    expect(new Set(shuffled.map((s) => s.rank)).size).toBe(all.length);
+    expect(virtualServerOrder(shuffled.map((s) => s.v)).map((v) => v.key)).toEqual(expected);
     const v6 = ["2001:db8::10", "2001:db8::9", "fe80::1", "2001:db8:0:1::", "::ffff:192.0.2.1"].map(
       (a) => new DesiredVirtualServer(a, virtualServerTemplate("x", 80, "TCP", 0, settings, reals)),
     );
