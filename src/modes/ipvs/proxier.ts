@@ -53,6 +53,7 @@ import { SyncScope } from "./scope.ts";
 import { SerialQueue } from "./serial.ts";
 import {
   DEFAULT_SCHEDULER,
+  type RealServers,
   schedulerFlags,
   type VirtualServerSettings,
   virtualServerOrder,
@@ -132,6 +133,26 @@ export interface IpvsSyncStats {
 const WORK_FOR_FULL_COLLECTION = 100_000;
 
 type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs">;
+
+/** Real servers of a view made as one array up to this many (a Listing costs more than a few). */
+const VIEWED_WHOLE = 256;
+
+/** A view's real servers: the serving ones, then the draining ones at weight 0. */
+function realServersView(
+  reals: RealServers,
+  draining: readonly { readonly address: string; readonly port: number }[],
+): readonly ViewedReal[] | Listing<ViewedReal> {
+  const drained = (r: { readonly address: string; readonly port: number }) => ({
+    address: r.address,
+    port: r.port,
+    weight: 0,
+  });
+  if (reals.length + draining.length <= VIEWED_WHOLE) return [...reals.toArray(), ...draining.map(drained)];
+  return new Listing(reals.length + draining.length, function* () {
+    yield* reals;
+    for (const r of draining) yield drained(r);
+  });
+}
 
 /** One sync's writes, planned. */
 interface Batches {
@@ -245,10 +266,7 @@ export class IpvsProxier implements Proxier {
           scheduler: vs.scheduler,
           flags: vs.flags,
           timeout: vs.timeout,
-          realServers: new Listing(vs.reals.length + draining.length, function* () {
-            yield* vs.reals;
-            for (const r of draining) yield { address: r.address, port: r.port, weight: 0 };
-          }),
+          realServers: realServersView(vs.reals, draining),
         };
       }
     });

@@ -58,7 +58,9 @@ export class RealServers implements IndexedReals, Iterable<DesiredReal> {
 
   /** Every real server as an object (made on request: the dry run's report, tests). */
   toArray(): DesiredReal[] {
-    return [...this];
+    const out: DesiredReal[] = [];
+    for (let i = 0; i < this.addresses.length; i++) out.push(this.at(i));
+    return out;
   }
 
   /** As JSON, the array of objects it stands for. */
