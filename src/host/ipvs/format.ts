@@ -273,7 +273,8 @@ export function restoreInput(changes: IpvsChanges): Iterable<string> {
     const renderer = new LineRenderer(out);
     for (const change of changes) {
       renderer.write(change);
-      yield;
+      // Paused only once a piece is complete: a pause per line costs more than the line.
+      if (out.ready) yield;
     }
   });
 }
