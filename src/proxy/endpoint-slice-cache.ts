@@ -84,26 +84,31 @@ export class EndpointSliceCache {
   }
 }
 
-/**
- * The endpoints of one service port by port number and IP: no "ip:port" key string per endpoint
- * and port. The first port number seen has its table inline (most ports only ever have one).
- */
+/** One service port of a Service being merged: the slice ports that carry it. */
 interface MergeTarget {
   readonly name: ServicePortName;
+  /** Each slice port merged into it, then its slice's endpoints, in slice name order. */
+  readonly sources: (SlicePort | readonly SliceEndpoint[])[];
+}
+
+/**
+ * The endpoints of one service port by port number and IP, while it is merged: no "ip:port" key
+ * string per endpoint and port. The first port number seen has its table inline (most ports
+ * only ever have one).
+ */
+interface MergeTables {
   readonly port: number;
   readonly byIP: Map<string, EndpointInfo>;
   otherPorts?: Map<number, Map<string, EndpointInfo>>;
-  /** The slice ports merged into it, with their slice's endpoints, in slice name order. */
-  readonly sources: [SlicePort, readonly SliceEndpoint[]][];
 }
 
-function tableFor(target: MergeTarget, port: number): Map<string, EndpointInfo> {
-  if (port === target.port) return target.byIP;
-  target.otherPorts ??= new Map();
-  let byIP = target.otherPorts.get(port);
+function tableFor(tables: MergeTables, port: number): Map<string, EndpointInfo> {
+  if (port === tables.port) return tables.byIP;
+  tables.otherPorts ??= new Map();
+  let byIP = tables.otherPorts.get(port);
   if (!byIP) {
     byIP = new Map();
-    target.otherPorts.set(port, byIP);
+    tables.otherPorts.set(port, byIP);
   }
   return byIP;
 }
@@ -156,8 +161,8 @@ class PortEndpoint implements EndpointInfo {
 /** 2: ready; 1: serving (terminating); 0: neither. */
 const usability = (ep: Pick<EndpointInfo, "ready" | "serving">) => (ep.ready ? 2 : ep.serving ? 1 : 0);
 
-function addPort(target: MergeTarget, port: SlicePort, endpoints: readonly SliceEndpoint[]): void {
-  const byIP = tableFor(target, port.port);
+function addPort(tables: MergeTables, port: SlicePort, endpoints: readonly SliceEndpoint[]): void {
+  const byIP = tableFor(tables, port.port);
   for (const e of endpoints) {
     const seen = byIP.get(e.ip);
     // One IP:port listed twice: an endpoint moving between slices, or (upstream 1.36,
@@ -187,7 +192,7 @@ function targetFor(targets: Map<string, MergeTarget>, port: SlicePort, sliceName
   const id = servicePortNameString(name);
   const target = targets.get(id);
   if (!target) {
-    const created: MergeTarget = { name, port: port.port, byIP: new Map(), sources: [] };
+    const created: MergeTarget = { name, sources: [] };
     targets.set(id, created);
     return created;
   }
@@ -242,18 +247,18 @@ export function mergeSlices(
   for (const sliceName of names) {
     const slice = slices.get(sliceName)!;
     for (const port of slice.ports)
-      targetFor(targets, port, sliceName, ctx)?.sources.push([port, slice.endpoints]);
+      targetFor(targets, port, sliceName, ctx)?.sources.push(port, slice.endpoints);
   }
   const out = new Map<string, PortEndpoints>();
   for (const [id, t] of targets) {
-    for (const [port, endpoints] of t.sources) addPort(t, port, endpoints);
+    const { sources } = t;
+    const tables: MergeTables = { port: (sources[0] as SlicePort).port, byIP: new Map() };
+    for (let i = 0; i < sources.length; i += 2)
+      addPort(tables, sources[i] as SlicePort, sources[i + 1] as readonly SliceEndpoint[]);
+    sources.length = 0;
     const endpoints: EndpointInfo[] = [];
-    for (const ep of t.byIP.values()) endpoints.push(ep);
-    for (const byIP of t.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
-    // Emptied once merged: the endpoints are in their list now.
-    t.byIP.clear();
-    t.otherPorts = undefined;
-    t.sources.length = 0;
+    for (const ep of tables.byIP.values()) endpoints.push(ep);
+    for (const byIP of tables.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
     if (endpoints.length > 0) out.set(id, { name: t.name, endpoints: endpoints.sort(compareEndpoints) });
     sinceCollection += endpoints.length;
     if (sinceCollection >= ENDPOINTS_PER_COLLECTION) {
