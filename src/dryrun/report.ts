@@ -5,6 +5,7 @@ import { stdinPieces } from "../exec/dry-run.ts";
 import type { VirtualServerView } from "../modes/ipvs/proxier.ts";
 import type { ModeName } from "../modes/registry.ts";
 import type { Check } from "../proxy/check.ts";
+import { Listing } from "../util/listing.ts";
 import { renderServiceListing, ServiceListing, type ServicePortList } from "./service-listing.ts";
 
 export interface PlannedCommand {
@@ -21,7 +22,8 @@ export interface DryRunReport {
   readonly commands: PlannedCommand[];
   /** The service ports the sync saw, with their endpoints (mode-independent). */
   readonly services: ServicePortList;
-  readonly ipvs?: { virtualServers: IpvsVirtualServerPlan[] };
+  /** Virtual servers as an array, or a Listing that makes each as it is read. */
+  readonly ipvs?: { virtualServers: readonly IpvsVirtualServerPlan[] | Listing<IpvsVirtualServerPlan> };
   /** Lines an operator should read (e.g. which cluster source was used). */
   readonly notes: string[];
   /** Warning events a real run would post on its Node (e.g. ipvs's deprecation). */
@@ -93,6 +95,9 @@ class JsonText {
  */
 const STREAMED_DEPTH = 2;
 
+/** Elements of a Listing below the streamed levels that are still written as one JSON.stringify. */
+const LISTED_WHOLE = 256;
+
 /** What JSON.stringify leaves out of an object (and writes as null in an array). */
 const omitted = (v: unknown) => v === undefined || typeof v === "function" || typeof v === "symbol";
 
@@ -136,6 +141,12 @@ function* valueParts(value: unknown, indent: string, depth: number): Generator<s
   // Listed as it is read, one port at a time: as JSON it is the array of its ports.
   if (value instanceof ServiceListing && value.length > 0 && depth > 0) {
     yield* arrayParts(value, indent, depth);
+    return;
+  }
+  // A Listing an element at a time, and a long one however deep it sits: made whole, it would
+  // be the very list it exists not to hold (10,000 real servers of one virtual server).
+  if (value instanceof Listing && value.length > 0 && (depth > 0 || value.length > LISTED_WHOLE)) {
+    yield* arrayParts(value, indent, Math.max(depth, 1));
     return;
   }
   if (depth > 0 && Array.isArray(value) && value.length > 0) {

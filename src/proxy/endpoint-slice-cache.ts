@@ -3,6 +3,7 @@
 // merges them per Service only when that Service has pending changes.
 
 import type { Logger } from "../log/logger.ts";
+import { collectYoungGarbage } from "../runtime.ts";
 import type { IPFamily } from "../util/net/family.ts";
 import { joinHostPort } from "../util/net/host-port.ts";
 import type { ParsedSlice, SliceEndpoint, SlicePort } from "./endpoint-slice.ts";
@@ -83,24 +84,31 @@ export class EndpointSliceCache {
   }
 }
 
-/**
- * The endpoints of one service port by port number and IP: no "ip:port" key string per endpoint
- * and port. The first port number seen has its table inline (most ports only ever have one).
- */
+/** One service port of a Service being merged: the slice ports that carry it. */
 interface MergeTarget {
   readonly name: ServicePortName;
+  /** Each slice port merged into it, then its slice's endpoints, in slice name order. */
+  readonly sources: (SlicePort | readonly SliceEndpoint[])[];
+}
+
+/**
+ * The endpoints of one service port by port number and IP, while it is merged: no "ip:port" key
+ * string per endpoint and port. The first port number seen has its table inline (most ports
+ * only ever have one).
+ */
+interface MergeTables {
   readonly port: number;
   readonly byIP: Map<string, EndpointInfo>;
   otherPorts?: Map<number, Map<string, EndpointInfo>>;
 }
 
-function tableFor(target: MergeTarget, port: number): Map<string, EndpointInfo> {
-  if (port === target.port) return target.byIP;
-  target.otherPorts ??= new Map();
-  let byIP = target.otherPorts.get(port);
+function tableFor(tables: MergeTables, port: number): Map<string, EndpointInfo> {
+  if (port === tables.port) return tables.byIP;
+  tables.otherPorts ??= new Map();
+  let byIP = tables.otherPorts.get(port);
   if (!byIP) {
     byIP = new Map();
-    target.otherPorts.set(port, byIP);
+    tables.otherPorts.set(port, byIP);
   }
   return byIP;
 }
@@ -153,8 +161,8 @@ class PortEndpoint implements EndpointInfo {
 /** 2: ready; 1: serving (terminating); 0: neither. */
 const usability = (ep: Pick<EndpointInfo, "ready" | "serving">) => (ep.ready ? 2 : ep.serving ? 1 : 0);
 
-function addPort(target: MergeTarget, port: SlicePort, endpoints: readonly SliceEndpoint[]): void {
-  const byIP = tableFor(target, port.port);
+function addPort(tables: MergeTables, port: SlicePort, endpoints: readonly SliceEndpoint[]): void {
+  const byIP = tableFor(tables, port.port);
   for (const e of endpoints) {
     const seen = byIP.get(e.ip);
     // One IP:port listed twice: an endpoint moving between slices, or (upstream 1.36,
@@ -184,7 +192,7 @@ function targetFor(targets: Map<string, MergeTarget>, port: SlicePort, sliceName
   const id = servicePortNameString(name);
   const target = targets.get(id);
   if (!target) {
-    const created: MergeTarget = { name, port: port.port, byIP: new Map() };
+    const created: MergeTarget = { name, sources: [] };
     targets.set(id, created);
     return created;
   }
@@ -217,25 +225,46 @@ export function compareEndpoints(a: EndpointInfo, b: EndpointInfo): number {
   return x.length > y.length && x.startsWith(y) && x.charCodeAt(y.length) < close ? -1 : 1;
 }
 
-/** Merges the slices of one Service into endpoints per service port id. */
+/**
+ * Endpoints merged between two collections of young garbage: each port merged leaves its tables
+ * behind, which the runtime would let pile up (a Service of 100 ports x 10,000 endpoints makes
+ * a million table entries, one port's at a time).
+ */
+const ENDPOINTS_PER_COLLECTION = 65_536;
+let sinceCollection = 0;
+
+/**
+ * Merges the slices of one Service into endpoints per service port id. The ports are found
+ * first, then merged one at a time, so only one port's tables exist at once: all at once, a
+ * Service of 100 ports x 10,000 endpoints holds a million table entries besides its endpoints.
+ */
 export function mergeSlices(
   slices: ReadonlyMap<string, ParsedSlice>,
   ctx: MergeContext,
 ): Map<string, PortEndpoints> {
+  const names = [...slices.keys()].sort();
   const targets = new Map<string, MergeTarget>();
-  for (const sliceName of [...slices.keys()].sort()) {
+  for (const sliceName of names) {
     const slice = slices.get(sliceName)!;
-    for (const port of slice.ports) {
-      const target = targetFor(targets, port, sliceName, ctx);
-      if (target) addPort(target, port, slice.endpoints);
-    }
+    for (const port of slice.ports)
+      targetFor(targets, port, sliceName, ctx)?.sources.push(port, slice.endpoints);
   }
   const out = new Map<string, PortEndpoints>();
   for (const [id, t] of targets) {
+    const { sources } = t;
+    const tables: MergeTables = { port: (sources[0] as SlicePort).port, byIP: new Map() };
+    for (let i = 0; i < sources.length; i += 2)
+      addPort(tables, sources[i] as SlicePort, sources[i + 1] as readonly SliceEndpoint[]);
+    sources.length = 0;
     const endpoints: EndpointInfo[] = [];
-    for (const ep of t.byIP.values()) endpoints.push(ep);
-    for (const byIP of t.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
+    for (const ep of tables.byIP.values()) endpoints.push(ep);
+    for (const byIP of tables.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
     if (endpoints.length > 0) out.set(id, { name: t.name, endpoints: endpoints.sort(compareEndpoints) });
+    sinceCollection += endpoints.length;
+    if (sinceCollection >= ENDPOINTS_PER_COLLECTION) {
+      sinceCollection = 0;
+      collectYoungGarbage();
+    }
   }
   return out;
 }

@@ -6,8 +6,17 @@
 /** Characters per piece (a piece ends after the line that reaches it). */
 export const PIECE_CHARS = 1 << 16;
 
-export class LinePieces {
-  private readonly done: string[] = [];
+/** Where lines are written as parts: LinePieces, or NO_LINES to check them without keeping any. */
+export interface LineSink {
+  part(text: string): void;
+  endLine(): void;
+}
+
+/** A sink that keeps nothing: for a pass that only checks what it would write. */
+export const NO_LINES: LineSink = { part() {}, endLine() {} };
+
+export class LinePieces implements LineSink {
+  private done: string[] = [];
   /** The open piece's parts, joined when it closes (one array, emptied and used again). */
   private readonly open: string[] = [];
   private chars = 0;
@@ -40,6 +49,18 @@ export class LinePieces {
   /** Lines added so far. */
   get lines(): number {
     return this.count;
+  }
+
+  /** Whether a piece is complete (drain hands it over). */
+  get ready(): boolean {
+    return this.done.length > 0;
+  }
+
+  /** The complete pieces so far, handed over and no longer kept (the open one stays open). */
+  drain(): string[] {
+    const pieces = this.done;
+    this.done = [];
+    return pieces;
   }
 
   /** The pieces, every line newline-terminated; none when no line was added. */

@@ -10,7 +10,9 @@ import {
 import type { ListedServicePort } from "../../src/dryrun/service-listing.ts";
 import { ServiceListing } from "../../src/dryrun/service-listing.ts";
 import { DryRunRecorder } from "../../src/exec/dry-run.ts";
+import type { ViewedReal, VirtualServerView } from "../../src/modes/ipvs/proxier.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../src/proxy/types.ts";
+import { Listing } from "../../src/util/listing.ts";
 
 const base: DryRunReport = {
   mode: "ipvs",
@@ -118,6 +120,18 @@ describe("dry-run report", () => {
     expect(renderJson(large)).toBe(
       `${JSON.stringify({ mode: "ipvs", checks: base.checks, commands: large.commands, services: base.services, ipvs: base.ipvs, notes: base.notes }, null, 2)}\n`,
     );
+  });
+
+  test("virtual servers as Listings (long real server lists included) print as the arrays they list", () => {
+    const reals = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ address: `10.0.${i >> 8}.${i & 255}`, port: 8080, weight: 1 }));
+    const first = [...base.ipvs!.virtualServers][0]!;
+    const views = [300, 2, 0].map((n, i) => ({ ...first, port: 80 + i, realServers: reals(n) }));
+    const listed = (items: readonly unknown[]) => new Listing(items.length, () => items[Symbol.iterator]());
+    const asListing = views.map((v) => ({ ...v, realServers: listed(v.realServers) as Listing<ViewedReal> }));
+    const report = { ...base, ipvs: { virtualServers: listed(asListing) as Listing<VirtualServerView> } };
+    expect(renderJson(report)).toBe(renderJson({ ...base, ipvs: { virtualServers: views } }));
+    expect(JSON.parse(renderJson(report)).ipvs.virtualServers[0].realServers).toHaveLength(300);
   });
 
   test("stdin recorded in pieces prints as its text would, a surrogate pair cut between pieces included", async () => {

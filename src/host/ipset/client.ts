@@ -3,7 +3,7 @@
 // lines are rendered by lines.ts, entries are understood by entries.ts, and save-parser.ts reads
 // `ipset save`.
 
-import type { Exec, ExecInput, ExecResult } from "../../exec/types.ts";
+import { type Exec, type ExecInput, type ExecResult, inputText } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { VersionParseError, versionAtLeast } from "../../util/version.ts";
 import { IpsetError } from "./errors.ts";
@@ -72,21 +72,22 @@ export function createIpsetClient({ exec, logger, timeoutMs }: IpsetClientOption
       return parseIpsetSave(res.stdout);
     },
 
-    async restore(script: string | readonly string[]) {
-      let input: string | readonly string[];
+    async restore(script: ExecInput) {
+      let input: ExecInput;
       if (typeof script !== "string") {
-        if (script.length === 0) return;
+        if (Array.isArray(script) && script.length === 0) return;
         input = script;
       } else {
         if (script.trim() === "") return;
         input = script.endsWith("\n") ? script : `${script}\n`;
       }
       const args = ["restore", "-exist"];
-      log.v(4).info("Running ipset restore", { lines: countLines(input) });
+      // A script made as it is read is not read an extra time to be counted.
+      const lines = typeof input === "string" || Array.isArray(input) ? countLines(input) : undefined;
+      log.v(4).info("Running ipset restore", { lines });
       const res = await run(args, input);
       if (res.code === 0) return;
-      const text = typeof input === "string" ? input : input.join("");
-      const err = new IpsetError("ipset", args, res.code, res.stderr || res.stdout, text);
+      const err = new IpsetError("ipset", args, res.code, res.stderr || res.stdout, inputText(input));
       log.error("ipset restore failed", { err, line: err.line });
       throw err;
     },

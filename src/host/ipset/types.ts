@@ -1,6 +1,7 @@
 // What the ipset client offers and the shapes it speaks in: set specs as ipvs mode creates them
 // (upstream's names and types), sets as read back, and the version check's answer.
 
+import type { ExecInput } from "../../exec/types.ts";
 import type { InetFamily } from "../../util/net/family.ts";
 
 /** The oldest ipset whose set types and options the ipvs proxier relies on. */
@@ -63,9 +64,10 @@ export interface IpsetClient {
    * on failure the lines before the reported one have mostly been applied (ipset sends runs of
    * add/del lines for one set as one batch, and a batch cut short by a syntax error is dropped),
    * so callers re-read with listSets() before trusting their picture of the kernel. A big
-   * script can come as whole-line pieces, each newline-terminated, written one after another.
+   * script can come as whole-line pieces, each newline-terminated, written one after another
+   * (made as they are read, if the caller likes: then it must not be empty).
    */
-  restore(script: string | readonly string[]): Promise<void>;
+  restore(script: ExecInput): Promise<void>;
   /** Destroys a set; missing is not an error. */
   destroy(name: string): Promise<void>;
 }

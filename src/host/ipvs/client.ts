@@ -6,10 +6,10 @@
 // LAST line only. So success means exit 0 and nothing on stderr. ipvsadm never names the line it
 // refused; the client works that out from the message and its own input (see IpvsLineFailure).
 
-import type { Exec, ExecInput, ExecResult } from "../../exec/types.ts";
+import { type Exec, type ExecInput, type ExecResult, inputText } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { IpvsError, type IpvsLineFailure, isUnavailableMessage } from "./errors.ts";
-import { parseIpvsList, renderRestorePieces } from "./format.ts";
+import { parseIpvsList, restoreInput } from "./format.ts";
 import { type IpvsadmCommand, MAX_TIMEOUT, parseIpvsadmArgs, restoreLineWords } from "./syntax.ts";
 import type { IpvsChanges, IpvsClient, IpvsService, IpvsTimeouts } from "./types.ts";
 
@@ -170,8 +170,8 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
 
     async apply(changes: IpvsChanges): Promise<void> {
       if (changes.length === 0) return;
-      // Whole lines in pieces: the runner writes them one after another (one copy of the input).
-      const input = renderRestorePieces(changes);
+      // Whole lines in pieces, made as ipvsadm reads them: the input never exists whole.
+      const input = restoreInput(changes);
       log.v(4).info("Running ipvsadm --restore", { lines: changes.length });
       const res = await run(RESTORE_ARGS, input);
       const refused = messages(res.stderr);
@@ -179,7 +179,7 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
       if (res.code === 127 || isUnavailableMessage(res.stderr) || res.timedOut) {
         throw failure(RESTORE_ARGS, res, "applying IPVS changes");
       }
-      const failures = attributeRestoreFailures(input.join(""), res.stderr, res.code);
+      const failures = attributeRestoreFailures(inputText(input), res.stderr, res.code);
       const first = failures[0];
       const where = first?.line !== undefined ? ` (line ${first.line}: ${first.text})` : "";
       const err = new IpvsError({

@@ -3,11 +3,12 @@
 // Layouts follow ipvsadm 1.31's print_title()/print_service_entry().
 
 import { flatString } from "../../util/flat-string.ts";
-import { LinePieces } from "../../util/line-pieces.ts";
+import { LinePieces, type LineSink, NO_LINES } from "../../util/line-pieces.ts";
 import { canonicalIPv4Value, compareIPs, parseIPInet } from "../../util/net/address.ts";
 import { familyNumber, familyOf, type IPFamily } from "../../util/net/family.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
+import { streamedPieces } from "../../util/streamed-pieces.ts";
 import { IpvsError } from "./errors.ts";
 import {
   ipvsAddress,
@@ -66,11 +67,6 @@ function invalid(message: string): never {
 /** Checked addresses other than canonical IPv4 kept during one render, up to this many. */
 const HOST_CACHE_LIMIT = 4096;
 
-interface RealTarget {
-  readonly address: string;
-  readonly port: number;
-}
-
 /** A checked real-server address as its line spells it (IPv6 bracketed), with its family. */
 interface CheckedHost {
   readonly family: IPFamily;
@@ -103,7 +99,7 @@ class LineRenderer {
   /** " -m -w WEIGHT" words, by weight. */
   private readonly weightWords = new Map<number, string>();
 
-  constructor(private readonly out: LinePieces) {}
+  constructor(private readonly out: LineSink) {}
 
   /** Checks a virtual server key (once for a run of lines with the same key object). */
   private key(key: VirtualServerKey): void {
@@ -150,20 +146,22 @@ class LineRenderer {
   private real(
     op: "-a " | "-e " | "-d ",
     vs: VirtualServerKey,
-    real: RealTarget & { readonly weight?: number },
+    address: string,
+    port: number,
+    weight?: number,
   ): void {
     this.key(vs);
     // Checked in the order address, port, weight, then the family against the service's.
-    let host = real.address;
+    let host = address;
     let family: IPFamily = "IPv4";
     if (canonicalIPv4Value(host) < 0) {
       const checked = this.checkedHost(host);
       host = checked.host;
       family = checked.family;
     }
-    const portWord = this.portText(ipvsPort(real.port, "real server", true));
-    const weightWord = op === "-d " ? undefined : this.weightWord(real.weight ?? Number.NaN);
-    if (family !== this.family) invalid(`real server ${real.address} is not of the service's family`);
+    const portWord = this.portText(ipvsPort(port, "real server", true));
+    const weightWord = op === "-d " ? undefined : this.weightWord(weight ?? Number.NaN);
+    if (family !== this.family) invalid(`real server ${address} is not of the service's family`);
     this.out.part(op);
     this.keyWords();
     this.out.part(" -r ");
@@ -208,9 +206,12 @@ class LineRenderer {
 
   write(change: IpvsChange | AddRealsChange): void {
     switch (change.op) {
-      case "add-reals":
-        for (const real of change.reals) this.real("-a ", change.key, real);
+      case "add-reals": {
+        const { reals } = change;
+        for (let i = 0; i < reals.length; i++)
+          this.real("-a ", change.key, reals.address(i), reals.port(i), reals.weight(i));
         return;
+      }
       case "add-service":
         this.service("-A ", change.server);
         return;
@@ -224,13 +225,13 @@ class LineRenderer {
         this.out.endLine();
         return;
       case "add-real":
-        this.real("-a ", change.key, change.real);
+        this.real("-a ", change.key, change.real.address, change.real.port, change.real.weight);
         return;
       case "edit-real":
-        this.real("-e ", change.key, change.real);
+        this.real("-e ", change.key, change.real.address, change.real.port, change.real.weight);
         return;
       case "delete-real":
-        this.real("-d ", change.key, change.real);
+        this.real("-d ", change.key, change.real.address, change.real.port);
         return;
     }
   }
@@ -243,29 +244,39 @@ export function renderChange(change: IpvsChange): string {
   return out.finish().join("").slice(0, -1);
 }
 
-function isChangeArray(changes: IpvsChanges): changes is readonly IpvsChange[] {
-  return Array.isArray(changes);
-}
-
 /** Every change, in order, as `ipvsadm --restore` input (one line each, newline-terminated). */
 export function renderRestore(changes: IpvsChanges): string {
   return renderRestorePieces(changes).join("");
 }
 
 /**
- * renderRestore's text in whole-line pieces of about 64 KiB (LinePieces): what the client hands
- * to exec. Every change is checked before a piece is returned (a refused one throws here, before
- * ipvsadm has run anything).
+ * renderRestore's text in whole-line pieces of about 64 KiB (LinePieces). Every change is
+ * checked before a piece is returned (a refused one throws here).
  */
 export function renderRestorePieces(changes: IpvsChanges): string[] {
   const out = new LinePieces();
   const renderer = new LineRenderer(out);
-  if (isChangeArray(changes)) for (const change of changes) renderer.write(change);
-  else
-    changes.forEach((change) => {
-      renderer.write(change);
-    });
+  for (const change of changes) renderer.write(change);
   return out.finish();
+}
+
+/**
+ * renderRestore's text as what the client hands to exec: pieces made as ipvsadm reads them
+ * (streamedPieces), and made anew if read again. Every change is checked first, writing
+ * nothing, so a refused one throws here, before ipvsadm has run a line of it (ipvsadm runs each
+ * line as it reads it: an input found bad halfway would leave half of it applied).
+ */
+export function restoreInput(changes: IpvsChanges): Iterable<string> {
+  const checker = new LineRenderer(NO_LINES);
+  for (const change of changes) checker.write(change);
+  return streamedPieces(function* (out) {
+    const renderer = new LineRenderer(out);
+    for (const change of changes) {
+      renderer.write(change);
+      // Paused only once a piece is complete: a pause per line costs more than the line.
+      if (out.ready) yield;
+    }
+  });
 }
 
 // ---- reading ----

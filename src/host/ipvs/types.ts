@@ -46,22 +46,29 @@ export type IpvsChange =
       readonly real: { address: string; port: number };
     };
 
+/** Real servers read by index: a compact list need not hold an object per real server. */
+export interface IndexedReals {
+  readonly length: number;
+  address(i: number): string;
+  port(i: number): number;
+  weight(i: number): number;
+}
+
 /** The adds of one virtual server's real servers, in order: one element for as many lines. */
 export interface AddRealsChange {
   readonly op: "add-reals";
   readonly key: VirtualServerKey;
-  readonly reals: readonly { readonly address: string; readonly port: number; readonly weight: number }[];
+  readonly reals: IndexedReals;
 }
 
 /**
- * A compact list of changes: it hands them over one by one, in order (the real servers of a
- * new virtual server possibly as one AddRealsChange). A change handed over is valid during the
- * call only (the list may hand over one object again, refilled): copy what is kept. `length`
- * counts lines.
+ * A compact list of changes: it hands them over one by one, in order, each time it is iterated
+ * (the real servers of a new virtual server possibly as one AddRealsChange). A change handed
+ * over is valid until the next one only (the list may hand over one object again, refilled):
+ * copy what is kept. `length` counts lines.
  */
-export interface CompactIpvsChanges {
+export interface CompactIpvsChanges extends Iterable<IpvsChange | AddRealsChange> {
   readonly length: number;
-  forEach(fn: (change: IpvsChange | AddRealsChange) => void): void;
 }
 
 /** The changes of one write, in order. */

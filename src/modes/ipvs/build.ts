@@ -12,6 +12,7 @@ import type { Logger } from "../../log/logger.ts";
 import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
+import { concatListings, type Listing } from "../../util/listing.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import type { ModeBuildOptions } from "../types.ts";
 import { IpvsProxier, type VirtualServerView } from "./proxier.ts";
@@ -21,7 +22,7 @@ export interface IpvsMode {
   readonly proxiers: IpvsProxier[];
   readonly proxier: MultiFamilyProxier;
   /** What the last sync programmed (the --dry-run `ipvs.virtualServers`). */
-  virtualServers(): VirtualServerView[];
+  virtualServers(): Listing<VirtualServerView>;
   stop(): void;
 }
 
@@ -77,7 +78,7 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
     families,
     proxiers,
     proxier: new MultiFamilyProxier(proxiers),
-    virtualServers: () => proxiers.flatMap((p) => p.desiredVirtualServers()),
+    virtualServers: () => concatListings(proxiers.map((p) => p.virtualServerListing())),
     stop: () => {
       for (const p of proxiers) p.stop();
     },

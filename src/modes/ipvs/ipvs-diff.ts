@@ -16,7 +16,14 @@ import type {
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { VirtualServerClaims } from "./desired-state.ts";
 import { drained, type GracefulTermination } from "./graceful-termination.ts";
-import { type DesiredReal, DesiredVirtualServer, realId, SERVING_WEIGHT } from "./virtual-servers.ts";
+import { NO_REALS } from "./real-servers.ts";
+import {
+  type DesiredReal,
+  DesiredVirtualServer,
+  type RealServers,
+  realId,
+  SERVING_WEIGHT,
+} from "./virtual-servers.ts";
 
 export interface IpvsDiffInput {
   readonly desired: VirtualServerClaims;
@@ -67,31 +74,31 @@ export class IpvsChangeList implements CompactIpvsChanges {
     this.lines++;
   }
 
-  forEach(fn: (change: IpvsChange | AddRealsChange) => void): void {
+  *[Symbol.iterator](): Generator<IpvsChange | AddRealsChange> {
     // Two objects refilled for each new virtual server, not two made for each.
     const addService: { op: "add-service"; server: VirtualServer } = { op: "add-service", server: NO_SERVER };
     for (const c of this.services) {
-      if (!(c instanceof DesiredVirtualServer)) fn(c);
+      if (!(c instanceof DesiredVirtualServer)) yield c;
       else {
         addService.server = c;
-        fn(addService);
+        yield addService;
       }
     }
-    const addReals: { op: "add-reals"; key: VirtualServerKey; reals: readonly DesiredReal[] } = {
+    const addReals: { op: "add-reals"; key: VirtualServerKey; reals: RealServers } = {
       op: "add-reals",
       key: NO_SERVER,
-      reals: [],
+      reals: NO_REALS,
     };
     for (const c of this.realsUp) {
-      if (!(c instanceof DesiredVirtualServer)) fn(c);
+      if (!(c instanceof DesiredVirtualServer)) yield c;
       else {
         addReals.key = c;
         addReals.reals = c.reals;
-        fn(addReals);
+        yield addReals;
       }
     }
-    for (const c of this.realsDown) fn(c);
-    for (const c of this.servicesGone) fn(c);
+    yield* this.realsDown;
+    yield* this.servicesGone;
   }
 }
 
@@ -157,12 +164,11 @@ function diffVirtualServer(
 }
 
 /** The common case: the kernel lists exactly the wanted real servers, in the same order. */
-function inStep(want: readonly DesiredReal[], have: readonly RealServer[]): boolean {
+function inStep(want: RealServers, have: readonly RealServer[]): boolean {
   if (want.length !== have.length) return false;
   for (let i = 0; i < want.length; i++) {
-    const w = want[i]!;
     const h = have[i]!;
-    if (w.port !== h.port || w.address !== h.address) return false;
+    if (want.port(i) !== h.port || want.address(i) !== h.address) return false;
   }
   return true;
 }
@@ -177,7 +183,7 @@ function diffWeightsInStep(
   const anyPending = input.graceful.hasAny(vs.key);
   for (let i = 0; i < have.length; i++) {
     if (anyPending || have[i]!.weight !== SERVING_WEIGHT) {
-      const want = vs.reals[i]!;
+      const want = vs.reals.at(i);
       keepReal(vs, want, realId(want), have[i]!, input, out);
     }
   }

@@ -15,9 +15,12 @@ import { type PlanContext, type PortPlan, planServicePort } from "./port-plan.ts
 import type { SyncScope } from "./scope.ts";
 
 /**
- * Planning work (one unit per port replanned and per endpoint it was given) between two
- * collections of young garbage: planning a port leaves its topology lists, endpoint views and
- * family view behind, which the runtime would otherwise let pile up to the size of the plans.
+ * Planning work (one unit per port replanned, per endpoint it was given and per virtual server
+ * and set member it planned) between two collections of young garbage: planning a port leaves
+ * its topology lists, endpoint views and family view behind, and adding its plan to the state
+ * leaves the tables the state outgrew, which the runtime would otherwise let pile up to the
+ * size of the plans (a port with 20,000 external IPs has a handful of endpoints but plans
+ * 20,000 virtual servers).
  */
 const WORK_PER_COLLECTION = 32_768;
 
@@ -111,10 +114,12 @@ export class PortPlans {
     const service = this.serviceOf(source);
     const serviceKey = service.key;
     const plan = this.planPort(source, endpointsSource, endpointProtocol, ctx, serviceKey);
-    const work = 1 + (endpointsSource?.length ?? 0);
+    const work = 1 + (endpointsSource?.length ?? 0) + (plan ? plan.size : 0);
     this.lastWork += work;
     this.work += work;
-    if (this.work >= WORK_PER_COLLECTION) {
+    // Paced by the state's growth too: each collection walks what is young, so a fixed pace
+    // would cost more the more there is.
+    if (this.work >= Math.max(WORK_PER_COLLECTION, this.lastWork / 8)) {
       this.work = 0;
       collectYoungGarbage();
     }

@@ -17,9 +17,9 @@ import { type LowerProtocol, lowerProtocol } from "../../util/net/protocol.ts";
 import { ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
 import type { SetCatalog, SetId } from "./ipsets.ts";
 import {
-  type DesiredReal,
   DesiredVirtualServer,
   desiredReals,
+  type RealServers,
   type VirtualServerSettings,
   type VirtualServerTemplate,
   virtualServerTemplate,
@@ -69,6 +69,11 @@ export class PortPlan {
     /** Entries ipset would refuse (left out, so one bad Service cannot stop the restore). */
     readonly rejected: readonly SetEntry[],
   ) {}
+
+  /** Virtual servers and set members (with addresses to bind): how much the plan holds. */
+  get size(): number {
+    return (this.servers instanceof DesiredVirtualServer ? 1 : this.servers.length) + this.members.length / 2;
+  }
 
   /** The port's virtual servers (an array made on request when there is one). */
   get virtualServers(): readonly DesiredVirtualServer[] {
@@ -128,8 +133,8 @@ interface Draft {
   readonly noNodeAccessRules: string[];
   noLocalInternal: boolean;
   noLocalExternal: boolean;
-  clusterReals?: readonly DesiredReal[];
-  localReals?: readonly DesiredReal[];
+  clusterReals?: RealServers;
+  localReals?: RealServers;
   /** Shared settings of this port's virtual servers, by port number and real server list. */
   readonly templates: VirtualServerTemplate[];
 }
@@ -189,7 +194,7 @@ function addEntry(d: Draft, set: SetId, entry: string): void {
  * still uses the cluster-wide list (kubernetes#97081: pods on this node can reach the Service),
  * and counts the Service as having no local endpoints.
  */
-function realsFor(d: Draft, onlyLocal: boolean): readonly DesiredReal[] {
+function realsFor(d: Draft, onlyLocal: boolean): RealServers {
   const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = d.categorized;
   if (onlyLocal && (localEndpoints?.length ?? 0) > 0) {
     d.localReals ??= desiredReals(localEndpoints!);

@@ -32,6 +32,7 @@ import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
 import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
+import { Listing } from "../../util/listing.ts";
 import { cidrContains, isLoopbackLenient } from "../../util/net/address.ts";
 import { familyOf, type IPFamily } from "../../util/net/family.ts";
 import { type BindPlan, boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
@@ -52,7 +53,7 @@ import { SyncScope } from "./scope.ts";
 import { SerialQueue } from "./serial.ts";
 import {
   DEFAULT_SCHEDULER,
-  realId,
+  type RealServers,
   schedulerFlags,
   type VirtualServerSettings,
   virtualServerOrder,
@@ -85,9 +86,15 @@ export interface IpvsProxierDeps {
 
 /**
  * One IPVS virtual server as the dry run reports it (DESIGN.md `ipvs.virtualServers`). Its
- * `flags` and (while none of its real servers is draining) `realServers` are the plan's own
- * arrays, shared by every virtual server of the port: read them, never change them.
+ * `flags` are the plan's own array, shared by every virtual server of the port: read it, never
+ * change it. `realServers` is made for the view (as a Listing in a report).
  */
+export interface ViewedReal {
+  readonly address: string;
+  readonly port: number;
+  readonly weight: number;
+}
+
 export interface VirtualServerView {
   readonly address: string;
   readonly port: number;
@@ -95,7 +102,7 @@ export interface VirtualServerView {
   readonly scheduler: string;
   readonly flags: readonly string[];
   readonly timeout: number;
-  readonly realServers: readonly { address: string; port: number; weight: number }[];
+  readonly realServers: readonly ViewedReal[] | Listing<ViewedReal>;
 }
 
 /** What the last sync did, for logs, tests and the bench. */
@@ -126,6 +133,26 @@ export interface IpvsSyncStats {
 const WORK_FOR_FULL_COLLECTION = 100_000;
 
 type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs">;
+
+/** Real servers of a view made as one array up to this many (a Listing costs more than a few). */
+const VIEWED_WHOLE = 256;
+
+/** A view's real servers: the serving ones, then the draining ones at weight 0. */
+function realServersView(
+  reals: RealServers,
+  draining: readonly { readonly address: string; readonly port: number }[],
+): readonly ViewedReal[] | Listing<ViewedReal> {
+  const drained = (r: { readonly address: string; readonly port: number }) => ({
+    address: r.address,
+    port: r.port,
+    weight: 0,
+  });
+  if (reals.length + draining.length <= VIEWED_WHOLE) return [...reals.toArray(), ...draining.map(drained)];
+  return new Listing(reals.length + draining.length, function* () {
+    yield* reals;
+    for (const r of draining) yield drained(r);
+  });
+}
 
 /** One sync's writes, planned. */
 interface Batches {
@@ -185,8 +212,7 @@ export class IpvsProxier implements Proxier {
       logger: this.log,
       exclusive: (work) => this.queue.run(work),
       ownsAddress: (a) => this.ownsAddress(a),
-      isWanted: (vsKey, id) =>
-        this.plans.state.virtualServers.get(vsKey)?.reals.some((r) => realId(r) === id) ?? false,
+      isWanted: (vsKey, id) => this.plans.state.virtualServers.get(vsKey)?.reals.hasId(id) ?? false,
       ...(deps.gracefulCheckIntervalMs !== undefined ? { intervalMs: deps.gracefulCheckIntervalMs } : {}),
     });
     this.log.v(2).info("ipvs sync params", { ipFamily: deps.family, scheduler, mark: this.mark });
@@ -219,21 +245,30 @@ export class IpvsProxier implements Proxier {
 
   /** The virtual servers the last sync programmed, terminating real servers at weight 0. */
   desiredVirtualServers(): VirtualServerView[] {
-    return virtualServerOrder(this.plans.state.virtualServers.values()).map((vs): VirtualServerView => {
-      const draining = this.graceful.hasAny(vs.key) ? this.graceful.realsOf(vs.key) : [];
-      return {
-        address: vs.address,
-        port: vs.port,
-        protocol: vs.protocol,
-        scheduler: vs.scheduler,
-        flags: vs.flags,
-        timeout: vs.timeout,
-        // The port's own list (its entries are {address, port, weight} at the serving weight).
-        realServers:
-          draining.length === 0
-            ? vs.reals
-            : [...vs.reals, ...draining.map((r) => ({ address: r.address, port: r.port, weight: 0 }))],
-      };
+    return Array.from(this.virtualServerListing(), (vs) => ({ ...vs, realServers: [...vs.realServers] }));
+  }
+
+  /**
+   * desiredVirtualServers as a Listing, each view (and its list of real servers) made as it is
+   * read: the dry run's report of two million virtual servers, or of 100 with 10,000 real
+   * servers each, writes them one by one rather than holding them all.
+   */
+  virtualServerListing(): Listing<VirtualServerView> {
+    const servers = virtualServerOrder(this.plans.state.virtualServers.values());
+    const graceful = this.graceful;
+    return new Listing(servers.length, function* () {
+      for (const vs of servers) {
+        const draining = graceful.hasAny(vs.key) ? graceful.realsOf(vs.key) : [];
+        yield {
+          address: vs.address,
+          port: vs.port,
+          protocol: vs.protocol,
+          scheduler: vs.scheduler,
+          flags: vs.flags,
+          timeout: vs.timeout,
+          realServers: realServersView(vs.reals, draining),
+        };
+      }
     });
   }
 
@@ -392,7 +427,7 @@ export class IpvsProxier implements Proxier {
       }
     };
     // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
-    if (batches.ipsets.script.length > 0)
+    if (batches.ipsets.lines > 0)
       await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript()));
     if (changes.length > 0)
       await attempt("Failed to apply IPVS changes", () => this.deps.ipvs.apply(changes));

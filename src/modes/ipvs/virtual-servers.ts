@@ -7,9 +7,9 @@ import { canonicalIPv4Value, parseIPInet } from "../../util/net/address.ts";
 import { familyOf } from "../../util/net/family.ts";
 import { joinHostPort } from "../../util/net/host-port.ts";
 import type { Protocol } from "../../util/net/protocol.ts";
+import { NO_REALS, RealServers, realServers } from "./real-servers.ts";
 
-/** Weight of a serving real server (upstream never weighs endpoints differently). */
-export const SERVING_WEIGHT = 1;
+export { type DesiredReal, RealServers, SERVING_WEIGHT } from "./real-servers.ts";
 
 /** The scheduler upstream falls back to when none is configured. */
 export const DEFAULT_SCHEDULER = "rr";
@@ -28,16 +28,6 @@ export function schedulerFlags(scheduler: string): readonly string[] {
 const MH_FLAGS: readonly string[] = Object.freeze(["mh-port"]);
 const NO_FLAGS: readonly string[] = Object.freeze([]);
 
-/**
- * A wanted real server, at the serving weight: what an add or edit line writes and what the dry
- * run reports, as it is (one object per endpoint and port, shared by the port's virtual servers).
- */
-export interface DesiredReal {
-  readonly address: string;
-  readonly port: number;
-  readonly weight: number;
-}
-
 /** "ip:port" ("[ip]:port" for IPv6): a real server's identity within its virtual server. */
 export function realId(real: { readonly address: string; readonly port: number }): string {
   return joinHostPort(real.address, real.port);
@@ -54,7 +44,7 @@ export interface VirtualServerTemplate {
   readonly scheduler: string;
   readonly flags: readonly string[];
   readonly timeout: number;
-  readonly reals: readonly DesiredReal[];
+  readonly reals: RealServers;
   /** The service port that wants it (upstream lets one owner win when two collide). */
   readonly owner: string;
 }
@@ -71,7 +61,7 @@ export function virtualServerTemplate(
   protocol: Protocol,
   persistenceTimeout: number,
   settings: VirtualServerSettings,
-  reals: readonly DesiredReal[],
+  reals: RealServers,
 ): VirtualServerTemplate {
   return {
     port,
@@ -118,7 +108,7 @@ export class DesiredVirtualServer implements VirtualServer {
   get timeout(): number {
     return this.template.timeout;
   }
-  get reals(): readonly DesiredReal[] {
+  get reals(): RealServers {
     return this.template.reals;
   }
   get owner(): string {
@@ -126,26 +116,20 @@ export class DesiredVirtualServer implements VirtualServer {
   }
 }
 
-/** The real servers of a port with no endpoint: one shared empty list. */
-const NO_REALS: readonly DesiredReal[] = Object.freeze([]);
-
 /**
  * Real servers for endpoints "ip:port", each once, in ipvsadm's listing order (address bytes,
  * then port). With canonical IPv4 addresses (the usual case) each endpoint is ordered by one
- * number in a typed array, so the only objects made are the real servers and their list; other
- * addresses are ordered by identity and sort key strings that live only while the list is made.
+ * number in a typed array; other addresses by identity and sort key strings that live only
+ * while the list is made.
  */
-export function desiredReals(endpoints: readonly { ip: string; port: number }[]): readonly DesiredReal[] {
+export function desiredReals(endpoints: readonly { ip: string; port: number }[]): RealServers {
   if (endpoints.length === 0) return NO_REALS;
-  if (endpoints.length === 1) {
-    const ep = endpoints[0]!;
-    return [{ address: ep.ip, port: ep.port, weight: SERVING_WEIGHT }];
-  }
+  if (endpoints.length === 1) return new RealServers([endpoints[0]!.ip], endpoints[0]!.port);
   return numericReals(endpoints) ?? keyedReals(endpoints);
 }
 
 /** desiredReals for canonical IPv4 endpoints (address * 2^16 + port), or undefined for others. */
-function numericReals(endpoints: readonly { ip: string; port: number }[]): DesiredReal[] | undefined {
+function numericReals(endpoints: readonly { ip: string; port: number }[]): RealServers | undefined {
   const n = endpoints.length;
   const values = new Float64Array(n);
   for (let i = 0; i < n; i++) {
@@ -158,32 +142,33 @@ function numericReals(endpoints: readonly { ip: string; port: number }[]): Desir
   for (let i = 0; i < n; i++) order[i] = i;
   // Ties (the same address and port twice) keep their first occurrence first.
   order.sort((a, b) => values[a]! - values[b]! || a - b);
-  const reals: DesiredReal[] = [];
+  const addresses: string[] = [];
+  const ports: number[] = [];
   let last = -1;
   for (let k = 0; k < n; k++) {
     const i = order[k]!;
     if (values[i] === last) continue;
     last = values[i]!;
-    const ep = endpoints[i]!;
-    reals.push({ address: ep.ip, port: ep.port, weight: SERVING_WEIGHT });
+    addresses.push(endpoints[i]!.ip);
+    ports.push(endpoints[i]!.port);
   }
-  return reals;
+  return realServers(addresses, ports);
 }
 
-function keyedReals(endpoints: readonly { ip: string; port: number }[]): DesiredReal[] {
+function keyedReals(endpoints: readonly { ip: string; port: number }[]): RealServers {
   const seen = new Set<string>();
-  const keyed: { readonly order: string; readonly real: DesiredReal }[] = [];
+  const keyed: { readonly order: string; readonly ip: string; readonly port: number }[] = [];
   for (const ep of endpoints) {
     const id = joinHostPort(ep.ip, ep.port);
     if (seen.has(id)) continue;
     seen.add(id);
-    keyed.push({
-      order: addressSortKey(ep.ip),
-      real: { address: ep.ip, port: ep.port, weight: SERVING_WEIGHT },
-    });
+    keyed.push({ order: addressSortKey(ep.ip), ip: ep.ip, port: ep.port });
   }
-  keyed.sort((a, b) => (a.order !== b.order ? (a.order < b.order ? -1 : 1) : a.real.port - b.real.port));
-  return keyed.map((k) => k.real);
+  keyed.sort((a, b) => (a.order !== b.order ? (a.order < b.order ? -1 : 1) : a.port - b.port));
+  return realServers(
+    keyed.map((k) => k.ip),
+    keyed.map((k) => k.port),
+  );
 }
 
 /** Fixed-width hex of the address bytes (canonical input), so string order is byte order. */
@@ -228,5 +213,28 @@ export function virtualServerOrder(all: Iterable<DesiredVirtualServer>): Desired
     const keys = servers.map(orderKey);
     order.sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
   }
-  return Array.from(order, (i) => servers[i]!);
+  return permuted(servers, order);
+}
+
+/**
+ * `items` rearranged in place so that items[k] is the old items[order[k]]: a cycle at a time,
+ * with no second array (two million virtual servers: 16 MB). `order` is used up.
+ */
+function permuted<T>(items: T[], order: Uint32Array): T[] {
+  for (let start = 0; start < items.length; start++) {
+    if (order[start] === start) continue;
+    const first = items[start]!;
+    let at = start;
+    for (;;) {
+      const from = order[at]!;
+      order[at] = at;
+      if (from === start) {
+        items[at] = first;
+        break;
+      }
+      items[at] = items[from]!;
+      at = from;
+    }
+  }
+  return items;
 }

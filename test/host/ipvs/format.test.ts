@@ -12,6 +12,7 @@ import {
   renderChange,
   renderRestore,
   renderRestorePieces,
+  restoreInput,
 } from "../../../src/host/ipvs/format.ts";
 import { parseIpvsadmArgs, restoreLineWords } from "../../../src/host/ipvs/syntax.ts";
 import type { IpvsChange, VirtualServer, VirtualServerKey } from "../../../src/host/ipvs/types.ts";
@@ -261,6 +262,19 @@ describe("renderRestore", () => {
     expect(() => renderRestorePieces(changes)).toThrow(IpvsError);
     changes.splice(at + 1, 1, { op: "add-real", key, real: { address: "10.244.0.300", port: 1, weight: 1 } });
     expect(() => renderRestorePieces(changes)).toThrow(IpvsError);
+    // The input made as it is read is checked whole when asked for, before any piece is made.
+    expect(() => restoreInput(changes)).toThrow(IpvsError);
+  });
+
+  test("made as it is read: the same pieces, a piece at a time, anew on every read", () => {
+    const changes = many(3000);
+    const input = restoreInput(changes);
+    const reading = input[Symbol.iterator]();
+    const first = reading.next();
+    expect(first.done).toBe(false);
+    expect(first.value!.endsWith("\n")).toBe(true);
+    expect([first.value!, ...{ [Symbol.iterator]: () => reading }].join("")).toBe(renderRestore(changes));
+    expect([...input]).toEqual(renderRestorePieces(changes));
   });
 });
 

@@ -44,8 +44,8 @@ describe("real server order", () => {
       { ip: "192.0.2.11", port: 80 },
       { ip: "192.0.2.12", port: 80 },
     ]);
-    expect(reals.map(realId)).toEqual(["192.0.2.11:80", "192.0.2.11:81", "192.0.2.12:80"]);
-    expect(reals[0]).toEqual({ address: "192.0.2.11", port: 80, weight: 1 });
+    expect(reals.toArray().map(realId)).toEqual(["192.0.2.11:80", "192.0.2.11:81", "192.0.2.12:80"]);
+    expect(reals.at(0)).toEqual({ address: "192.0.2.11", port: 80, weight: 1 });
   });
 });
 
@@ -162,7 +162,7 @@ describe("virtual servers of one port", () => {
       [],
       10800,
     ]);
-    expect(vs.reals).toEqual([
+    expect(vs.reals.toArray()).toEqual([
       { address: "192.0.2.11", port: 8080, weight: 1 },
       { address: "192.0.2.12", port: 8080, weight: 1 },
     ]);
@@ -186,6 +186,10 @@ describe("virtual servers of one port", () => {
           all.push(new DesiredVirtualServer(a, virtualServerTemplate("x", p, protocol, 0, settings, reals)));
     const expected = [...all].sort(compareKeys).map((v) => v.key);
     expect(virtualServerOrder(all.reverse()).map((v) => v.key)).toEqual(expected);
+    // Any arrangement (the result is rearranged in place, a cycle at a time).
+    const shuffled = all.map((v, i) => ({ v, rank: (i * 37) % all.length })).sort((a, b) => a.rank - b.rank);
+    expect(new Set(shuffled.map((s) => s.rank)).size).toBe(all.length);
+    expect(virtualServerOrder(shuffled.map((s) => s.v)).map((v) => v.key)).toEqual(expected);
     const v6 = ["2001:db8::10", "2001:db8::9", "fe80::1", "2001:db8:0:1::", "::ffff:192.0.2.1"].map(
       (a) => new DesiredVirtualServer(a, virtualServerTemplate("x", 80, "TCP", 0, settings, reals)),
     );
@@ -204,7 +208,7 @@ describe("virtual servers of one port", () => {
     const a = new DesiredVirtualServer("198.51.100.1", t);
     const b = new DesiredVirtualServer(
       "198.51.100.2",
-      virtualServerTemplate("x", 80, "TCP", 0, settings, []),
+      virtualServerTemplate("x", 80, "TCP", 0, settings, desiredReals([])),
     );
     const list = new IpvsChangeList();
     list.addNew(a);
@@ -213,9 +217,7 @@ describe("virtual servers of one port", () => {
     list.push("services", { op: "edit-service", server: b });
     expect(list.services.length + list.realsUp.length).toBe(4);
     const read: unknown[] = [];
-    list.forEach((c) => {
-      read.push({ ...c });
-    });
+    for (const c of list) read.push({ ...c });
     expect(read).toEqual([
       { op: "add-service", server: a },
       { op: "add-service", server: b },
