@@ -1,9 +1,10 @@
 // The dry run of `kube-proxy-ts --dry-run` run in this process the way the daemon syncs (its
 // garbage collections on), with every planned input read through once as the kernel tool would
-// read it, its bytes counted, and none of it kept, and no Service listing made: the peak RSS of
-// this process is then the sync's own working set, without what only a dry run holds (the
-// record of the inputs, the listing, the report). Prints
-// {"rulesBytes": N, "rulesLines": L} on stdout; the report itself goes nowhere. bench-objects --sync-only runs it.
+// read it, its bytes and lines counted, and none of it kept, and neither the Service listing nor
+// a mode's own listing made: the peak RSS of this process is then the sync's own working set,
+// without what only a dry run holds (the record of the inputs, the listings, the report). Prints
+// {"rulesBytes": N, "rulesLines": L} on stdout; what is left of the report goes nowhere.
+// bench-objects --sync-only runs it.
 //
 //   node_modules/.bin/bun scripts/sync-memory.ts --dry-run --mode=iptables --state=FILE ...
 
@@ -12,6 +13,7 @@ import { run } from "../src/app/run.ts";
 import { PlanProxier } from "../src/dryrun/plan-proxier.ts";
 import { DryRunRecorder, isReadOnlyCommand } from "../src/exec/dry-run.ts";
 import type { Exec, ExecRequest, ExecResult } from "../src/exec/types.ts";
+import { MODES } from "../src/modes/registry.ts";
 import { enableGarbageCollections } from "../src/runtime.ts";
 
 let rulesBytes = 0;
@@ -36,7 +38,10 @@ DryRunRecorder.prototype.run = async function (this: DryRunRecorder, req: ExecRe
   return { code: 0, stdout: "", stderr: "" };
 };
 
-// The listing of every service port and endpoint is the dry run's own: none is made.
+// The report's parts a daemon never makes: no mode's own listing (ipvs' virtual servers)...
+for (const mode of MODES) (mode as { dryRunReport?: unknown }).dryRunReport = undefined;
+
+// ...and no listing of every service port and endpoint.
 PlanProxier.prototype.sync = async function (this: PlanProxier): Promise<void> {
   this.syncs++;
 };
