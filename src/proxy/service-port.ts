@@ -4,6 +4,7 @@
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ServiceObject, ServicePortSpec } from "../k8s/objects.ts";
 import { shownValue, validServicePortName } from "../k8s/validation.ts";
+import { flatString } from "../util/flat-string.ts";
 import { isPortNumber } from "../util/net/host-port.ts";
 import { parseProtocol } from "../util/net/protocol.ts";
 import { sha256Base32Prefix } from "../util/sha256-base32.ts";
@@ -138,7 +139,14 @@ function portInfo(p: PortFields, wide: ServiceWide): ServicePortInfo {
     port: p.name,
     protocol: p.protocol,
   };
-  return new SharedServicePort(wide, p.name, servicePortNameString(name), p.port, p.protocol, p.nodePort);
+  return new SharedServicePort(
+    wide,
+    p.name,
+    flatString(servicePortNameString(name)),
+    p.port,
+    p.protocol,
+    p.nodePort,
+  );
 }
 
 /**
