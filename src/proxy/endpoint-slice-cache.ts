@@ -3,8 +3,10 @@
 // merges them per Service only when that Service has pending changes.
 
 import type { Logger } from "../log/logger.ts";
+import { flatString } from "../util/flat-string.ts";
 import type { IPFamily } from "../util/net/family.ts";
 import { joinHostPort } from "../util/net/host-port.ts";
+import type { Protocol } from "../util/net/protocol.ts";
 import type { ParsedSlice, SliceEndpoint, SlicePort } from "./endpoint-slice.ts";
 import { type EndpointInfo, type ServiceKey, type ServicePortName, servicePortNameString } from "./types.ts";
 
@@ -17,9 +19,12 @@ interface SliceState {
   pending?: Map<string, ParsedSlice | null>;
 }
 
-/** The endpoints of one service port, sorted by "ip:port". */
+/**
+ * The endpoints of one service port, sorted by "ip:port", and the protocol the slices gave it
+ * (its name is its id: one is kept per service port, so nothing else is).
+ */
 export interface PortEndpoints {
-  readonly name: ServicePortName;
+  readonly protocol: Protocol;
   readonly endpoints: readonly EndpointInfo[];
 }
 
@@ -88,7 +93,7 @@ export class EndpointSliceCache {
  * and port. The first port number seen has its table inline (most ports only ever have one).
  */
 interface MergeTarget {
-  readonly name: ServicePortName;
+  readonly protocol: Protocol;
   readonly port: number;
   readonly byIP: Map<string, EndpointInfo>;
   otherPorts?: Map<number, Map<string, EndpointInfo>>;
@@ -165,11 +170,17 @@ function addPort(target: MergeTarget, port: SlicePort, endpoints: readonly Slice
   }
 }
 
+/** Where the id strings of known service ports are found (the service map): one copy kept. */
+export interface KnownPortIds {
+  get(id: string): { readonly id: string } | undefined;
+}
+
 export interface MergeContext {
   readonly namespace: string;
   readonly service: string;
   readonly nodeName: string;
   readonly logger: Logger;
+  readonly knownIds?: KnownPortIds;
 }
 
 // The merge target for one slice port; undefined when the name is already taken by another
@@ -184,11 +195,13 @@ function targetFor(targets: Map<string, MergeTarget>, port: SlicePort, sliceName
   const id = servicePortNameString(name);
   const target = targets.get(id);
   if (!target) {
-    const created: MergeTarget = { name, port: port.port, byIP: new Map() };
-    targets.set(id, created);
+    const created: MergeTarget = { protocol: port.protocol, port: port.port, byIP: new Map() };
+    // The id is kept as the endpoints map's key: the service port's own string when there is
+    // one, else flat (not the tree of its parts).
+    targets.set(ctx.knownIds?.get(id)?.id ?? flatString(id), created);
     return created;
   }
-  if (target.name.protocol === port.protocol) return target;
+  if (target.protocol === port.protocol) return target;
   ctx.logger.warn("Ignoring EndpointSlice port whose name is used with another protocol", {
     endpointSlice: `${ctx.namespace}/${sliceName}`,
     port: port.name,
@@ -235,7 +248,8 @@ export function mergeSlices(
     const endpoints: EndpointInfo[] = [];
     for (const ep of t.byIP.values()) endpoints.push(ep);
     for (const byIP of t.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
-    if (endpoints.length > 0) out.set(id, { name: t.name, endpoints: endpoints.sort(compareEndpoints) });
+    if (endpoints.length > 0)
+      out.set(id, { protocol: t.protocol, endpoints: endpoints.sort(compareEndpoints) });
   }
   return out;
 }

@@ -5,9 +5,10 @@
 
 import { collectYoungGarbage } from "../runtime.ts";
 import type { IPFamily } from "../util/net/family.ts";
-import { mergeSlices, type PortEndpoints } from "./endpoint-slice-cache.ts";
+import type { Protocol } from "../util/net/protocol.ts";
+import { type KnownPortIds, mergeSlices, type PortEndpoints } from "./endpoint-slice-cache.ts";
 import type { EndpointsChangeTracker } from "./endpoints-tracker.ts";
-import type { EndpointInfo, EndpointsMap as EndpointsMapView, ServiceKey, ServicePortName } from "./types.ts";
+import type { EndpointInfo, EndpointsMap as EndpointsMapView, ServiceKey } from "./types.ts";
 
 /** Local ready endpoints of one Service, by IP family (a family with none is absent). */
 export type LocalReadyCounts = Readonly<Partial<Record<IPFamily, number>>>;
@@ -39,7 +40,7 @@ function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
 
 function samePort(a: PortEndpoints | undefined, b: PortEndpoints | undefined): boolean {
   if (!a || !b) return a === b;
-  if (a.name.protocol !== b.name.protocol || a.endpoints.length !== b.endpoints.length) return false;
+  if (a.protocol !== b.protocol || a.endpoints.length !== b.endpoints.length) return false;
   return a.endpoints.every((e, i) => sameEndpoint(e, b.endpoints[i]!));
 }
 
@@ -48,7 +49,8 @@ export class EndpointsMap implements EndpointsMapView {
   private readonly idsByService = new Map<ServiceKey, readonly string[]>();
   private readonly localReady = new Map<ServiceKey, LocalReadyCounts>();
 
-  update(tracker: EndpointsChangeTracker): EndpointsUpdateResult {
+  /** `knownIds`: the service ports, whose id strings the endpoints are then kept under. */
+  update(tracker: EndpointsChangeTracker, knownIds?: KnownPortIds): EndpointsUpdateResult {
     const { slices, triggerTimes } = tracker.checkout();
     const result: EndpointsUpdateResult = {
       updatedServices: new Set(),
@@ -63,6 +65,7 @@ export class EndpointsMap implements EndpointsMapView {
         service: key.slice(slash + 1),
         nodeName: tracker.nodeName,
         logger: tracker.logger,
+        knownIds,
       };
       if (this.replace(key, mergeSlices(applied, ctx))) result.updatedServices.add(key);
     }
@@ -77,9 +80,9 @@ export class EndpointsMap implements EndpointsMapView {
     return this.localReady;
   }
 
-  /** The service port name (with the protocol the slices gave) behind an id. */
-  portName(id: string): ServicePortName | undefined {
-    return this.ports.get(id)?.name;
+  /** The protocol the slices gave the service port behind an id. */
+  portName(id: string): { readonly protocol: Protocol } | undefined {
+    return this.ports.get(id);
   }
 
   // Compares against what this map holds for the Service; returns whether anything differed.
