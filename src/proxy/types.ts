@@ -19,6 +19,15 @@ export function servicePortNameString(n: ServicePortName): string {
   return n.port ? `${n.namespace}/${n.name}:${n.port}` : `${n.namespace}/${n.name}`;
 }
 
+/**
+ * The "ns/name" of a service port id (servicePortNameString): the text before its port name's
+ * ":" (namespace and name are DNS labels, so the last ":" after the "/" is that one).
+ */
+export function serviceKeyOfPortId(id: string): string {
+  const colon = id.lastIndexOf(":");
+  return colon > id.indexOf("/") ? id.slice(0, colon) : id;
+}
+
 /** "ns/name" — the key of a Service in trackers and the EndpointSlice cache. */
 export type ServiceKey = string;
 
