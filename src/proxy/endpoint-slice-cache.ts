@@ -238,7 +238,8 @@ export function mergeSlices(
   const targets = new Map<string, MergeTarget>();
   for (const sliceName of [...slices.keys()].sort()) {
     const slice = slices.get(sliceName)!;
-    for (const port of slice.ports) {
+    for (let i = 0; i < slice.ports.size; i++) {
+      const port = slice.ports.at(i);
       const target = targetFor(targets, port, sliceName, ctx);
       if (target) addPort(target, port, slice.endpoints);
     }

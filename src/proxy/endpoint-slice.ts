@@ -41,8 +41,35 @@ export interface SliceEndpoint {
   readonly nodeHints: ReadonlySet<string>;
 }
 
+/**
+ * A slice's usable ports, sorted by port number then name: parallel arrays, no object per port
+ * (a slice may list 20,000 ports, and the cache keeps every slice).
+ */
+export class SlicePorts {
+  private readonly names: string[] = [];
+  private readonly numbers: number[] = [];
+  private readonly protocols: Protocol[] = [];
+
+  constructor(ports: readonly SlicePort[]) {
+    for (const p of ports) {
+      this.names.push(p.name);
+      this.numbers.push(p.port);
+      this.protocols.push(p.protocol);
+    }
+  }
+
+  get size(): number {
+    return this.names.length;
+  }
+
+  /** Port `i`, as a record made for the caller. */
+  at(i: number): SlicePort {
+    return { name: this.names[i]!, port: this.numbers[i]!, protocol: this.protocols[i]! };
+  }
+}
+
 export interface ParsedSlice {
-  readonly ports: readonly SlicePort[];
+  readonly ports: SlicePorts;
   readonly endpoints: readonly SliceEndpoint[];
   readonly fingerprint: string;
 }
@@ -199,7 +226,8 @@ export function parseSlice(slice: EndpointSliceObject, ctx: SliceContext): Parse
     .filter((e): e is SliceEndpoint => e !== undefined);
   const portPart = ports.map((p) => `${p.name}/${p.port}/${p.protocol}`).join(";");
   const epPart = endpoints.map(endpointFingerprint).sort().join(";");
-  return { ports, endpoints, fingerprint: keptFingerprint([portPart, epPart].join("#")) };
+  const fingerprint = keptFingerprint([portPart, epPart].join("#"));
+  return { ports: new SlicePorts(ports), endpoints, fingerprint };
 }
 
 /** Parses the trigger-time annotation (RFC 3339, fraction optional); undefined when absent or bad. */
