@@ -13,6 +13,7 @@ import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/t
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { lowerProtocol } from "../../util/net/protocol.ts";
+import { StringMap } from "../../util/string-map.ts";
 import { ElementStore, type HeldElements } from "./element-store.ts";
 import { addNames, type NameList, nameList, namesIn } from "./name-list.ts";
 import { CLUSTER_IPS_CHECK, isAffinitySetName, isServiceChainName } from "./names.ts";
@@ -98,7 +99,8 @@ export interface TableSyncResult {
 }
 
 export class TableSync {
-  private records = new Map<string, PortRecord>();
+  /** By id: a StringMap, as there is a record per service port (a Map's costs ~68 bytes). */
+  private records = new StringMap<PortRecord>();
   private readonly idsByService = new Map<ServiceKey, Set<string>>();
   /** During a full sync: the names of the ports written before it, until each is written again. */
   private previousNames: Map<string, PortNames> | undefined;
@@ -176,7 +178,7 @@ export class TableSync {
     // a record is garbage from here on.
     this.previousNames = new Map();
     for (const [id, r] of this.records) this.previousNames.set(id, r.names);
-    this.records = new Map();
+    this.records = new StringMap();
     this.idsByService.clear();
     this.elements.reset();
     this.noLocalInternal = 0;
