@@ -53,7 +53,9 @@ const RUN_SLOTS = 3;
 function splitKey(key: readonly string[]): [string, string, boolean] {
   let plain = true;
   for (const k of key) if (k.includes(" ")) plain = false;
-  if (plain) return [key[0]!, key.length === 1 ? "" : SEP + key.slice(1).join(SEP), true];
+  // The rest is kept: as one flat string, which a join of ["", parts...] makes (a concatenation
+  // would be kept as a tree of its parts).
+  if (plain) return [key[0]!, key.length === 1 ? "" : ["", ...key.slice(1)].join(SEP), true];
   const text = key.join(SEP);
   const at = text.indexOf(SEP);
   return at < 0 ? [text, "", false] : [text.slice(0, at), text.slice(at), false];

@@ -16,6 +16,7 @@ import type { TopologyContext } from "../../proxy/topology.ts";
 import { planTrafficPolicy } from "../../proxy/traffic-policy.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
 import { servicePortNameString } from "../../proxy/types.ts";
+import { flatString } from "../../util/flat-string.ts";
 import { cidrContains } from "../../util/net/address.ts";
 import { lowerProtocol } from "../../util/net/protocol.ts";
 import * as N from "./names.ts";
@@ -123,6 +124,9 @@ export class PortNames extends PortNamesReads {
   }
 }
 
+/** The verdict of a port without endpoints: one string for every such port. */
+const REJECT_VERDICT = `goto ${N.REJECT_CHAIN}`;
+
 export function portRules(
   svc: FamilyServicePort,
   endpoints: readonly EndpointInfo[],
@@ -141,20 +145,21 @@ export function portRules(
 
   // What traffic that cannot be served meets: reject when there is no endpoint anywhere, drop
   // when a Local policy finds none on this node.
-  const unservedVerdict = !p.hasEndpoints ? `goto ${N.REJECT_CHAIN}` : "drop";
+  const unservedVerdict = !p.hasEndpoints ? REJECT_VERDICT : "drop";
 
   const elements: PortElement[] = [{ container: N.CLUSTER_IPS_SET, key: [svc.clusterIP] }];
   const serviceKey = (ip: string) => [ip, proto, port];
   // One value array per port, shared by its elements: the proxier keeps every element until the
-  // port changes, and a Service may have 20,000 externalIPs per port.
+  // port changes, and a Service may have 20,000 externalIPs per port. Its verdict is kept flat:
+  // a concatenation would be kept as a tree of its parts, twice the cells.
   const unserved = [unservedVerdict];
   // (Made only where used: a name of the port's other chains is made each time it is read.)
-  const toExternal = svc.isExternal ? [`goto ${c.external}`] : unserved;
+  const toExternal = svc.isExternal ? [flatString(`goto ${c.external}`)] : unserved;
   if (p.hasInternalEndpoints) {
     elements.push({
       container: N.SERVICE_IPS_MAP,
       key: serviceKey(svc.clusterIP),
-      value: [`goto ${internalChain}`],
+      value: [flatString(`goto ${internalChain}`)],
     });
   } else {
     elements.push({
@@ -176,7 +181,7 @@ export function portRules(
       });
   }
   const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
-  const toFirewall = usesFirewall ? [`goto ${c.firewall}`] : unserved;
+  const toFirewall = usesFirewall ? [flatString(`goto ${c.firewall}`)] : unserved;
   for (const ip of svc.loadBalancerVIPs) {
     if (p.hasEndpoints)
       elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: toExternal });
