@@ -104,7 +104,8 @@ export class PortNames extends PortNamesReads {
     const nameString = servicePortNameString(svc.name);
     // The port's id is that string: one copy of it.
     this.nameString = nameString === svc.id ? svc.id : nameString;
-    this.cluster = N.clusterChainName(svc.name, this.protocol);
+    // Kept while the port exists: flat, not the tree of the parts it was made from.
+    this.cluster = flatString(N.clusterChainName(svc.name, this.protocol));
   }
 
   endpointChain(ep: EndpointInfo, svc: FamilyServicePort): string {
