@@ -101,7 +101,8 @@ export interface TableSyncResult {
 export class TableSync {
   /** By id: a StringMap, as there is a record per service port (a Map's costs ~68 bytes). */
   private records = new StringMap<PortRecord>();
-  private readonly idsByService = new Map<ServiceKey, Set<string>>();
+  /** The ids of each Service's records (StringMaps: a Set's entry costs ~52 bytes, a port). */
+  private readonly idsByService = new Map<ServiceKey, StringMap<true>>();
   /** During a full sync: the names of the ports written before it, until each is written again. */
   private previousNames: Map<string, PortNames> | undefined;
   private readonly elements = new ElementStore();
@@ -256,7 +257,7 @@ export class TableSync {
   ): void {
     const ids = new Set<string>();
     for (const key of req.changedServices) {
-      for (const id of this.idsByService.get(key) ?? []) ids.add(id);
+      for (const id of this.idsByService.get(key)?.keys() ?? []) ids.add(id);
       for (const port of req.input.services.portsOf(key)) ids.add(port.id);
     }
     // A change as big as a full sync (a Service with 100,000 ports) is made as nft reads it, like
@@ -360,10 +361,10 @@ export class TableSync {
       this.records.set(id, record);
       let ids = this.idsByService.get(record.serviceKey);
       if (!ids) {
-        ids = new Set();
+        ids = new StringMap();
         this.idsByService.set(record.serviceKey, ids);
       }
-      ids.add(id);
+      ids.set(id, true);
       this.count(record, 1);
     }
     return record;
