@@ -8,7 +8,7 @@
 //   namespace/name), so a newcomer cannot take traffic from an existing Service.
 // Losers keep the rest of their addresses. Every step is linear in the addresses touched.
 
-import type { ServiceKey, ServicePortInfo } from "./types.ts";
+import { plainServicePort, type ServiceKey, type ServicePortInfo } from "./types.ts";
 
 export interface AddressConflict {
   readonly field: "spec.externalIPs" | "status.loadBalancer.ingress";
@@ -134,7 +134,7 @@ export class AddressClaims {
         conflicts,
       );
       if (externalIPs === p.externalIPs && loadBalancerVIPs === p.loadBalancerVIPs) return p;
-      return { ...p, externalIPs, loadBalancerVIPs };
+      return { ...plainServicePort(p), externalIPs, loadBalancerVIPs };
     });
     return { ports: out, conflicts };
   }

@@ -4,8 +4,10 @@
 
 import type { Logger } from "../log/logger.ts";
 import { collectYoungGarbage } from "../runtime.ts";
+import { flatString } from "../util/flat-string.ts";
 import type { IPFamily } from "../util/net/family.ts";
 import { joinHostPort } from "../util/net/host-port.ts";
+import type { Protocol } from "../util/net/protocol.ts";
 import type { ParsedSlice, SliceEndpoint, SlicePort } from "./endpoint-slice.ts";
 import { type EndpointInfo, type ServiceKey, type ServicePortName, servicePortNameString } from "./types.ts";
 
@@ -18,9 +20,12 @@ interface SliceState {
   pending?: Map<string, ParsedSlice | null>;
 }
 
-/** The endpoints of one service port, sorted by "ip:port". */
+/**
+ * The endpoints of one service port, sorted by "ip:port", and the protocol the slices gave it
+ * (its name is its id: one is kept per service port, so nothing else is).
+ */
 export interface PortEndpoints {
-  readonly name: ServicePortName;
+  readonly protocol: Protocol;
   readonly endpoints: readonly EndpointInfo[];
 }
 
@@ -86,7 +91,7 @@ export class EndpointSliceCache {
 
 /** One service port of a Service being merged: the slice ports that carry it. */
 interface MergeTarget {
-  readonly name: ServicePortName;
+  readonly protocol: Protocol;
   /** Each slice port merged into it, then its slice's endpoints, in slice name order. */
   readonly sources: (SlicePort | readonly SliceEndpoint[])[];
 }
@@ -114,15 +119,13 @@ function tableFor(tables: MergeTables, port: number): Map<string, EndpointInfo> 
 }
 
 /**
- * One endpoint on one port: a port number and a reference to the slice's endpoint, which all
- * its ports share, the rest read through. A service port with 10,000 endpoints times 100 ports is a million of
- * these, so they stay two fields wide; the "ip:port" text is made when asked for.
+ * The reads of a PortEndpoint, on a class of their own: JSC gives every instance of a class
+ * whose prototype holds getters room for six fields (64 bytes); PortEndpoint holds its two in 32.
  */
-class PortEndpoint implements EndpointInfo {
-  constructor(
-    private readonly shared: SliceEndpoint,
-    readonly port: number,
-  ) {}
+abstract class PortEndpointReads {
+  protected abstract readonly shared: SliceEndpoint;
+  abstract readonly port: number;
+
   get endpoint(): string {
     return joinHostPort(this.shared.ip, this.port);
   }
@@ -158,6 +161,20 @@ class PortEndpoint implements EndpointInfo {
   }
 }
 
+/**
+ * One endpoint on one port: a port number and a reference to the slice's endpoint, which all
+ * its ports share, the rest read through. A service port with 10,000 endpoints times 100 ports is a million of
+ * these, so they stay two fields wide; the "ip:port" text is made when asked for.
+ */
+class PortEndpoint extends PortEndpointReads implements EndpointInfo {
+  constructor(
+    protected readonly shared: SliceEndpoint,
+    readonly port: number,
+  ) {
+    super();
+  }
+}
+
 /** 2: ready; 1: serving (terminating); 0: neither. */
 const usability = (ep: Pick<EndpointInfo, "ready" | "serving">) => (ep.ready ? 2 : ep.serving ? 1 : 0);
 
@@ -173,11 +190,17 @@ function addPort(tables: MergeTables, port: SlicePort, endpoints: readonly Slice
   }
 }
 
+/** Where the id strings of known service ports are found (the service map): one copy kept. */
+export interface KnownPortIds {
+  get(id: string): { readonly id: string } | undefined;
+}
+
 export interface MergeContext {
   readonly namespace: string;
   readonly service: string;
   readonly nodeName: string;
   readonly logger: Logger;
+  readonly knownIds?: KnownPortIds;
 }
 
 // The merge target for one slice port; undefined when the name is already taken by another
@@ -192,11 +215,13 @@ function targetFor(targets: Map<string, MergeTarget>, port: SlicePort, sliceName
   const id = servicePortNameString(name);
   const target = targets.get(id);
   if (!target) {
-    const created: MergeTarget = { name, sources: [] };
-    targets.set(id, created);
+    const created: MergeTarget = { protocol: port.protocol, sources: [] };
+    // The id is kept as the endpoints map's key: the service port's own string when there is
+    // one, else flat (not the tree of its parts).
+    targets.set(ctx.knownIds?.get(id)?.id ?? flatString(id), created);
     return created;
   }
-  if (target.name.protocol === port.protocol) return target;
+  if (target.protocol === port.protocol) return target;
   ctx.logger.warn("Ignoring EndpointSlice port whose name is used with another protocol", {
     endpointSlice: `${ctx.namespace}/${sliceName}`,
     port: port.name,
@@ -242,24 +267,26 @@ export function mergeSlices(
   slices: ReadonlyMap<string, ParsedSlice>,
   ctx: MergeContext,
 ): Map<string, PortEndpoints> {
-  const names = [...slices.keys()].sort();
   const targets = new Map<string, MergeTarget>();
-  for (const sliceName of names) {
+  for (const sliceName of [...slices.keys()].sort()) {
     const slice = slices.get(sliceName)!;
-    for (const port of slice.ports)
+    for (let i = 0; i < slice.ports.size; i++) {
+      const port = slice.ports.at(i);
       targetFor(targets, port, sliceName, ctx)?.sources.push(port, slice.endpoints);
+    }
   }
   const out = new Map<string, PortEndpoints>();
   for (const [id, t] of targets) {
+    const endpoints: EndpointInfo[] = [];
     const { sources } = t;
     const tables: MergeTables = { port: (sources[0] as SlicePort).port, byIP: new Map() };
     for (let i = 0; i < sources.length; i += 2)
       addPort(tables, sources[i] as SlicePort, sources[i + 1] as readonly SliceEndpoint[]);
     sources.length = 0;
-    const endpoints: EndpointInfo[] = [];
     for (const ep of tables.byIP.values()) endpoints.push(ep);
     for (const byIP of tables.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
-    if (endpoints.length > 0) out.set(id, { name: t.name, endpoints: endpoints.sort(compareEndpoints) });
+    if (endpoints.length > 0)
+      out.set(id, { protocol: t.protocol, endpoints: endpoints.sort(compareEndpoints) });
     sinceCollection += endpoints.length;
     if (sinceCollection >= ENDPOINTS_PER_COLLECTION) {
       sinceCollection = 0;

@@ -14,6 +14,7 @@ import type { IPFamily } from "../util/net/family.ts";
 import { isPortNumber } from "../util/net/host-port.ts";
 import type { Protocol } from "../util/net/protocol.ts";
 import { parseProtocol } from "../util/net/protocol.ts";
+import { sha256Base32Prefix } from "../util/sha256-base32.ts";
 import { type ProblemList, REASON_INCORRECT_IP_VERSION } from "./problems.ts";
 
 export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
@@ -40,8 +41,35 @@ export interface SliceEndpoint {
   readonly nodeHints: ReadonlySet<string>;
 }
 
+/**
+ * A slice's usable ports, sorted by port number then name: parallel arrays, no object per port
+ * (a slice may list 20,000 ports, and the cache keeps every slice).
+ */
+export class SlicePorts {
+  private readonly names: string[] = [];
+  private readonly numbers: number[] = [];
+  private readonly protocols: Protocol[] = [];
+
+  constructor(ports: readonly SlicePort[]) {
+    for (const p of ports) {
+      this.names.push(p.name);
+      this.numbers.push(p.port);
+      this.protocols.push(p.protocol);
+    }
+  }
+
+  get size(): number {
+    return this.names.length;
+  }
+
+  /** Port `i`, as a record made for the caller. */
+  at(i: number): SlicePort {
+    return { name: this.names[i]!, port: this.numbers[i]!, protocol: this.protocols[i]! };
+  }
+}
+
 export interface ParsedSlice {
-  readonly ports: readonly SlicePort[];
+  readonly ports: SlicePorts;
   readonly endpoints: readonly SliceEndpoint[];
   readonly fingerprint: string;
 }
@@ -176,6 +204,15 @@ function endpointFingerprint(e: SliceEndpoint): string {
   return `${e.ip}|${e.nodeName}|${e.zone}|${flags}|${hints}`;
 }
 
+/** Above this length a fingerprint is kept as its digest: a slice of 20,000 ports spells ~340 KB. */
+const LITERAL_FINGERPRINT_CHARS = 64;
+
+// Kept with the slice: short text as it is (one flat string, the join made it so), longer text
+// as a digest. A literal always holds a "#", a digest never, so the two cannot be confused.
+function keptFingerprint(text: string): string {
+  return text.length <= LITERAL_FINGERPRINT_CHARS ? text : sha256Base32Prefix(text, 48);
+}
+
 /** Parses the ports and endpoints of an IPv4 or IPv6 slice (the caller checked addressType). */
 export function parseSlice(slice: EndpointSliceObject, ctx: SliceContext): ParsedSlice {
   const rawPorts = Array.isArray(slice.ports) ? slice.ports : [];
@@ -189,8 +226,8 @@ export function parseSlice(slice: EndpointSliceObject, ctx: SliceContext): Parse
     .filter((e): e is SliceEndpoint => e !== undefined);
   const portPart = ports.map((p) => `${p.name}/${p.port}/${p.protocol}`).join(";");
   const epPart = endpoints.map(endpointFingerprint).sort().join(";");
-  // Kept with the slice: as one flat string rather than a tree of its two parts.
-  return { ports, endpoints, fingerprint: [portPart, epPart].join("#") };
+  const fingerprint = keptFingerprint([portPart, epPart].join("#"));
+  return { ports: new SlicePorts(ports), endpoints, fingerprint };
 }
 
 /** Parses the trigger-time annotation (RFC 3339, fraction optional); undefined when absent or bad. */

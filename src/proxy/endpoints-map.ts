@@ -5,9 +5,16 @@
 
 import { collectYoungGarbage } from "../runtime.ts";
 import type { IPFamily } from "../util/net/family.ts";
-import { mergeSlices, type PortEndpoints } from "./endpoint-slice-cache.ts";
+import type { Protocol } from "../util/net/protocol.ts";
+import { type KnownPortIds, mergeSlices, type PortEndpoints } from "./endpoint-slice-cache.ts";
 import type { EndpointsChangeTracker } from "./endpoints-tracker.ts";
-import type { EndpointInfo, EndpointsMap as EndpointsMapView, ServiceKey, ServicePortName } from "./types.ts";
+import { ServiceEndpoints } from "./service-endpoints.ts";
+import {
+  type EndpointInfo,
+  type EndpointsMap as EndpointsMapView,
+  type ServiceKey,
+  serviceKeyOfPortId,
+} from "./types.ts";
 
 /** Local ready endpoints of one Service, by IP family (a family with none is absent). */
 export type LocalReadyCounts = Readonly<Partial<Record<IPFamily, number>>>;
@@ -37,18 +44,27 @@ function sameSet(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   return true;
 }
 
-function samePort(a: PortEndpoints | undefined, b: PortEndpoints | undefined): boolean {
-  if (!a || !b) return a === b;
-  if (a.name.protocol !== b.name.protocol || a.endpoints.length !== b.endpoints.length) return false;
-  return a.endpoints.every((e, i) => sameEndpoint(e, b.endpoints[i]!));
+function samePort(a: ServiceEndpoints, i: number, b: PortEndpoints): boolean {
+  const endpoints = a.endpointsAt(i);
+  if (a.protocolAt(i) !== b.protocol || endpoints.length !== b.endpoints.length) return false;
+  return endpoints.every((e, j) => sameEndpoint(e, b.endpoints[j]!));
 }
 
+/** What portName answers: one record per protocol, not one per port. */
+const PROTOCOLS: Readonly<Record<Protocol, { readonly protocol: Protocol }>> = {
+  TCP: { protocol: "TCP" },
+  UDP: { protocol: "UDP" },
+  SCTP: { protocol: "SCTP" },
+};
+
 export class EndpointsMap implements EndpointsMapView {
-  private readonly ports = new Map<string, PortEndpoints>();
-  private readonly idsByService = new Map<ServiceKey, readonly string[]>();
+  /** The ports of each Service with endpoints: found by the Service key their ids start with. */
+  private readonly services = new Map<ServiceKey, ServiceEndpoints>();
+  private count = 0;
   private readonly localReady = new Map<ServiceKey, LocalReadyCounts>();
 
-  update(tracker: EndpointsChangeTracker): EndpointsUpdateResult {
+  /** `knownIds`: the service ports, whose id strings the endpoints are then kept under. */
+  update(tracker: EndpointsChangeTracker, knownIds?: KnownPortIds): EndpointsUpdateResult {
     const { slices, triggerTimes } = tracker.checkout();
     const result: EndpointsUpdateResult = {
       updatedServices: new Set(),
@@ -63,6 +79,7 @@ export class EndpointsMap implements EndpointsMapView {
         service: key.slice(slash + 1),
         nodeName: tracker.nodeName,
         logger: tracker.logger,
+        knownIds,
       };
       if (this.replace(key, mergeSlices(applied, ctx))) result.updatedServices.add(key);
     }
@@ -77,29 +94,42 @@ export class EndpointsMap implements EndpointsMapView {
     return this.localReady;
   }
 
-  /** The service port name (with the protocol the slices gave) behind an id. */
-  portName(id: string): ServicePortName | undefined {
-    return this.ports.get(id)?.name;
+  /** The protocol the slices gave the service port behind an id. */
+  portName(id: string): { readonly protocol: Protocol } | undefined {
+    const service = this.services.get(serviceKeyOfPortId(id));
+    const i = service ? service.indexOf(id) : -1;
+    return i < 0 ? undefined : PROTOCOLS[service!.protocolAt(i)];
   }
 
-  // Compares against what this map holds for the Service; returns whether anything differed.
+  /**
+   * Compares against what this map holds for the Service; returns whether anything differed.
+   * An unchanged port keeps its endpoint list (proxiers tell unchanged ports by identity).
+   */
   private replace(key: ServiceKey, current: Map<string, PortEndpoints>): boolean {
-    let changed = false;
-    for (const id of this.idsByService.get(key) ?? []) {
-      if (current.has(id)) continue;
-      changed = true;
-      this.ports.delete(id);
+    const old = this.services.get(key);
+    let changed = (old?.size ?? 0) !== current.size;
+    const ids = [...current.keys()].sort();
+    const protocols: Protocol[] = [];
+    const lists: (readonly EndpointInfo[])[] = [];
+    for (const id of ids) {
+      const cur = current.get(id)!;
+      const i = old ? old.indexOf(id) : -1;
+      if (i >= 0 && samePort(old!, i, cur)) {
+        protocols.push(old!.protocolAt(i));
+        lists.push(old!.endpointsAt(i));
+      } else {
+        changed = true;
+        protocols.push(cur.protocol);
+        lists.push(cur.endpoints);
+      }
     }
-    for (const [id, cur] of current) {
-      const old = this.ports.get(id);
-      if (samePort(old, cur)) continue;
-      changed = true;
-      this.ports.set(id, cur);
-    }
-    if (current.size > 0) this.idsByService.set(key, [...current.keys()]);
-    else this.idsByService.delete(key);
-    if (changed) this.countLocalReady(key, current);
-    return changed;
+    // Same size and every port found unchanged: no port of the old ones is missing either.
+    if (!changed) return false;
+    this.count += current.size - (old?.size ?? 0);
+    if (current.size > 0) this.services.set(key, new ServiceEndpoints(ids, protocols, lists));
+    else this.services.delete(key);
+    this.countLocalReady(key, current);
+    return true;
   }
 
   // Distinct IPs, not ip:port pairs: one pod serving two ports is one endpoint to the health check.
@@ -117,22 +147,25 @@ export class EndpointsMap implements EndpointsMapView {
 
   // ReadonlyMap<id, EndpointInfo[]>, the shape the proxiers read.
   get size(): number {
-    return this.ports.size;
+    return this.count;
   }
   get(id: string): readonly EndpointInfo[] | undefined {
-    return this.ports.get(id)?.endpoints;
+    const service = this.services.get(serviceKeyOfPortId(id));
+    const i = service ? service.indexOf(id) : -1;
+    return i < 0 ? undefined : service!.endpointsAt(i);
   }
   has(id: string): boolean {
-    return this.ports.has(id);
+    return this.get(id) !== undefined;
   }
-  keys(): MapIterator<string> {
-    return this.ports.keys();
+  *keys(): MapIterator<string> {
+    for (const s of this.services.values()) yield* s.ids;
   }
   *values(): MapIterator<readonly EndpointInfo[]> {
-    for (const p of this.ports.values()) yield p.endpoints;
+    for (const s of this.services.values()) for (let i = 0; i < s.size; i++) yield s.endpointsAt(i);
   }
   *entries(): MapIterator<[string, readonly EndpointInfo[]]> {
-    for (const [id, p] of this.ports) yield [id, p.endpoints];
+    for (const s of this.services.values())
+      for (let i = 0; i < s.size; i++) yield [s.ids[i]!, s.endpointsAt(i)];
   }
   [Symbol.iterator](): MapIterator<[string, readonly EndpointInfo[]]> {
     return this.entries();
@@ -144,6 +177,6 @@ export class EndpointsMap implements EndpointsMapView {
       map: ReadonlyMap<string, readonly EndpointInfo[]>,
     ) => void,
   ): void {
-    for (const [id, p] of this.ports) fn(p.endpoints, id, this);
+    for (const [id, endpoints] of this.entries()) fn(endpoints, id, this);
   }
 }

@@ -20,6 +20,64 @@ function sameFamily(list: readonly string[], family: IPFamily): readonly string[
   return list;
 }
 
+/**
+ * A family's view of a port: the family's addresses of its own, every other field read through
+ * the port it views (a view is made per port and family on each render; ipvs keeps one per port).
+ */
+class FamilyPortView implements FamilyServicePort {
+  constructor(
+    private readonly source: ServicePortInfo,
+    readonly clusterIP: string,
+    readonly externalIPs: readonly string[],
+    readonly loadBalancerVIPs: readonly string[],
+    readonly loadBalancerSourceRanges: readonly string[],
+    readonly isExternal: boolean,
+  ) {}
+
+  get name(): ServicePortInfo["name"] {
+    return this.source.name;
+  }
+  get id(): string {
+    return this.source.id;
+  }
+  get clusterIPs(): ServicePortInfo["clusterIPs"] {
+    return this.source.clusterIPs;
+  }
+  get port(): number {
+    return this.source.port;
+  }
+  get protocol(): ServicePortInfo["protocol"] {
+    return this.source.protocol;
+  }
+  get nodePort(): number {
+    return this.source.nodePort;
+  }
+  get sessionAffinity(): ServicePortInfo["sessionAffinity"] {
+    return this.source.sessionAffinity;
+  }
+  get externalPolicyLocal(): boolean {
+    return this.source.externalPolicyLocal;
+  }
+  get internalPolicyLocal(): boolean {
+    return this.source.internalPolicyLocal;
+  }
+  get healthCheckNodePort(): number {
+    return this.source.healthCheckNodePort;
+  }
+  get topologyMode(): string {
+    return this.source.topologyMode;
+  }
+  get trafficDistribution(): string {
+    return this.source.trafficDistribution;
+  }
+  get serviceType(): ServicePortInfo["serviceType"] {
+    return this.source.serviceType;
+  }
+  get createdAtMs(): number | undefined {
+    return this.source.createdAtMs;
+  }
+}
+
 /** undefined when the service port has no cluster IP of this family (the family skips it). */
 export function familyView(svc: ServicePortInfo, family: IPFamily): FamilyServicePort | undefined {
   const clusterIP = svc.clusterIPs[family];
@@ -28,7 +86,14 @@ export function familyView(svc: ServicePortInfo, family: IPFamily): FamilyServic
   const loadBalancerVIPs = sameFamily(svc.loadBalancerVIPs, family);
   const loadBalancerSourceRanges = sameFamily(svc.loadBalancerSourceRanges, family);
   const isExternal = svc.nodePort !== 0 || externalIPs.length > 0 || loadBalancerVIPs.length > 0;
-  return { ...svc, clusterIP, externalIPs, loadBalancerVIPs, loadBalancerSourceRanges, isExternal };
+  return new FamilyPortView(
+    svc,
+    clusterIP,
+    externalIPs,
+    loadBalancerVIPs,
+    loadBalancerSourceRanges,
+    isExternal,
+  );
 }
 
 /** The endpoints of this family; the input array itself when it has no other (the usual case). */

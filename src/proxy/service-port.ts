@@ -4,13 +4,12 @@
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ServiceObject, ServicePortSpec } from "../k8s/objects.ts";
 import { shownValue, validServicePortName } from "../k8s/validation.ts";
+import { flatString } from "../util/flat-string.ts";
 import { isPortNumber } from "../util/net/host-port.ts";
 import { parseProtocol } from "../util/net/protocol.ts";
 import { sha256Base32Prefix } from "../util/sha256-base32.ts";
 import type { ProblemList } from "./problems.ts";
 import {
-  type Affinity,
-  type ClusterIPs,
   readClusterIPs,
   readIPList,
   readLoadBalancerVIPs,
@@ -19,26 +18,16 @@ import {
   readTopologyMode,
   vipsAllowedBySources,
 } from "./service-fields.ts";
-import { type ServicePortInfo, type ServicePortName, servicePortNameString } from "./types.ts";
+import { type ServiceWide, SharedServicePort } from "./shared-service-port.ts";
+import {
+  plainServicePort,
+  type ServicePortInfo,
+  type ServicePortName,
+  servicePortNameString,
+} from "./types.ts";
 
 type ServiceType = ServicePortInfo["serviceType"];
 type Spec = NonNullable<ServiceObject["spec"]>;
-
-/** Fields shared by every port of one Service. */
-interface ServiceWide {
-  readonly clusterIPs: ClusterIPs;
-  readonly externalIPs: readonly string[];
-  readonly loadBalancerVIPs: readonly string[];
-  readonly loadBalancerSourceRanges: readonly string[];
-  readonly sessionAffinity: Affinity;
-  readonly externalPolicyLocal: boolean;
-  readonly internalPolicyLocal: boolean;
-  readonly healthCheckNodePort: number;
-  readonly topologyMode: string;
-  readonly trafficDistribution: string;
-  readonly serviceType: ServiceType;
-  readonly createdAtMs?: number;
-}
 
 /** metadata.creationTimestamp as ms since the epoch; undefined when absent or unparsable. */
 function readCreatedAt(svc: ServiceObject): number | undefined {
@@ -75,6 +64,8 @@ function readHealthCheckNodePort(svc: ServiceObject, needed: boolean, problems: 
 
 function readServiceWide(
   svc: ServiceObject,
+  namespace: string,
+  service: string,
   spec: Spec,
   problems: ProblemList,
   gates: EffectiveFeatureGates,
@@ -94,6 +85,8 @@ function readServiceWide(
   const needsHealthCheck = serviceType === "LoadBalancer" && externalPolicyLocal;
   const createdAtMs = readCreatedAt(svc);
   return {
+    namespace,
+    service,
     clusterIPs,
     externalIPs,
     loadBalancerVIPs: lbVIPs,
@@ -139,16 +132,21 @@ function readPort(raw: ServicePortSpec, path: string, problems: ProblemList): Po
   return { name, port: raw.port, protocol, nodePort };
 }
 
-function portInfo(ns: string, svcName: string, p: PortFields, wide: ServiceWide): ServicePortInfo {
-  const name: ServicePortName = { namespace: ns, name: svcName, port: p.name, protocol: p.protocol };
-  return {
-    name,
-    id: servicePortNameString(name),
-    port: p.port,
+function portInfo(p: PortFields, wide: ServiceWide): ServicePortInfo {
+  const name: ServicePortName = {
+    namespace: wide.namespace,
+    name: wide.service,
+    port: p.name,
     protocol: p.protocol,
-    nodePort: p.nodePort,
-    ...wide,
   };
+  return new SharedServicePort(
+    wide,
+    p.name,
+    flatString(servicePortNameString(name)),
+    p.port,
+    p.protocol,
+    p.nodePort,
+  );
 }
 
 /**
@@ -165,7 +163,7 @@ export function servicePorts(
 ): ServicePortInfo[] {
   const spec = svc.spec;
   if (!spec || !isProxiable(svc)) return [];
-  const wide = readServiceWide(svc, spec, problems, gates);
+  const wide = readServiceWide(svc, ns, name, spec, problems, gates);
   if (!wide) return [];
   const out: ServicePortInfo[] = [];
   const seen = new Set<string>();
@@ -175,7 +173,7 @@ export function servicePorts(
   for (const [i, raw] of rawPorts.entries()) {
     const fields = readPort(raw, `spec.ports[${i}]`, problems);
     if (!fields) continue;
-    const info = portInfo(ns, name, fields, wide);
+    const info = portInfo(fields, wide);
     if (seen.has(info.id)) {
       problems.invalid(`spec.ports[${i}].name`, fields.name, "duplicate port name; port skipped");
       continue;
@@ -188,13 +186,13 @@ export function servicePorts(
 
 /**
  * A short digest that differs when any field of any port differs. The Service-wide fields are
- * shared by every port (portInfo spreads one ServiceWide), so they are serialised once: per port
- * only its own fields, which keeps the cost linear in the Service's size, not ports × lists.
+ * shared by every port (they read one ServiceWide), so they are serialised once: per port only
+ * its own fields, which keeps the cost linear in the Service's size, not ports × lists.
  */
 export function servicePortsFingerprint(ports: readonly ServicePortInfo[]): string {
   const first = ports[0];
   if (!first) return "";
-  const { name: _n, id: _i, port: _p, protocol: _r, nodePort: _np, ...wide } = first;
+  const { name: _n, id: _i, port: _p, protocol: _r, nodePort: _np, ...wide } = plainServicePort(first);
   const own = ports.map((p) => [p.id, p.port, p.protocol, p.nodePort]);
   return sha256Base32Prefix(JSON.stringify([wide, own]), 48);
 }

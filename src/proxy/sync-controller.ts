@@ -166,7 +166,7 @@ export class SyncController implements ClusterEventHandler {
       services: this.services,
       endpoints: this.endpoints,
       serviceUpdate: this.services.update(this.serviceTracker),
-      endpointsUpdate: this.endpoints.update(this.endpointsTracker),
+      endpointsUpdate: this.endpoints.update(this.endpointsTracker, this.services),
       node: this.node,
       nodeName: this.opts.nodeName,
       serviceCIDRs: this.serviceCIDRs.cidrs,

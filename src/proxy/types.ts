@@ -19,6 +19,15 @@ export function servicePortNameString(n: ServicePortName): string {
   return n.port ? `${n.namespace}/${n.name}:${n.port}` : `${n.namespace}/${n.name}`;
 }
 
+/**
+ * The "ns/name" of a service port id (servicePortNameString): the text before its port name's
+ * ":" (namespace and name are DNS labels, so the last ":" after the "/" is that one).
+ */
+export function serviceKeyOfPortId(id: string): string {
+  const colon = id.lastIndexOf(":");
+  return colon > id.indexOf("/") ? id.slice(0, colon) : id;
+}
+
 /** "ns/name" — the key of a Service in trackers and the EndpointSlice cache. */
 export type ServiceKey = string;
 
@@ -92,6 +101,39 @@ export function plainEndpoint(e: EndpointInfo): EndpointInfo {
     zoneHints: e.zoneHints,
     nodeHints: e.nodeHints,
   };
+}
+
+/** The fields of a service port that are not the Service's: the rest are the same for all its ports. */
+export type OwnServicePortField = "name" | "id" | "port" | "protocol" | "nodePort";
+
+/**
+ * A plain object with every field of a service port. The model's ports read the Service-wide
+ * fields through a record all ports of their Service share, so spreading one would drop those.
+ */
+export function plainServicePort(p: ServicePortInfo): ServicePortInfo {
+  // Every key listed: a field added to ServicePortInfo fails to compile here until copied.
+  const all: { readonly [K in keyof ServicePortInfo]-?: ServicePortInfo[K] } = {
+    name: p.name,
+    id: p.id,
+    clusterIPs: p.clusterIPs,
+    port: p.port,
+    protocol: p.protocol,
+    nodePort: p.nodePort,
+    externalIPs: p.externalIPs,
+    loadBalancerVIPs: p.loadBalancerVIPs,
+    loadBalancerSourceRanges: p.loadBalancerSourceRanges,
+    sessionAffinity: p.sessionAffinity,
+    externalPolicyLocal: p.externalPolicyLocal,
+    internalPolicyLocal: p.internalPolicyLocal,
+    healthCheckNodePort: p.healthCheckNodePort,
+    topologyMode: p.topologyMode,
+    trafficDistribution: p.trafficDistribution,
+    serviceType: p.serviceType,
+    createdAtMs: p.createdAtMs as number,
+  };
+  if (p.createdAtMs !== undefined) return all;
+  const { createdAtMs: _c, ...rest } = all;
+  return rest;
 }
 
 /** All service ports by id. */

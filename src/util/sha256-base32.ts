@@ -12,16 +12,21 @@ export const sha256: (input: string) => Uint8Array = oneShot
   ? (input) => oneShot("sha256", input, "buffer")
   : (input) => nodeCrypto.createHash("sha256").update(input).digest();
 
+// The characters' codes, made into one flat string at the end: built by `+=`, the text would be
+// kept as a tree of its characters (48 cells, ~1.5 KB for a 48-character fingerprint).
+const codes: number[] = [];
+
 /** The first `chars` characters (a multiple of 8, at most 48) of base32(sha256(input)). */
 export function sha256Base32Prefix(input: string, chars: number): string {
   const d = sha256(input);
-  let out = "";
+  codes.length = 0;
   // Every 5 digest bytes are 8 base32 characters; no padding is reached below 30 bytes.
-  for (let g = 0; out.length < chars; g += 5) {
+  for (let g = 0; codes.length < chars; g += 5) {
     const hi = d[g]!;
     const lo = ((d[g + 1]! << 24) | (d[g + 2]! << 16) | (d[g + 3]! << 8) | d[g + 4]!) >>> 0;
-    out += ALPHABET[hi >>> 3]! + ALPHABET[((hi & 7) << 2) | (lo >>> 30)]!;
-    for (let shift = 25; shift >= 0; shift -= 5) out += ALPHABET[(lo >>> shift) & 31]!;
+    codes.push(ALPHABET.charCodeAt(hi >>> 3), ALPHABET.charCodeAt(((hi & 7) << 2) | (lo >>> 30)));
+    for (let shift = 25; shift >= 0; shift -= 5) codes.push(ALPHABET.charCodeAt((lo >>> shift) & 31));
   }
-  return out.slice(0, chars);
+  codes.length = chars;
+  return String.fromCharCode.apply(null, codes);
 }

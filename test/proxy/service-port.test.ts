@@ -214,7 +214,8 @@ describe("endpoint usage helpers", () => {
     ["ETP Local external", { externalPolicyLocal: true, isExternal: true }, true, true],
     ["ITP Local but external", { internalPolicyLocal: true, isExternal: true }, true, true],
   ] as const)("%s", (_name, patch, cluster, local) => {
-    const info = { ...base, ...patch };
+    const { internalPolicyLocal, externalPolicyLocal, isExternal } = base;
+    const info = { internalPolicyLocal, externalPolicyLocal, isExternal, ...patch };
     expect(usesClusterEndpoints(info)).toBe(cluster);
     expect(usesLocalEndpoints(info)).toBe(local);
   });

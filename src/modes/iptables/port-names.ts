@@ -28,9 +28,10 @@ export class ServicePortNames implements ServicePortChains {
   // The KUBE-SEP- memo: the port's endpoint list as last given to followEndpoints, and the chain
   // of each entry at the same index once named. Its writers walk (subsets of) that list in its
   // order, so a cursor finds an endpoint where the last one was found or a little further: no
-  // table keyed per endpoint, which for a million endpoints was ~40 MB.
+  // table keyed per endpoint, which for a million endpoints was ~40 MB. A list of one endpoint
+  // keeps its chain (or undefined) itself, not an array of one (48 bytes a port).
   private list: readonly EndpointInfo[] = NO_ENDPOINTS;
-  private names: (string | undefined)[] = NO_ENDPOINTS as never[];
+  private names: (string | undefined)[] | string | undefined = NO_ENDPOINTS as never[];
   private cursor = 0;
 
   constructor(
@@ -62,12 +63,19 @@ export class ServicePortNames implements ServicePortChains {
   endpointChain(ep: EndpointInfo): string {
     const i = this.indexOf(ep);
     if (i < 0) return endpointChain(this.nameString, this.protocol, ep.endpoint);
-    let chain = this.names[i];
+    let chain = this.nameAt(i);
     if (chain === undefined) {
       chain = endpointChain(this.nameString, this.protocol, ep.endpoint);
-      this.names[i] = chain;
+      if (Array.isArray(this.names)) this.names[i] = chain;
+      else this.names = chain;
     }
     return chain;
+  }
+
+  /** The memo's chain of list entry `i`, if named. */
+  private nameAt(i: number): string | undefined {
+    const names = this.names;
+    return Array.isArray(names) ? names[i] : names;
   }
 
   /**
@@ -85,11 +93,12 @@ export class ServicePortNames implements ServicePortChains {
     }
     const known = new EndpointMemo<string>();
     for (let i = 0; i < this.list.length; i++) {
-      const name = this.names[i];
+      const name = this.nameAt(i);
       if (name !== undefined) known.add(this.list[i]!.ip, this.list[i]!.port, name);
     }
     this.list = endpoints;
-    this.names = endpoints.map((ep) => (known.size > 0 ? known.get(ep.ip, ep.port) : undefined));
+    const named = (ep: EndpointInfo) => (known.size > 0 ? known.get(ep.ip, ep.port) : undefined);
+    this.names = endpoints.length === 1 ? named(endpoints[0]!) : endpoints.map(named);
   }
 
   // The index of `ep` in the list (the object itself), searched from the cursor on and then

@@ -31,13 +31,14 @@ function buildChunk(states: readonly PortState[], from: number, to: number): Chu
   let noLocalExternal = 0;
   for (let i = from; i < to; i++) {
     const s = states[i]!;
-    if (s.filterLines > 0) filter.push(s.filterText);
+    const extras = s.extras;
+    if (extras.filterLines > 0) filter.push(extras.filterText);
     if (s.natLines > 0) nat.push(s.natText);
-    filterLines += s.filterLines;
+    filterLines += extras.filterLines;
     natLines += s.natLines;
     chainRuleLines += s.chainRuleLines;
-    if (s.noLocalInternal) noLocalInternal++;
-    if (s.noLocalExternal) noLocalExternal++;
+    if (extras.noLocalInternal) noLocalInternal++;
+    if (extras.noLocalExternal) noLocalExternal++;
   }
   return {
     filterTexts: joinedRuns(filter),

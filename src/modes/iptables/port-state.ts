@@ -28,17 +28,36 @@ export interface PortInputs {
  * rules and what they imply.
  */
 export interface PortState extends Omit<PortInputs, "view" | "endpoints"> {
-  /** Filter lines in the top-level chains, joined ("" when none). */
-  readonly filterText: string;
-  readonly filterLines: number;
   /** Nat lines in KUBE-SERVICES / KUBE-NODEPORTS, joined ("" when none). */
   readonly natText: string;
   readonly natLines: number;
   /** Rules in the port's own chains (counted for the rules metric even when not rewritten). */
   readonly chainRuleLines: number;
   readonly activeChains: readonly string[];
+  /** Its filter lines and no-local drops; most ports have none and share NO_EXTRAS. */
+  readonly extras: PortExtras;
+}
+
+/** What most ports do not have: filter lines, and a traffic policy that drops for want of local endpoints. */
+export interface PortExtras {
+  /** Filter lines in the top-level chains, joined ("" when none). */
+  readonly filterText: string;
+  readonly filterLines: number;
   readonly noLocalInternal: boolean;
   readonly noLocalExternal: boolean;
+}
+
+const NO_EXTRAS: PortExtras = {
+  filterText: "",
+  filterLines: 0,
+  noLocalInternal: false,
+  noLocalExternal: false,
+};
+
+/** `extras` itself, or the one shared record when it holds nothing. */
+export function portExtras(extras: PortExtras): PortExtras {
+  const none = extras.filterLines === 0 && !extras.noLocalInternal && !extras.noLocalExternal;
+  return none ? NO_EXTRAS : extras;
 }
 
 /**

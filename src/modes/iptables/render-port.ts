@@ -5,7 +5,7 @@
 import type { TopologyContext } from "../../proxy/topology.ts";
 import { flatString } from "../../util/flat-string.ts";
 import type { LineSink } from "./line-blocks.ts";
-import type { PortInputs, PortState } from "./port-state.ts";
+import { type PortInputs, type PortState, portExtras } from "./port-state.ts";
 import type { ChainRuleSettings, ChainSink } from "./service-chains.ts";
 import { writeServiceChains } from "./service-chains.ts";
 import { planServicePort } from "./service-plan.ts";
@@ -60,13 +60,15 @@ export function renderPort(
   const { view: _view, endpoints: _endpoints, ...kept } = inputs;
   return {
     ...kept,
-    filterText,
-    filterLines: scratchFilter.length,
     natText,
     natLines: scratchNat.length,
     chainRuleLines: out.natRules.length - before,
     activeChains: sink.active,
-    noLocalInternal: plan.internalFilter?.target === "DROP",
-    noLocalExternal: plan.externalFilter?.target === "DROP",
+    extras: portExtras({
+      filterText,
+      filterLines: scratchFilter.length,
+      noLocalInternal: plan.internalFilter?.target === "DROP",
+      noLocalExternal: plan.externalFilter?.target === "DROP",
+    }),
   };
 }

@@ -180,7 +180,7 @@ function pushBlock(target: LineSink, text: string, lines: number): number {
 }
 
 function reuse(s: PortState, out: Output): void {
-  out.filterExtraLines += pushBlock(out.filterRules, s.filterText, s.filterLines);
+  out.filterExtraLines += pushBlock(out.filterRules, s.extras.filterText, s.extras.filterLines);
   out.natExtraLines += pushBlock(out.natRules, s.natText, s.natLines);
   out.skippedNatRuleLines += s.chainRuleLines;
 }
@@ -198,8 +198,8 @@ function reuseChunk(c: Chunk, out: Output): void {
 }
 
 function countNoLocal(s: PortState, out: Output): void {
-  if (s.noLocalInternal) out.noLocalInternal++;
-  if (s.noLocalExternal) out.noLocalExternal++;
+  if (s.extras.noLocalInternal) out.noLocalInternal++;
+  if (s.extras.noLocalExternal) out.noLocalExternal++;
 }
 
 export class RuleSetBuilder {
@@ -506,9 +506,11 @@ export class RuleSetBuilder {
     }
     const changes: PortFilterChange[] = [];
     for (const { prev, now } of out.rendered) {
-      changes.push({ portId: now.source.id, before: prev?.filterText ?? "", after: now.filterText });
+      const after = now.extras.filterText;
+      changes.push({ portId: now.source.id, before: prev?.extras.filterText ?? "", after });
     }
-    for (const s of out.removed) changes.push({ portId: s.source.id, before: s.filterText, after: "" });
+    for (const s of out.removed)
+      changes.push({ portId: s.source.id, before: s.extras.filterText, after: "" });
     return edits.plan({ changes, nowMs: req.nowMs, maxStaleMs: req.syncPeriodMs });
   }
 }

@@ -8,7 +8,7 @@
 // its first " . ": the first part (an address, the very string the Service holds) and the rest
 // (" . tcp . 80", the same for all of a port's addresses). The store is a map per container and
 // rest, keyed by the first part; a port keeps its elements as runs of consecutive elements that
-// share container and rest, each run holding its first parts only.
+// share container and rest, each run holding its first parts only, in one flat array per port.
 
 import type { NftTransaction } from "../../host/nft/transaction.ts";
 import type { PortElement } from "./port-rules.ts";
@@ -31,20 +31,19 @@ function valueText(e: PortElement): string {
   return e.value.length === 1 ? e.value[0]! : e.value.join(SEP);
 }
 
-/** Consecutive elements of one port with the same container and rest. */
-interface Run {
-  readonly container: string;
-  /** The text after the first part, from its " . " on ("" when there is none). */
-  readonly rest: string;
-  readonly entries: Entries;
-  /** Each element's first part, in order (one element's alone: most runs have one). */
-  firsts: string | string[];
+/**
+ * A port's elements as kept for releasing them later. Consecutive elements with the same
+ * container and rest are a run, kept as three slots: the container, the rest (the text after
+ * the first part, from its " . " on; "" when there is none) and each element's first part, in
+ * order (one element's alone: most runs have one). No object per run: a Service of 100,000
+ * ports holds two runs per port.
+ */
+export interface HeldElements {
+  readonly runs: readonly (string | readonly string[])[];
 }
 
-/** A port's elements as kept for releasing them later. */
-export interface HeldElements {
-  readonly runs: readonly Run[];
-}
+/** Slots per run in HeldElements.runs. */
+const RUN_SLOTS = 3;
 
 /**
  * The element's text split at its first " . ": [first, rest, plain]. A key whose parts hold no
@@ -54,15 +53,22 @@ export interface HeldElements {
 function splitKey(key: readonly string[]): [string, string, boolean] {
   let plain = true;
   for (const k of key) if (k.includes(" ")) plain = false;
-  if (plain) return [key[0]!, key.length === 1 ? "" : SEP + key.slice(1).join(SEP), true];
+  // The rest is kept: as one flat string, which a join of ["", parts...] makes (a concatenation
+  // would be kept as a tree of its parts).
+  if (plain) return [key[0]!, key.length === 1 ? "" : ["", ...key.slice(1)].join(SEP), true];
   const text = key.join(SEP);
   const at = text.indexOf(SEP);
   return at < 0 ? [text, "", false] : [text.slice(0, at), text.slice(at), false];
 }
 
 /** Whether `key` (of `container`) has no space and the same parts after the first as `sample`'s. */
-function sameRest(run: Run, sample: readonly string[], container: string, key: readonly string[]): boolean {
-  if (run.container !== container || key.length !== sample.length) return false;
+function sameRest(
+  runContainer: string,
+  sample: readonly string[],
+  container: string,
+  key: readonly string[],
+): boolean {
+  if (runContainer !== container || key.length !== sample.length) return false;
   for (let i = 1; i < key.length; i++) if (key[i] !== sample[i]) return false;
   return !key[0]!.includes(" ");
 }
@@ -113,32 +119,41 @@ export class ElementStore {
 
   /** One port needs these elements (ensure each, in order); what it keeps to release them. */
   ensureAll(tx: NftTransaction, elements: readonly PortElement[]): HeldElements {
-    const runs: Run[] = [];
-    let run: Run | undefined;
-    // The key of the run's first element while the run is plain (its parts hold no space).
+    const runs: (string | string[])[] = [];
+    // The open run: its container, its entries, and the key of its first element while the
+    // run is plain (its parts hold no space).
+    let container = "";
+    let entries: Entries | undefined;
     let sample: readonly string[] | undefined;
     for (const e of elements) {
-      if (run && sample && sameRest(run, sample, e.container, e.key)) {
+      if (entries && sample && sameRest(container, sample, e.container, e.key)) {
         const first = e.key[0]!;
-        if (typeof run.firsts === "string") run.firsts = [run.firsts, first];
-        else run.firsts.push(first);
-        this.ensureIn(tx, run.entries, first, e);
+        const last = runs.length - 1;
+        const firsts = runs[last]!;
+        if (typeof firsts === "string") runs[last] = [firsts, first];
+        else firsts.push(first);
+        this.ensureIn(tx, entries, first, e);
         continue;
       }
       const [first, rest, plain] = splitKey(e.key);
       sample = plain ? e.key : undefined;
-      run = { container: e.container, rest, entries: this.entriesOf(e.container, rest), firsts: first };
-      runs.push(run);
-      this.ensureIn(tx, run.entries, first, e);
+      container = e.container;
+      entries = this.entriesOf(container, rest);
+      runs.push(container, rest, first);
+      this.ensureIn(tx, entries, first, e);
     }
     return { runs };
   }
 
   /** One port no longer needs the elements it held (release each, in order). */
   releaseAll(tx: NftTransaction, held: HeldElements): void {
-    for (const run of held.runs) {
-      if (typeof run.firsts === "string") this.releaseIn(tx, run, run.firsts);
-      else for (const first of run.firsts) this.releaseIn(tx, run, first);
+    const { runs } = held;
+    for (let i = 0; i < runs.length; i += RUN_SLOTS) {
+      const container = runs[i] as string;
+      const rest = runs[i + 1] as string;
+      const firsts = runs[i + 2]!;
+      if (typeof firsts === "string") this.releaseIn(tx, container, rest, firsts);
+      else for (const first of firsts) this.releaseIn(tx, container, rest, first);
     }
   }
 
@@ -162,19 +177,21 @@ export class ElementStore {
     }
   }
 
-  /** One port no longer needs the element: deleted when no other port does. */
-  private releaseIn(tx: NftTransaction, run: Run, first: string): void {
-    const entry = run.entries.get(first);
-    if (entry === undefined) return;
+  /**
+   * One port no longer needs the element: deleted when no other port does. Its entries are
+   * found again: they stay in the store while any port holds an element of them.
+   */
+  private releaseIn(tx: NftTransaction, container: string, rest: string, first: string): void {
+    const byRest = this.containers.get(container);
+    const entries = byRest?.get(rest);
+    const entry = entries?.get(first);
+    if (!byRest || !entries || entry === undefined) return;
     if (typeof entry !== "string" && --entry.refs > 0) return;
-    run.entries.delete(first);
+    entries.delete(first);
     this.count--;
     // A rest no element has any more (a port number gone) is forgotten, so churn does not pile up maps.
-    if (run.entries.size === 0) {
-      const byRest = this.containers.get(run.container);
-      if (byRest?.get(run.rest) === run.entries) byRest.delete(run.rest);
-    }
+    if (entries.size === 0) byRest.delete(rest);
     // Written back as one part: the text nft reads is the same.
-    tx.delete(elementOf(run.container, [first + run.rest], undefined));
+    tx.delete(elementOf(container, [first + rest], undefined));
   }
 }

@@ -16,6 +16,7 @@ import type { TopologyContext } from "../../proxy/topology.ts";
 import { planTrafficPolicy } from "../../proxy/traffic-policy.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
 import { servicePortNameString } from "../../proxy/types.ts";
+import { flatString } from "../../util/flat-string.ts";
 import { cidrContains } from "../../util/net/address.ts";
 import { lowerProtocol } from "../../util/net/protocol.ts";
 import * as N from "./names.ts";
@@ -60,24 +61,12 @@ export interface PortRuleSettings {
 }
 
 /**
- * Per-port names, hashed once while the port exists (hashing dominates a full sync). Kept per
- * service port between syncs, so it holds little: the Cluster-policy chain (the other three
- * share its hashed base and are made from it when read) and its endpoints' chains.
+ * The chains PortNames makes when read, on a class of their own: JSC gives every instance of a
+ * class whose prototype holds getters room for six fields (64 bytes); PortNames holds its four
+ * in 48.
  */
-export class PortNames implements N.PortChainNames {
-  readonly protocol: string;
-  readonly nameString: string;
-  readonly cluster: string;
-  /** Endpoint (IP and port) -> its chain; affinity set names are derived only when needed. */
-  private endpoints: EndpointMemo<string> | undefined;
-
-  constructor(svc: FamilyServicePort) {
-    this.protocol = lowerProtocol(svc.protocol);
-    const nameString = servicePortNameString(svc.name);
-    // The port's id is that string: one copy of it.
-    this.nameString = nameString === svc.id ? svc.id : nameString;
-    this.cluster = N.clusterChainName(svc.name, this.protocol);
-  }
+abstract class PortNamesReads implements N.PortChainNames {
+  abstract readonly cluster: string;
 
   /** Endpoints for Local traffic policy (made on each read). */
   get local(): string {
@@ -94,6 +83,29 @@ export class PortNames implements N.PortChainNames {
   /** The port's four chains (this object). */
   get chains(): N.PortChainNames {
     return this;
+  }
+}
+
+/**
+ * Per-port names, hashed once while the port exists (hashing dominates a full sync). Kept per
+ * service port between syncs, so it holds little: the Cluster-policy chain (the other three
+ * share its hashed base and are made from it when read) and its endpoints' chains.
+ */
+export class PortNames extends PortNamesReads {
+  readonly protocol: string;
+  readonly nameString: string;
+  readonly cluster: string;
+  /** Endpoint (IP and port) -> its chain; affinity set names are derived only when needed. */
+  private endpoints: EndpointMemo<string> | undefined;
+
+  constructor(svc: FamilyServicePort) {
+    super();
+    this.protocol = lowerProtocol(svc.protocol);
+    const nameString = servicePortNameString(svc.name);
+    // The port's id is that string: one copy of it.
+    this.nameString = nameString === svc.id ? svc.id : nameString;
+    // Kept while the port exists: flat, not the tree of the parts it was made from.
+    this.cluster = flatString(N.clusterChainName(svc.name, this.protocol));
   }
 
   endpointChain(ep: EndpointInfo, svc: FamilyServicePort): string {
@@ -113,6 +125,9 @@ export class PortNames implements N.PortChainNames {
   }
 }
 
+/** The verdict of a port without endpoints: one string for every such port. */
+const REJECT_VERDICT = `goto ${N.REJECT_CHAIN}`;
+
 export function portRules(
   svc: FamilyServicePort,
   endpoints: readonly EndpointInfo[],
@@ -131,20 +146,21 @@ export function portRules(
 
   // What traffic that cannot be served meets: reject when there is no endpoint anywhere, drop
   // when a Local policy finds none on this node.
-  const unservedVerdict = !p.hasEndpoints ? `goto ${N.REJECT_CHAIN}` : "drop";
+  const unservedVerdict = !p.hasEndpoints ? REJECT_VERDICT : "drop";
 
   const elements: PortElement[] = [{ container: N.CLUSTER_IPS_SET, key: [svc.clusterIP] }];
   const serviceKey = (ip: string) => [ip, proto, port];
   // One value array per port, shared by its elements: the proxier keeps every element until the
-  // port changes, and a Service may have 20,000 externalIPs per port.
+  // port changes, and a Service may have 20,000 externalIPs per port. Its verdict is kept flat:
+  // a concatenation would be kept as a tree of its parts, twice the cells.
   const unserved = [unservedVerdict];
   // (Made only where used: a name of the port's other chains is made each time it is read.)
-  const toExternal = svc.isExternal ? [`goto ${c.external}`] : unserved;
+  const toExternal = svc.isExternal ? [flatString(`goto ${c.external}`)] : unserved;
   if (p.hasInternalEndpoints) {
     elements.push({
       container: N.SERVICE_IPS_MAP,
       key: serviceKey(svc.clusterIP),
-      value: [`goto ${internalChain}`],
+      value: [flatString(`goto ${internalChain}`)],
     });
   } else {
     elements.push({
@@ -166,7 +182,7 @@ export function portRules(
       });
   }
   const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
-  const toFirewall = usesFirewall ? [`goto ${c.firewall}`] : unserved;
+  const toFirewall = usesFirewall ? [flatString(`goto ${c.firewall}`)] : unserved;
   for (const ip of svc.loadBalancerVIPs) {
     if (p.hasEndpoints)
       elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: toExternal });

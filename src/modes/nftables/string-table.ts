@@ -2,9 +2,10 @@
 // table (linear probing) in two arrays. A Map costs about 170 bytes an entry (measured in bun:
 // 2 million entries of strings the caller holds anyway, 325 MiB); this 20 to 32.
 
+import { stringHash } from "../../util/string-hash.ts";
+
 /** Slots of a table at least (a power of two: most hold one element or a few). */
 const MIN_SLOTS = 4;
-const HASH_START = (0x811c9dc5 ^ Math.floor(Math.random() * 0x100000000)) >>> 0;
 
 const NO_VALUES: never[] = [];
 
@@ -25,14 +26,8 @@ export class StringTable<V> {
 
   /** Where `key` is, or where it would go (the first deleted slot on its way, if any). */
   private slot(keys: (string | null | undefined)[], key: string): number {
-    // FNV-1a over the UTF-16 code units from a start of this process's own, its bits then mixed
-    // (linear probing wants good low bits): addresses chosen to collide would need the start.
-    let h = HASH_START;
-    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-    h = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
-    h ^= h >>> 16;
     const mask = keys.length - 1;
-    let i = h & mask;
+    let i = stringHash(key) & mask;
     let free = -1;
     for (;;) {
       const k = keys[i];

@@ -13,7 +13,9 @@ import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/t
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { lowerProtocol } from "../../util/net/protocol.ts";
+import { StringMap } from "../../util/string-map.ts";
 import { ElementStore, type HeldElements } from "./element-store.ts";
+import { addNames, type NameList, nameList, namesIn } from "./name-list.ts";
 import { CLUSTER_IPS_CHECK, isAffinitySetName, isServiceChainName } from "./names.ts";
 import { PortNames, type PortRuleSettings, portRules } from "./port-rules.ts";
 import {
@@ -55,19 +57,19 @@ const PORTS_WRITTEN_AT_ONCE = 1000;
 /** Chains deleted no earlier than this after they were flushed. */
 export const STALE_CHAIN_DELAY_MS = 1000;
 
-/** The affinity sets of a port without ClientIP affinity (most): one array for all of them. */
-const NO_NAMES: readonly string[] = Object.freeze([]);
-
 /** What is kept of a written port until it changes (one per service port: kept small). */
 interface PortRecord extends HeldElements {
   readonly serviceKey: ServiceKey;
   /** Its names, hashed once while the port exists (kept over full syncs too). */
   readonly names: PortNames;
-  readonly chains: readonly string[];
-  readonly affinitySets: readonly string[];
-  readonly noLocalInternal: boolean;
-  readonly noLocalExternal: boolean;
+  readonly chains: NameList;
+  readonly affinitySets: NameList;
+  /** NO_LOCAL_INTERNAL and NO_LOCAL_EXTERNAL bits: one field for the two. */
+  readonly noLocal: number;
 }
+
+const NO_LOCAL_INTERNAL = 1;
+const NO_LOCAL_EXTERNAL = 2;
 
 export interface TableSyncRequest {
   readonly input: SyncInput;
@@ -97,8 +99,10 @@ export interface TableSyncResult {
 }
 
 export class TableSync {
-  private records = new Map<string, PortRecord>();
-  private readonly idsByService = new Map<ServiceKey, Set<string>>();
+  /** By id: a StringMap, as there is a record per service port (a Map's costs ~68 bytes). */
+  private records = new StringMap<PortRecord>();
+  /** The ids of each Service's records (StringMaps: a Set's entry costs ~52 bytes, a port). */
+  private readonly idsByService = new Map<ServiceKey, StringMap<true>>();
   /** During a full sync: the names of the ports written before it, until each is written again. */
   private previousNames: Map<string, PortNames> | undefined;
   private readonly elements = new ElementStore();
@@ -175,7 +179,7 @@ export class TableSync {
     // a record is garbage from here on.
     this.previousNames = new Map();
     for (const [id, r] of this.records) this.previousNames.set(id, r.names);
-    this.records = new Map();
+    this.records = new StringMap();
     this.idsByService.clear();
     this.elements.reset();
     this.noLocalInternal = 0;
@@ -253,7 +257,7 @@ export class TableSync {
   ): void {
     const ids = new Set<string>();
     for (const key of req.changedServices) {
-      for (const id of this.idsByService.get(key) ?? []) ids.add(id);
+      for (const id of this.idsByService.get(key)?.keys() ?? []) ids.add(id);
       for (const port of req.input.services.portsOf(key)) ids.add(port.id);
     }
     // A change as big as a full sync (a Service with 100,000 ports) is made as nft reads it, like
@@ -279,12 +283,14 @@ export class TableSync {
       const after = this.renderPort(tx, req, id, before);
       if (after) result.rewrittenPorts++;
       if (!before) continue;
-      const keptChains = new Set(after?.chains ?? []);
-      for (const c of before.chains) {
+      const keptChains = new Set<string>();
+      if (after) addNames(keptChains, after.chains);
+      for (const c of namesIn(before.chains)) {
         if (!keptChains.has(c) && !this.staleChains.has(c)) flushedStale.push(c);
       }
-      const keptSets = new Set(after?.affinitySets ?? []);
-      for (const s of before.affinitySets) if (!keptSets.has(s)) deletedSets.push(s);
+      const keptSets = new Set<string>();
+      if (after) addNames(keptSets, after.affinitySets);
+      for (const s of namesIn(before.affinitySets)) if (!keptSets.has(s)) deletedSets.push(s);
     }
     this.writeStale(tx, req, flushedStale, deletedSets, result);
   }
@@ -339,10 +345,10 @@ export class TableSync {
         serviceKey: serviceKeyOf(svc, before),
         names,
         runs: held.runs,
-        chains: out.chains.map((c) => c.name),
-        affinitySets: out.affinitySets.length === 0 ? NO_NAMES : out.affinitySets.map((s) => s.name),
-        noLocalInternal: out.noLocalInternal,
-        noLocalExternal: out.noLocalExternal,
+        chains: nameList(out.chains.map((c) => c.name)),
+        affinitySets: nameList(out.affinitySets.map((s) => s.name)),
+        noLocal:
+          (out.noLocalInternal ? NO_LOCAL_INTERNAL : 0) | (out.noLocalExternal ? NO_LOCAL_EXTERNAL : 0),
       };
     }
     if (before) {
@@ -355,10 +361,10 @@ export class TableSync {
       this.records.set(id, record);
       let ids = this.idsByService.get(record.serviceKey);
       if (!ids) {
-        ids = new Set();
+        ids = new StringMap();
         this.idsByService.set(record.serviceKey, ids);
       }
-      ids.add(id);
+      ids.set(id, true);
       this.count(record, 1);
     }
     return record;
@@ -403,8 +409,8 @@ export class TableSync {
   }
 
   private count(r: PortRecord, sign: 1 | -1): void {
-    if (r.noLocalInternal) this.noLocalInternal += sign;
-    if (r.noLocalExternal) this.noLocalExternal += sign;
+    if (r.noLocal & NO_LOCAL_INTERNAL) this.noLocalInternal += sign;
+    if (r.noLocal & NO_LOCAL_EXTERNAL) this.noLocalExternal += sign;
   }
 
   private writtenObjects(): { chains: string[]; sets: string[] } {
@@ -424,13 +430,13 @@ export class TableSync {
 
   private activeChains(): Set<string> {
     const out = new Set<string>();
-    for (const r of this.records.values()) for (const c of r.chains) out.add(c);
+    for (const r of this.records.values()) addNames(out, r.chains);
     return out;
   }
 
   private activeSets(): Set<string> {
     const out = new Set<string>();
-    for (const r of this.records.values()) for (const s of r.affinitySets) out.add(s);
+    for (const r of this.records.values()) addNames(out, r.affinitySets);
     return out;
   }
 }

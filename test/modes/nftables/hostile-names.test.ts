@@ -19,6 +19,7 @@ import type { SyncInput } from "../../../src/proxy/proxier.ts";
 import {
   type EndpointInfo,
   plainEndpoint,
+  plainServicePort,
   type ServicePortInfo,
   serviceKey,
 } from "../../../src/proxy/types.ts";
@@ -67,7 +68,7 @@ function renamed(
     : eps;
   return {
     svc: {
-      ...svc,
+      ...plainServicePort(svc),
       id,
       name: { ...svc.name, name },
       clusterIPs: { IPv4: clusterIP },
