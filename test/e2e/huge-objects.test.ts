@@ -13,12 +13,20 @@
 // Run as root: `node_modules/.bin/bun test --timeout 600000 test/e2e/huge-objects.test.ts`.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { join } from "node:path";
-import { type ApiHarness, scrapeNode, setUpApiRun, tearDownApiRun } from "../support/e2e-api-harness.ts";
-import { type NodeSpec, type ServiceSpec, serviceObject, sliceObject } from "../support/e2e-cluster.ts";
+import {
+  type ApiHarness,
+  createService,
+  httpService,
+  scrapeNode,
+  setUpApiRun,
+  tearDownApiRun,
+  waitForAnswer,
+} from "../support/e2e-api-harness.ts";
+import type { NodeSpec, ServiceSpec } from "../support/e2e-cluster.ts";
 import { E2E_TEST_TIMEOUT_MS, e2eTest } from "../support/e2e-harness.ts";
 import { metricValue } from "../support/e2e-http.ts";
 import { type E2eProxyMode, NODE_NAME } from "../support/e2e-kubeproxy.ts";
-import { BUN, probe } from "../support/e2e-traffic.ts";
+import { BUN } from "../support/e2e-traffic.ts";
 import type { KObject } from "../support/fake-apiserver.ts";
 import { scaled } from "../support/kernel-vm.ts";
 import { ADDR, type Daemon, type PodSpec } from "../support/netns.ts";
@@ -26,12 +34,7 @@ import { ADDR, type Daemon, type PodSpec } from "../support/netns.ts";
 const COUNT = 100_000;
 const NODE: NodeSpec = { name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR };
 const PODS: PodSpec[] = [{ name: "web1", ip: "203.0.113.31" }];
-const web = (name: string, clusterIP: string): ServiceSpec => ({
-  name,
-  clusterIP,
-  ports: [{ name: "http", port: 80, targetPort: 8080 }],
-  endpoints: [{ ip: "203.0.113.31" }],
-});
+const web = (name: string, clusterIP: string): ServiceSpec => httpService(name, clusterIP, "203.0.113.31");
 const POLL = join(import.meta.dir, "..", "support", "e2e-http-poll.ts");
 
 /** 100,000 distinct /32 source ranges in 10.0.0.0/8 (not a documentation range: never routed). */
@@ -88,22 +91,12 @@ function probes(d: Daemon): Probe[] {
     .map((l) => JSON.parse(l) as Probe);
 }
 
-function addService(h: ApiHarness, s: ServiceSpec): void {
-  h.api!.server.create("Service", serviceObject(s) as KObject);
-  const slice = sliceObject(s, NODE_NAME);
-  if (slice) h.api!.server.create("EndpointSlice", slice as KObject);
-}
-
-/** Creates `s` and polls its ClusterIP until it answers; the ms from creation to the answer. */
+/** Creates `s` and waits until its ClusterIP answers; the ms from creation to the answer. */
 async function msToTraffic(h: ApiHarness, s: ServiceSpec, limitMs: number): Promise<number> {
   const start = Date.now();
-  addService(h, s);
-  const deadline = start + limitMs;
-  for (let i = 0; i < 10_000 && Date.now() < deadline; i++) {
-    const r = await probe(h.topo!, "client", { target: `${s.clusterIP}:80`, count: 1, timeoutMs: 1000 });
-    if (r.ok) return Date.now() - start;
-  }
-  throw new Error(`${s.name} (${s.clusterIP}) did not answer within ${limitMs} ms`);
+  createService(h, s);
+  await waitForAnswer(h, s, limitMs);
+  return Date.now() - start;
 }
 
 /** Occurrences of `needle` in `text` (no array of matches: the listings are tens of MB). */

@@ -9,24 +9,24 @@
 //
 // Run as root: `node_modules/.bin/bun test test/e2e/nftables-outside-changes.test.ts`.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { type ApiHarness, setUpApiRun, tearDownApiRun } from "../support/e2e-api-harness.ts";
-import { type NodeSpec, type ServiceSpec, serviceObject, sliceObject } from "../support/e2e-cluster.ts";
+import {
+  type ApiHarness,
+  createService,
+  httpService,
+  setUpApiRun,
+  tearDownApiRun,
+  waitForAnswer,
+} from "../support/e2e-api-harness.ts";
+import type { NodeSpec, ServiceSpec } from "../support/e2e-cluster.ts";
 import { E2E_TEST_TIMEOUT_MS, e2eTest } from "../support/e2e-harness.ts";
 import { NODE_NAME } from "../support/e2e-kubeproxy.ts";
 import { nftDiagnostics, nftTables } from "../support/e2e-nft.ts";
-import { probe } from "../support/e2e-traffic.ts";
-import type { KObject } from "../support/fake-apiserver.ts";
 import { scaled } from "../support/kernel-vm.ts";
 import { ADDR, type PodSpec } from "../support/netns.ts";
 
 const NODE: NodeSpec = { name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR };
 const PODS: PodSpec[] = [{ name: "web1", ip: "203.0.113.31" }];
-const web = (name: string, clusterIP: string): ServiceSpec => ({
-  name,
-  clusterIP,
-  ports: [{ name: "http", port: 80, targetPort: 8080 }],
-  endpoints: [{ ip: "203.0.113.31" }],
-});
+const web = (name: string, clusterIP: string): ServiceSpec => httpService(name, clusterIP, "203.0.113.31");
 const FIRST = web("first", "198.51.100.41");
 const SECOND = web("second", "198.51.100.42");
 
@@ -41,22 +41,13 @@ async function nft(h: ApiHarness, script: string): Promise<void> {
   await h.topo!.must("node", ["nft", "-f", "-"], { stdin: `${script}\n`, timeoutMs: 10_000 });
 }
 
-/** Polls `s`'s ClusterIP until it answers; throws at the deadline. */
+/** Waits until `s` answers; the ruleset is in the error when it does not. */
 async function answers(h: ApiHarness, s: ServiceSpec, limitMs: number): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  for (let i = 0; i < 10_000 && Date.now() < deadline; i++) {
-    const r = await probe(h.topo!, "client", { target: `${s.clusterIP}:80`, count: 1, timeoutMs: 1000 });
-    if (r.ok) return;
+  try {
+    await waitForAnswer(h, s, limitMs);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${await nftDiagnostics(h.topo!)}`);
   }
-  throw new Error(
-    `${s.name} (${s.clusterIP}) did not answer within ${limitMs} ms\n${await nftDiagnostics(h.topo!)}`,
-  );
-}
-
-function addService(h: ApiHarness, s: ServiceSpec): void {
-  h.api!.server.create("Service", serviceObject(s) as KObject);
-  const slice = sliceObject(s, NODE_NAME);
-  if (slice) h.api!.server.create("EndpointSlice", slice as KObject);
 }
 
 /** The service chain `service-ips` sends `s`'s ClusterIP to (read from the kernel). */
@@ -131,7 +122,7 @@ for (const { what, run, answering } of INTERFERENCES)
         const otherBefore = await h.topo!.must("node", ["nft", "list", "table", "inet", "othertool"]);
         // The change after the interference: a new Service.
         const third = web("third", "198.51.100.43");
-        addService(h, third);
+        createService(h, third);
         await answers(h, third, LIMIT_MS);
         for (const s of answering) await answers(h, s, LIMIT_MS);
         expect(await nftTables(h.topo!)).toEqual([...tablesBefore, "table inet othertool"].sort());

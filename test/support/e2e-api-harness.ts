@@ -7,11 +7,11 @@
 
 import { tempDir } from "./binary.ts";
 import { loadCluster, type NodeApi, startNodeApi } from "./e2e-apiserver.ts";
-import type { NodeSpec, ServiceSpec } from "./e2e-cluster.ts";
+import { type NodeSpec, type ServiceSpec, serviceObject, sliceObject } from "./e2e-cluster.ts";
 import { type Harness, tearDownHarness } from "./e2e-harness.ts";
 import { describeHttp, httpGet, parseMetrics, type Scrape } from "./e2e-http.ts";
-import { type E2eProxyMode, startKubeProxy } from "./e2e-kubeproxy.ts";
-import { type ServerOptions, startServer } from "./e2e-traffic.ts";
+import { type E2eProxyMode, NODE_NAME, startKubeProxy } from "./e2e-kubeproxy.ts";
+import { probe, type ServerOptions, startServer } from "./e2e-traffic.ts";
 import type { FakeKind, KObject } from "./fake-apiserver.ts";
 import { createTopology, type PodSpec } from "./netns.ts";
 
@@ -66,6 +66,37 @@ export async function tearDownApiRun(h: ApiHarness): Promise<void> {
   } finally {
     await tearDownHarness(h);
   }
+}
+
+/** A Service with one HTTP port (80 -> 8080) whose one endpoint is `podIP`. */
+export function httpService(name: string, clusterIP: string, podIP: string): ServiceSpec {
+  return {
+    name,
+    clusterIP,
+    ports: [{ name: "http", port: 80, targetPort: 8080 }],
+    endpoints: [{ ip: podIP }],
+  };
+}
+
+/** Creates `s` in the API server: the Service, and its EndpointSlice on this node. */
+export function createService(h: ApiHarness, s: ServiceSpec): void {
+  h.api!.server.create("Service", serviceObject(s) as KObject);
+  const slice = sliceObject(s, NODE_NAME);
+  if (slice) h.api!.server.create("EndpointSlice", slice as KObject);
+}
+
+/**
+ * Polls `s`'s ClusterIP on port 80 from the client namespace until it answers; the ms waited.
+ * Throws at the deadline.
+ */
+export async function waitForAnswer(h: ApiHarness, s: ServiceSpec, limitMs: number): Promise<number> {
+  const start = Date.now();
+  const deadline = start + limitMs;
+  for (let i = 0; i < 10_000 && Date.now() < deadline; i++) {
+    const r = await probe(h.topo!, "client", { target: `${s.clusterIP}:80`, count: 1, timeoutMs: 1000 });
+    if (r.ok) return Date.now() - start;
+  }
+  throw new Error(`${s.name} (${s.clusterIP}) did not answer within ${limitMs} ms`);
 }
 
 /** One GET of /metrics from the node namespace, parsed. */
