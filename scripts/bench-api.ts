@@ -16,9 +16,15 @@
 //     node's own table, median of 3).
 // scripts/bench-nftables runs benchApi() below in nftables mode.
 //
-//   bash scripts/bench-api [--mode=iptables|nftables] [--services=1000,10000] [--endpoints=10]
-//                          [--runs=3] [--rss-trace] [--v=N] [--log=FILE]
+//   bash scripts/bench-api [--mode=iptables|nftables|iptables,nftables] [--services=1000,10000]
+//                          [--endpoints=10] [--runs=3] [--nft=image|PATH] [--rss-trace] [--v=N]
+//                          [--log=FILE]
 //
+// Several modes (comma-separated) are run interleaved, run by run, so their medians come from the
+// same stretch of machine time ("nftables' first sync no slower than iptables-legacy's in the same
+// run"). --nft picks the nft program of the binary and of the floors: PATH, or "image" for the
+// one the image ships (its root from scripts/build-rootfs, cached in dist/image-rootfs, run
+// through that root's own loader and libraries); the default is the host's.
 // --rss-trace also prints the binary's RSS over time (sampled every 100 ms) and its RSS once the
 // change is in (the steady state); --v sets the binary's -v (2, the default, is the least: the
 // first sync is read from its log; at 2 it also logs its own memory figures after the first
@@ -28,7 +34,7 @@
 // all deleted.
 
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "../src/k8s/objects.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";
@@ -45,7 +51,12 @@ import { capturingNftablesProxier, median, Namespace, runBench } from "./bench-s
 export type BenchMode = "iptables" | "nftables";
 
 export interface ApiBenchOptions {
+  /** The mode of one run; parseOptions sets it to the first of `modes`. */
   mode: BenchMode;
+  /** Modes run interleaved (one run of each per round). */
+  modes?: BenchMode[];
+  /** "image", a path, or undefined for the host's nft. */
+  nft?: string;
   services: number[];
   endpoints: number;
   runs: number;
@@ -67,8 +78,14 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
   for (const a of argv) {
     const [k, v = ""] = a.split("=", 2);
     if (k === "--mode") {
-      if (v !== "iptables" && v !== "nftables") throw new Error("--mode: iptables or nftables");
-      o.mode = v;
+      const modes = v.split(",");
+      if (!modes.every((m): m is BenchMode => m === "iptables" || m === "nftables"))
+        throw new Error("--mode: iptables, nftables, or both comma-separated");
+      o.modes = [...new Set(modes)];
+      o.mode = o.modes[0] ?? "iptables";
+    } else if (k === "--nft") {
+      if (v === "") throw new Error("--nft: image or the path of an nft program");
+      o.nft = v;
     } else if (k === "--services") o.services = v.split(",").map(Number);
     else if (k === "--endpoints") o.endpoints = Number(v);
     else if (k === "--runs") o.runs = Number(v);
@@ -77,7 +94,7 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
     else if (k === "--log") o.log = v;
     else
       throw new Error(
-        `unknown option ${a} (--mode=iptables|nftables --services=1000,10000 --endpoints=10 --runs=3 --rss-trace --v=N --log=FILE)`,
+        `unknown option ${a} (--mode=iptables|nftables[,...] --services=1000,10000 --endpoints=10 --runs=3 --nft=image|PATH --rss-trace --v=N --log=FILE)`,
       );
   }
   if (o.services.some((n) => !(Number.isInteger(n) && n > 0 && n <= MAX_SERVICES)))
@@ -592,8 +609,9 @@ process.exit(1)`;
   }
 }
 
-/** Medians of one size's runs. */
+/** Medians of one size's runs in one mode. */
 export interface ApiBenchSummary {
+  mode: BenchMode;
   services: number;
   firstSyncMs: number;
   firstSyncOwnMs: number;
@@ -606,52 +624,113 @@ export interface ApiBenchSummary {
   changeFloorMs: number;
 }
 
-/** Every size, o.runs runs each; prints each run and the medians, and returns the medians. */
+/** Where scripts/build-rootfs puts the image's root for --nft=image. */
+const IMAGE_ROOT = "dist/image-rootfs";
+
+/**
+ * Puts the chosen nft first on PATH for everything this process starts (the binary under test
+ * and the floors), and returns its `nft --version`. The image's nft runs through the image's own
+ * loader and libraries, so it needs nothing from this machine's libc.
+ */
+function chooseNft(choice: string | undefined): string {
+  if (choice !== undefined) {
+    let program = choice;
+    if (choice === "image") {
+      if (!existsSync(join(IMAGE_ROOT, "usr/sbin/nft"))) {
+        const r = spawnSync("bash", ["scripts/build-rootfs", IMAGE_ROOT], {
+          stdio: ["ignore", "ignore", "inherit"],
+        });
+        if (r.status !== 0) throw new Error(`scripts/build-rootfs ${IMAGE_ROOT} exited ${r.status}`);
+      }
+      const root = join(process.cwd(), IMAGE_ROOT);
+      const libs = join(root, "usr/lib/x86_64-linux-gnu");
+      program = join(tempDir("kpts-bench-nft-"), "image-nft");
+      writeFileSync(
+        program,
+        `#!/bin/sh\nexec ${libs}/ld-linux-x86-64.so.2 --library-path ${libs} ${root}/usr/sbin/nft "$@"\n`,
+        { mode: 0o755 },
+      );
+    }
+    const dir = tempDir("kpts-bench-path-");
+    symlinkSync(program.startsWith("/") ? program : join(process.cwd(), program), join(dir, "nft"));
+    process.env.PATH = `${dir}:${process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin"}`;
+  }
+  const v = spawnSync("nft", ["--version"], { encoding: "utf8" });
+  if (v.status !== 0) throw new Error(`nft --version: ${v.stderr || v.error?.message}`);
+  return v.stdout.trim();
+}
+
+function printRun(mode: BenchMode, services: number, r: number, res: RunResult, o: ApiBenchOptions): void {
+  const label = `  ${mode} ${services} x ${o.endpoints} run ${r + 1}`;
+  console.log(
+    `${label}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms${mode === "nftables" ? ` for its own payload, ${Math.round(res.listedFloorMs)} ms for the table as listed` : ""}), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
+  );
+  const p = res.phases;
+  if (p)
+    console.log(
+      `    first sync phases: start -> listed ${p.listedMs} ms, -> sync start ${p.syncStartMs} ms, -> ${mode === "iptables" ? `computed ${p.computedMs} ms, -> restored` : `nft started ${p.computedMs} ms, -> rules computed as nft read them, nft -f done`} ${p.restoredMs} ms`,
+    );
+  const c = res.changePhases;
+  if (c)
+    console.log(
+      `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> ${mode === "iptables" ? "restored" : "nft -f done"} ${c.restoredMs} ms`,
+    );
+  if (o.rssTrace) console.log(`  steady RSS (after the change) ${Math.round(res.steadyRssMiB)} MiB`);
+  console.log(
+    `    full resync (Node label change -> synced) ${Math.round(res.resyncMs)} ms; peak RSS with it ${Math.round(res.resyncPeakRssMiB)} MiB`,
+  );
+}
+
+function summarise(
+  mode: BenchMode,
+  services: number,
+  runs: readonly RunResult[],
+  o: ApiBenchOptions,
+): ApiBenchSummary {
+  const m = (k: Exclude<keyof RunResult, "phases" | "changePhases">) => median(runs.map((x) => x[k]));
+  const floorName = mode === "iptables" ? "full-restore floor" : "nft -f floor of its own payload";
+  console.log(
+    `${mode} ${services} x ${o.endpoints} (median of ${runs.length}): first sync ${Math.round(m("firstSyncMs"))} ms from start = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the ${floorName} ${Math.round(m("fullFloorMs"))} ms, the sync itself ${Math.round(m("firstSyncOwnMs"))} ms = ${(m("firstSyncOwnMs") / m("fullFloorMs")).toFixed(2)} x; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB; full resync ${Math.round(m("resyncMs"))} ms, peak RSS with it ${Math.round(m("resyncPeakRssMiB"))} MiB`,
+  );
+  return {
+    mode,
+    services,
+    firstSyncMs: m("firstSyncMs"),
+    firstSyncOwnMs: m("firstSyncOwnMs"),
+    changeMs: m("changeMs"),
+    peakRssMiB: m("peakRssMiB"),
+    steadyRssMiB: m("steadyRssMiB"),
+    resyncMs: m("resyncMs"),
+    resyncPeakRssMiB: m("resyncPeakRssMiB"),
+    fullFloorMs: m("fullFloorMs"),
+    changeFloorMs: m("changeFloorMs"),
+  };
+}
+
+/**
+ * Every size, o.runs rounds each; a round runs every mode once, the order turning from round to
+ * round so no mode always runs first. Prints each run and the medians, and returns the medians.
+ */
 export async function benchApi(o: ApiBenchOptions): Promise<ApiBenchSummary[]> {
   const bin = kubeProxyBinary();
   if (!existsSync(bin)) throw new Error(`${bin} missing: run bash scripts/build`);
-  console.log(`bench-api: ${bin}, mode=${o.mode}, runs=${o.runs}, endpoints/Service=${o.endpoints}`);
+  const modes = o.modes ?? [o.mode];
+  const nft = modes.includes("nftables") ? `, ${chooseNft(o.nft)}` : "";
+  console.log(
+    `bench-api: ${bin}, mode=${modes.join(",")}, runs=${o.runs}, endpoints/Service=${o.endpoints}${nft}`,
+  );
   const out: ApiBenchSummary[] = [];
   for (const services of o.services) {
-    const runs: RunResult[] = [];
+    const runs = new Map<BenchMode, RunResult[]>(modes.map((m) => [m, []]));
     for (let r = 0; r < o.runs; r++) {
-      const res = await oneRun(services, o.endpoints, o);
-      runs.push(res);
-      console.log(
-        `  ${services} x ${o.endpoints} run ${r + 1}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms${o.mode === "nftables" ? ` for its own payload, ${Math.round(res.listedFloorMs)} ms for the table as listed` : ""}), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
-      );
-      const p = res.phases;
-      if (p)
-        console.log(
-          `    first sync phases: start -> listed ${p.listedMs} ms, -> sync start ${p.syncStartMs} ms, -> ${o.mode === "iptables" ? `computed ${p.computedMs} ms, -> restored` : `nft started ${p.computedMs} ms, -> rules computed as nft read them, nft -f done`} ${p.restoredMs} ms`,
-        );
-      const c = res.changePhases;
-      if (c)
-        console.log(
-          `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> ${o.mode === "iptables" ? "restored" : "nft -f done"} ${c.restoredMs} ms`,
-        );
-      if (o.rssTrace) console.log(`  steady RSS (after the change) ${Math.round(res.steadyRssMiB)} MiB`);
-      console.log(
-        `    full resync (Node label change -> synced) ${Math.round(res.resyncMs)} ms; peak RSS with it ${Math.round(res.resyncPeakRssMiB)} MiB`,
-      );
+      for (let i = 0; i < modes.length; i++) {
+        const mode = modes[(i + r) % modes.length] ?? o.mode;
+        const res = await oneRun(services, o.endpoints, { ...o, mode });
+        runs.get(mode)?.push(res);
+        printRun(mode, services, r, res, o);
+      }
     }
-    const m = (k: Exclude<keyof RunResult, "phases" | "changePhases">) => median(runs.map((x) => x[k]));
-    const floorName = o.mode === "iptables" ? "full-restore floor" : "nft -f floor of its own payload";
-    console.log(
-      `${services} x ${o.endpoints} (median of ${o.runs}): first sync ${Math.round(m("firstSyncMs"))} ms from start = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the ${floorName} ${Math.round(m("fullFloorMs"))} ms, the sync itself ${Math.round(m("firstSyncOwnMs"))} ms = ${(m("firstSyncOwnMs") / m("fullFloorMs")).toFixed(2)} x; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB; full resync ${Math.round(m("resyncMs"))} ms, peak RSS with it ${Math.round(m("resyncPeakRssMiB"))} MiB`,
-    );
-    out.push({
-      services,
-      firstSyncMs: m("firstSyncMs"),
-      firstSyncOwnMs: m("firstSyncOwnMs"),
-      changeMs: m("changeMs"),
-      peakRssMiB: m("peakRssMiB"),
-      steadyRssMiB: m("steadyRssMiB"),
-      resyncMs: m("resyncMs"),
-      resyncPeakRssMiB: m("resyncPeakRssMiB"),
-      fullFloorMs: m("fullFloorMs"),
-      changeFloorMs: m("changeFloorMs"),
-    });
+    for (const mode of modes) out.push(summarise(mode, services, runs.get(mode) ?? [], o));
   }
   console.log(`(${join(process.cwd(), "dist/kube-proxy-ts")})`);
   return out;

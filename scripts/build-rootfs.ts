@@ -6,8 +6,17 @@
 // which libxtables dlopen()s, are added by directory), a few /etc files and the xtables lock.
 // No shell, no package manager, no coreutils. Prints the size and the file count.
 //
+// The packages come from one Debian suite, trixie by default (KPTS_ROOTFS_SUITE overrides it),
+// through an apt configuration private to the cache, whatever the build machine runs. Trixie
+// because its nft (1.1.x) fetches only the objects a transaction names, where bookworm's 1.0.6
+// lists every chain of the table first: at 45,000 Services that is ~700 ms against ~120 ms for
+// one change (README, nftables mode). Trixie's packages keep their files under /usr (merged
+// /usr); the root gets the /bin, /sbin, /lib and /lib64 links to /usr that the ELF loader path
+// (/lib64/ld-linux-x86-64.so.2) and scripts rely on.
+//
 // Usage: scripts/build-rootfs DIR   (DIR must be absent, empty, or an earlier output of this script)
-// The package cache lives in ~/.cache/kube-proxy-ts-rootfs (KPTS_ROOTFS_CACHE overrides it).
+// The package cache lives in ~/.cache/kube-proxy-ts-rootfs/SUITE (KPTS_ROOTFS_CACHE overrides
+// the first part).
 
 import { spawnSync } from "node:child_process";
 import {
@@ -48,10 +57,12 @@ const DLOPEN_DIRS: Readonly<Record<string, string>> = {
   iptables: "/usr/lib/x86_64-linux-gnu/xtables",
 };
 
-/** Plain files a program reads at run time: protocol and service names, ip's name tables. */
-const DATA_FILES: Readonly<Record<string, readonly string[]>> = {
+/** Plain files a program reads at run time: protocol and service names, ip's name tables. A
+ * list of alternatives takes the first one the packages hold (iproute2 moved its tables from
+ * /etc/iproute2 to /usr/share/iproute2 in trixie). */
+const DATA_FILES: Readonly<Record<string, readonly (string | readonly string[])[]>> = {
   netbase: ["/etc/protocols", "/etc/services"],
-  iproute2: ["/etc/iproute2"],
+  iproute2: [["/usr/share/iproute2", "/etc/iproute2"]],
 };
 
 const PROGRAM_DIRS = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"];
@@ -84,9 +95,46 @@ function run(cmd: string, args: string[], cwd?: string): string {
 
 // ---- the package cache ---------------------------------------------------------------------
 
-const cacheDir = process.env.KPTS_ROOTFS_CACHE ?? join(homedir(), ".cache", "kube-proxy-ts-rootfs");
+const suite = process.env.KPTS_ROOTFS_SUITE ?? "trixie";
+if (!/^[a-z][a-z0-9-]*$/.test(suite)) fail(`KPTS_ROOTFS_SUITE=${suite}: not a Debian suite name`);
+const cacheDir = join(
+  process.env.KPTS_ROOTFS_CACHE ?? join(homedir(), ".cache", "kube-proxy-ts-rootfs"),
+  suite,
+);
 const debDir = join(cacheDir, "debs");
 const poolDir = join(cacheDir, "pool");
+const aptDir = join(cacheDir, "apt");
+
+/** apt options that read and write only aptDir: its own sources, lists and (empty) status. */
+function aptOptions(): string[] {
+  const opt = (k: string, v: string) => ["-o", `${k}=${v}`];
+  return [
+    ...opt("Dir::Etc::sourcelist", join(aptDir, "sources.list")),
+    ...opt("Dir::Etc::sourceparts", "-"),
+    ...opt("Dir::State::Lists", join(aptDir, "lists")),
+    ...opt("Dir::State::status", join(aptDir, "status")),
+    ...opt("Dir::Cache", join(aptDir, "cache")),
+  ];
+}
+
+let aptUpdated = false;
+/** Writes the private apt configuration and fetches the suite's package lists, once per build. */
+function aptUpdate(): void {
+  if (aptUpdated) return;
+  aptUpdated = true;
+  for (const d of ["lists/partial", "cache/archives/partial"])
+    mkdirSync(join(aptDir, d), { recursive: true });
+  const keyring = "/usr/share/keyrings/debian-archive-keyring.gpg";
+  if (!existsSync(keyring)) fail(`${keyring} is missing (package debian-archive-keyring)`);
+  const mirror = process.env.KPTS_ROOTFS_MIRROR ?? "http://deb.debian.org/debian";
+  writeFileSync(
+    join(aptDir, "sources.list"),
+    `deb [signed-by=${keyring}] ${mirror} ${suite} main\ndeb [signed-by=${keyring}] ${mirror} ${suite}-updates main\n`,
+  );
+  if (!existsSync(join(aptDir, "status"))) writeFileSync(join(aptDir, "status"), "");
+  console.error(`==> apt-get update (${suite}, private to ${aptDir})`);
+  run("apt-get", [...aptOptions(), "update", "-qq"]);
+}
 
 /** The newest downloaded .deb of a package, if any. */
 function cachedDeb(pkg: string): string | undefined {
@@ -98,19 +146,16 @@ function cachedDeb(pkg: string): string | undefined {
   return debs[0];
 }
 
-let aptUpdated = false;
 function download(pkgs: string[]): void {
   const missing = pkgs.filter((p) => cachedDeb(p) === undefined);
   if (missing.length === 0) return;
   mkdirSync(debDir, { recursive: true });
+  aptUpdate();
   console.error(`==> apt-get download ${missing.join(" ")}`);
-  let r = spawnSync("apt-get", ["download", ...missing], { cwd: debDir, encoding: "utf8" });
-  if (r.status !== 0 && !aptUpdated) {
-    // A fresh machine may have no package lists yet.
-    aptUpdated = true;
-    run("apt-get", ["update", "-qq"]);
-    r = spawnSync("apt-get", ["download", ...missing], { cwd: debDir, encoding: "utf8" });
-  }
+  const r = spawnSync("apt-get", [...aptOptions(), "download", ...missing], {
+    cwd: debDir,
+    encoding: "utf8",
+  });
   if (r.status !== 0) fail(`apt-get download ${missing.join(" ")} failed: ${(r.stderr ?? "").trim()}`);
 }
 
@@ -130,7 +175,9 @@ function extract(pkg: string): string {
 /** What the packages depend on (Depends and Pre-Depends; virtual names skipped). One call:
  * apt-cache takes about a second to start. */
 function dependencies(pkgs: string[]): string[] {
+  aptUpdate();
   const out = run("apt-cache", [
+    ...aptOptions(),
     "depends",
     "--no-recommends",
     "--no-suggests",
@@ -150,6 +197,16 @@ function dependencies(pkgs: string[]): string[] {
 
 // ---- the pool: every unpacked file, by its path in the image ---------------------------------
 
+/** The top-level directories that are links into /usr in the image (merged /usr). */
+const MERGED_DIRS = ["bin", "sbin", "lib", "lib64"];
+
+/** Where a path lives in the merged root: /sbin/ip is /usr/sbin/ip. Packages of older suites
+ * still ship files under /sbin or /lib; keying the pool by this keeps one name per file. */
+function inUsr(path: string): string {
+  const top = path.split("/")[1] ?? "";
+  return MERGED_DIRS.includes(top) ? `/usr${path}` : path;
+}
+
 interface PoolEntry {
   pkg: string;
   /** Where the file lies on this machine. */
@@ -163,7 +220,7 @@ function indexPackage(pkg: string, dir: string, index: Map<string, PoolEntry>): 
       const r = posix.join(rel, name);
       const st = lstatSync(join(dir, r));
       if (st.isDirectory()) walk(r);
-      else if (!index.has(`/${r}`)) index.set(`/${r}`, { pkg, hostPath: join(dir, r) });
+      else if (!index.has(inUsr(`/${r}`))) index.set(inUsr(`/${r}`), { pkg, hostPath: join(dir, r) });
     }
   };
   walk("");
@@ -203,8 +260,9 @@ class RootBuilder {
   constructor(readonly index: ReadonlyMap<string, PoolEntry>) {}
 
   /** Adds a path from the pool, following symlinks (each link and its target are kept). */
-  addPath(path: string, depth = 0): string | undefined {
-    if (depth > 16) fail(`symlink loop at ${path}`);
+  addPath(anyPath: string, depth = 0): string | undefined {
+    if (depth > 16) fail(`symlink loop at ${anyPath}`);
+    const path = inUsr(anyPath);
     const entry = this.index.get(path);
     if (!entry) return undefined;
     this.packagesUsed.add(entry.pkg);
@@ -220,7 +278,14 @@ class RootBuilder {
     return path;
   }
 
-  addTree(dir: string): void {
+  holdsTree(anyDir: string): boolean {
+    const dir = inUsr(anyDir);
+    for (const p of this.index.keys()) if (p === dir || p.startsWith(`${dir}/`)) return true;
+    return false;
+  }
+
+  addTree(anyDir: string): void {
+    const dir = inUsr(anyDir);
     const prefix = `${dir}/`;
     const paths = [...this.index.keys()].filter((p) => p.startsWith(prefix) || p === dir);
     if (paths.length === 0) this.unresolved.add(`${dir}/ (directory)`);
@@ -229,7 +294,7 @@ class RootBuilder {
 
   addProgram(pkg: string, name: string): void {
     for (const dir of PROGRAM_DIRS) {
-      const p = `${dir}/${name}`;
+      const p = inUsr(`${dir}/${name}`);
       if (this.index.get(p)?.pkg === pkg) {
         this.addPath(p);
         return;
@@ -247,7 +312,7 @@ class RootBuilder {
     if (needs.interpreter && !this.addPath(needs.interpreter))
       this.unresolved.add(`interpreter ${needs.interpreter} (of ${path})`);
     for (const soname of needs.needed) {
-      const found = LIBRARY_DIRS.map((d) => `${d}/${soname}`).find((p) => this.index.has(p));
+      const found = LIBRARY_DIRS.map((d) => inUsr(`${d}/${soname}`)).find((p) => this.index.has(p));
       if (found) this.addPath(found);
       else this.unresolved.add(`${soname} (needed by ${path})`);
     }
@@ -262,7 +327,11 @@ function plan(binary: string, packages: Set<string>): RootBuilder {
   builder.analyse(BINARY_PATH, binary);
   for (const [pkg, names] of Object.entries(PROGRAMS)) for (const n of names) builder.addProgram(pkg, n);
   for (const dir of Object.values(DLOPEN_DIRS)) builder.addTree(dir);
-  for (const paths of Object.values(DATA_FILES)) for (const p of paths) builder.addTree(p);
+  for (const paths of Object.values(DATA_FILES))
+    for (const p of paths) {
+      const choices = typeof p === "string" ? [p] : p;
+      builder.addTree(choices.find((c) => builder.holdsTree(c)) ?? choices[0] ?? "");
+    }
   return builder;
 }
 
@@ -319,6 +388,7 @@ function write(dir: string, builder: RootBuilder, binary: string): void {
     writeFileSync(target(path), text);
     chmodSync(target(path), mode);
   }
+  for (const d of MERGED_DIRS) symlinkSync(`usr/${d}`, target(`/${d}`));
   mkdirSync(target("/tmp"), { recursive: true });
   chmodSync(target("/tmp"), 0o1777);
   // Mount points the runtime fills; the binary reads /proc/self/exe to find its own code.
