@@ -23,8 +23,7 @@
 // Several modes (comma-separated) are run interleaved, run by run, so their medians come from the
 // same stretch of machine time ("nftables' first sync no slower than iptables-legacy's in the same
 // run"). --nft picks the nft program of the binary and of the floors: PATH, or "image" for the
-// one the image ships (its root from scripts/build-rootfs, cached in dist/image-rootfs, run
-// through that root's own loader and libraries); the default is the host's.
+// one the image ships (test/support/image-nft.ts); the default is the host's.
 // --rss-trace also prints the binary's RSS over time (sampled every 100 ms) and its RSS once the
 // change is in (the steady state); --v sets the binary's -v (2, the default, is the least: the
 // first sync is read from its log; at 2 it also logs its own memory figures after the first
@@ -45,6 +44,7 @@ import { httpGet, metricValue, parseMetrics } from "../test/support/e2e-http.ts"
 import { kubeProxyBinary, NODE_NAME, startKubeProxy } from "../test/support/e2e-kubeproxy.ts";
 import { startServer } from "../test/support/e2e-traffic.ts";
 import type { KObject } from "../test/support/fake-apiserver.ts";
+import { imageNftProgram } from "../test/support/image-nft.ts";
 import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
 import { capturingNftablesProxier, median, Namespace, runBench } from "./bench-support.ts";
 
@@ -624,33 +624,13 @@ export interface ApiBenchSummary {
   changeFloorMs: number;
 }
 
-/** Where scripts/build-rootfs puts the image's root for --nft=image. */
-const IMAGE_ROOT = "dist/image-rootfs";
-
 /**
  * Puts the chosen nft first on PATH for everything this process starts (the binary under test
- * and the floors), and returns its `nft --version`. The image's nft runs through the image's own
- * loader and libraries, so it needs nothing from this machine's libc.
+ * and the floors), and returns its `nft --version`.
  */
 function chooseNft(choice: string | undefined): string {
   if (choice !== undefined) {
-    let program = choice;
-    if (choice === "image") {
-      if (!existsSync(join(IMAGE_ROOT, "usr/sbin/nft"))) {
-        const r = spawnSync("bash", ["scripts/build-rootfs", IMAGE_ROOT], {
-          stdio: ["ignore", "ignore", "inherit"],
-        });
-        if (r.status !== 0) throw new Error(`scripts/build-rootfs ${IMAGE_ROOT} exited ${r.status}`);
-      }
-      const root = join(process.cwd(), IMAGE_ROOT);
-      const libs = join(root, "usr/lib/x86_64-linux-gnu");
-      program = join(tempDir("kpts-bench-nft-"), "image-nft");
-      writeFileSync(
-        program,
-        `#!/bin/sh\nexec ${libs}/ld-linux-x86-64.so.2 --library-path ${libs} ${root}/usr/sbin/nft "$@"\n`,
-        { mode: 0o755 },
-      );
-    }
+    const program = choice === "image" ? imageNftProgram() : choice;
     const dir = tempDir("kpts-bench-path-");
     symlinkSync(program.startsWith("/") ? program : join(process.cwd(), program), join(dir, "nft"));
     process.env.PATH = `${dir}:${process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin"}`;

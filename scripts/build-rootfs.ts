@@ -117,11 +117,25 @@ function aptOptions(): string[] {
   ];
 }
 
+let aptConfigured = false;
 let aptUpdated = false;
-/** Writes the private apt configuration and fetches the suite's package lists, once per build. */
-function aptUpdate(): void {
-  if (aptUpdated) return;
+/**
+ * Writes the private apt configuration and fetches the suite's package lists when there are
+ * none yet or `fresh` asks for them (a download failed: the lists name a version the mirror no
+ * longer has), at most once per build. A cache with lists builds offline.
+ */
+function aptReady(fresh: boolean): void {
+  if (!aptConfigured) configureApt();
+  const lists = join(aptDir, "lists");
+  const haveLists = readdirSync(lists).some((f) => f.endsWith("_Packages"));
+  if (aptUpdated || (haveLists && !fresh)) return;
   aptUpdated = true;
+  console.error(`==> apt-get update (${suite}, private to ${aptDir})`);
+  run("apt-get", [...aptOptions(), "update", "-qq"]);
+}
+
+function configureApt(): void {
+  aptConfigured = true;
   for (const d of ["lists/partial", "cache/archives/partial"])
     mkdirSync(join(aptDir, d), { recursive: true });
   const keyring = "/usr/share/keyrings/debian-archive-keyring.gpg";
@@ -132,8 +146,6 @@ function aptUpdate(): void {
     `deb [signed-by=${keyring}] ${mirror} ${suite} main\ndeb [signed-by=${keyring}] ${mirror} ${suite}-updates main\n`,
   );
   if (!existsSync(join(aptDir, "status"))) writeFileSync(join(aptDir, "status"), "");
-  console.error(`==> apt-get update (${suite}, private to ${aptDir})`);
-  run("apt-get", [...aptOptions(), "update", "-qq"]);
 }
 
 /** The newest downloaded .deb of a package, if any. */
@@ -150,12 +162,15 @@ function download(pkgs: string[]): void {
   const missing = pkgs.filter((p) => cachedDeb(p) === undefined);
   if (missing.length === 0) return;
   mkdirSync(debDir, { recursive: true });
-  aptUpdate();
   console.error(`==> apt-get download ${missing.join(" ")}`);
-  const r = spawnSync("apt-get", [...aptOptions(), "download", ...missing], {
-    cwd: debDir,
-    encoding: "utf8",
-  });
+  const get = () =>
+    spawnSync("apt-get", [...aptOptions(), "download", ...missing], { cwd: debDir, encoding: "utf8" });
+  aptReady(false);
+  let r = get();
+  if (r.status !== 0 && !aptUpdated) {
+    aptReady(true);
+    r = get();
+  }
   if (r.status !== 0) fail(`apt-get download ${missing.join(" ")} failed: ${(r.stderr ?? "").trim()}`);
 }
 
@@ -175,7 +190,7 @@ function extract(pkg: string): string {
 /** What the packages depend on (Depends and Pre-Depends; virtual names skipped). One call:
  * apt-cache takes about a second to start. */
 function dependencies(pkgs: string[]): string[] {
-  aptUpdate();
+  aptReady(false);
   const out = run("apt-cache", [
     ...aptOptions(),
     "depends",

@@ -2,15 +2,19 @@
 // (transactions rendered by NftTransaction, including failing ones) go to both, and after every
 // step they must agree on success, on the lines blamed and their messages, and on the table read
 // back (real: `nft --json list table`): chains with base hook/type/priority and rule counts, sets
-// and maps with their types, element keys and map values.
+// and maps with their types, element keys and map values. Twice: against the host's nft and
+// against the image's (test/support/image-nft.ts), each with the fake speaking as that release.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import type { Exec } from "../../../src/exec/types.ts";
 import { parseNftChainNames } from "../../../src/host/nft/client.ts";
 import { parseNftErrors } from "../../../src/host/nft/errors.ts";
-import { FakeNft } from "../../../src/host/nft/testing/fake.ts";
+import { FAKE_NFT_RELEASES, FakeNft, type FakeNftVersion } from "../../../src/host/nft/testing/fake.ts";
 import { NftTransaction } from "../../../src/host/nft/transaction.ts";
 import type { NftChain, NftElement, NftMap, NftRule, NftSet } from "../../../src/host/nft/types.ts";
+import { imageNftProgram } from "../../support/image-nft.ts";
+import { scaled } from "../../support/kernel-vm.ts";
 import { createTestNetns, type TestNetns } from "../iptables/netns.ts";
 
 interface Normal {
@@ -267,58 +271,87 @@ function outcome(code: number, stderr: string) {
   };
 }
 
-describe("FakeNft matches the real nft (fresh netns)", () => {
-  let ns: TestNetns;
-  const fake = new FakeNft();
-  const fakeExec = fake.install();
+/** The release `program --version` names, as one the fake speaks; throws for any other. */
+function releaseOf(program: string): FakeNftVersion {
+  const out = spawnSync(program, ["--version"], { encoding: "utf8" }).stdout ?? "";
+  const v = /^nftables v(\S+)/.exec(out)?.[1] ?? out;
+  if (!(v in FAKE_NFT_RELEASES))
+    throw new Error(`${program} is nft ${v}; FakeNft speaks ${Object.keys(FAKE_NFT_RELEASES).join(" and ")}`);
+  return v as FakeNftVersion;
+}
 
-  beforeAll(async () => {
-    ns = await createTestNetns();
-  });
-  afterAll(async () => {
-    await ns?.remove();
-  });
+const PROGRAMS: { label: string; program: () => string }[] = [
+  { label: "the host's nft", program: () => "nft" },
+  { label: "the image's nft", program: imageNftProgram },
+];
 
-  test("the namespace starts without nftables tables", async () => {
-    const res = await ns.exec.run({ cmd: "nft", args: ["list", "tables"] });
-    expect(res.code).toBe(0);
-    expect(res.stdout.trim()).toBe("");
-  });
+for (const { label, program } of PROGRAMS)
+  describe(`FakeNft matches the real nft (fresh netns): ${label}`, () => {
+    let ns: TestNetns;
+    let fake = new FakeNft();
+    let fakeExec = fake.install();
 
-  for (const [i, s] of STEPS.entries()) {
-    test(`step ${i + 1}: ${s.name}`, async () => {
-      const args = s.check ? ["--check", "-f", "-"] : ["-f", "-"];
-      const real = await ns.exec.run({ cmd: "nft", args, stdin: s.input });
-      const mine = await fakeExec.run({ cmd: "nft", args, stdin: s.input });
-      expect(outcome(mine.code, mine.stderr)).toEqual(outcome(real.code, real.stderr));
-      expect(normalFromFake(fake)).toEqual(await readReal(ns.exec));
-    });
-  }
-
-  test("the listings agree", async () => {
-    await ns.exec.run({ cmd: "nft", args: ["-f", "-"], stdin: setup().render() });
-    await fakeExec.run({ cmd: "nft", args: ["-f", "-"], stdin: setup().render() });
-    for (const what of ["chains", "sets", "maps"]) {
-      const args = ["--terse", "--json", "list", what, "ip"];
-      const real = JSON.parse((await ns.exec.run({ cmd: "nft", args })).stdout) as { nftables: Json[] };
-      const mine = JSON.parse((await fakeExec.run({ cmd: "nft", args })).stdout) as { nftables: Json[] };
-      const strip = (doc: { nftables: Json[] }) =>
-        doc.nftables.map((e) =>
-          Object.fromEntries(
-            Object.entries(e).map(([k, v]) => [k, { ...(v as Json), handle: undefined, timeout: undefined }]),
-          ),
-        );
-      expect(strip(mine)).toEqual(strip(real));
-    }
-    // The text listing the client reads chain names from.
-    const chainsText = ["list", "chains", "ip"];
-    const realText = (await ns.exec.run({ cmd: "nft", args: chainsText })).stdout;
-    const mineText = (await fakeExec.run({ cmd: "nft", args: chainsText })).stdout;
-    expect(parseNftChainNames(realText, "ip", "kube-proxy").length).toBeGreaterThan(3);
-    expect(parseNftChainNames(mineText, "ip", "kube-proxy")).toEqual(
-      parseNftChainNames(realText, "ip", "kube-proxy"),
+    beforeAll(
+      async () => {
+        const nft = program();
+        fake = new FakeNft([], releaseOf(nft));
+        fakeExec = fake.install();
+        const inNs = await createTestNetns();
+        // Every "nft" of this block is that program.
+        ns = {
+          ...inNs,
+          exec: { run: (req) => inNs.exec.run(req.cmd === "nft" ? { ...req, cmd: nft } : req) },
+        };
+      },
+      scaled(11 * 60_000),
     );
-    const version = await ns.exec.run({ cmd: "nft", args: ["--version"] });
-    expect((await fakeExec.run({ cmd: "nft", args: ["--version"] })).stdout).toBe(version.stdout);
+    afterAll(async () => {
+      await ns?.remove();
+    });
+
+    test("the namespace starts without nftables tables", async () => {
+      const res = await ns.exec.run({ cmd: "nft", args: ["list", "tables"] });
+      expect(res.code).toBe(0);
+      expect(res.stdout.trim()).toBe("");
+    });
+
+    for (const [i, s] of STEPS.entries()) {
+      test(`step ${i + 1}: ${s.name}`, async () => {
+        const args = s.check ? ["--check", "-f", "-"] : ["-f", "-"];
+        const real = await ns.exec.run({ cmd: "nft", args, stdin: s.input });
+        const mine = await fakeExec.run({ cmd: "nft", args, stdin: s.input });
+        expect(outcome(mine.code, mine.stderr)).toEqual(outcome(real.code, real.stderr));
+        expect(normalFromFake(fake)).toEqual(await readReal(ns.exec));
+      });
+    }
+
+    test("the listings agree", async () => {
+      await ns.exec.run({ cmd: "nft", args: ["-f", "-"], stdin: setup().render() });
+      await fakeExec.run({ cmd: "nft", args: ["-f", "-"], stdin: setup().render() });
+      for (const what of ["chains", "sets", "maps"]) {
+        const args = ["--terse", "--json", "list", what, "ip"];
+        const real = JSON.parse((await ns.exec.run({ cmd: "nft", args })).stdout) as { nftables: Json[] };
+        const mine = JSON.parse((await fakeExec.run({ cmd: "nft", args })).stdout) as { nftables: Json[] };
+        const strip = (doc: { nftables: Json[] }) =>
+          doc.nftables.map((e) =>
+            Object.fromEntries(
+              Object.entries(e).map(([k, v]) => [
+                k,
+                { ...(v as Json), handle: undefined, timeout: undefined },
+              ]),
+            ),
+          );
+        expect(strip(mine)).toEqual(strip(real));
+      }
+      // The text listing the client reads chain names from.
+      const chainsText = ["list", "chains", "ip"];
+      const realText = (await ns.exec.run({ cmd: "nft", args: chainsText })).stdout;
+      const mineText = (await fakeExec.run({ cmd: "nft", args: chainsText })).stdout;
+      expect(parseNftChainNames(realText, "ip", "kube-proxy").length).toBeGreaterThan(3);
+      expect(parseNftChainNames(mineText, "ip", "kube-proxy")).toEqual(
+        parseNftChainNames(realText, "ip", "kube-proxy"),
+      );
+      const version = await ns.exec.run({ cmd: "nft", args: ["--version"] });
+      expect((await fakeExec.run({ cmd: "nft", args: ["--version"] })).stdout).toBe(version.stdout);
+    });
   });
-});

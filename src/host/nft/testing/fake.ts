@@ -1,4 +1,5 @@
-// A stateful stand-in for the nft binary (1.0.6 on a 6.x kernel), answering through a FakeExec so
+// A stateful stand-in for the nft binary (1.0.6, bookworm's, or 1.1.3, trixie's and the image's,
+// on a 6.x kernel), answering through a FakeExec so
 // the real NftClient is what tests exercise. It holds tables of chains (with rules as text), sets
 // and maps, reads the line shapes NftTransaction renders, and applies `nft -f -` the way
 // fake-vs-real tests pinned down:
@@ -11,13 +12,20 @@
 //     map element) cannot be deleted (busy), a chain with only its own rules can (this kernel
 //     deletes them with it); a map element re-added with another value is "File exists".
 // Rule statements are not understood beyond their jump/goto targets and @set references.
+// Where the two releases differ, fake-vs-real pinned it: 1.1 words one syntax error differently
+// and refuses a base chain re-declared with another hook or priority in userspace, where 1.0.6
+// leaves that to the kernel ("Operation not supported").
 
 import { FakeExec, fail, ok } from "../../../exec/testing/fake.ts";
 import type { ExecResult, TextExecRequest } from "../../../exec/types.ts";
 import { utf8Length } from "../../comment-text.ts";
 
-export const FAKE_NFT_VERSION = "1.0.6";
-const RELEASE_NAME = "Lester Gooch #5";
+/** The releases the fake speaks as, with their names as `nft --version` prints them. */
+export const FAKE_NFT_RELEASES = { "1.0.6": "Lester Gooch #5", "1.1.3": "Commodore Bullmoose #4" } as const;
+export type FakeNftVersion = keyof typeof FAKE_NFT_RELEASES;
+export const FAKE_NFT_VERSION: FakeNftVersion = "1.0.6";
+/** Set flags in the order of their NFT_SET_* bits, as nft 1.1 lists them. */
+const SET_FLAG_BITS = ["anonymous", "constant", "interval", "map", "timeout", "dynamic"];
 const FAMILIES = new Set(["ip", "ip6", "inet", "arp", "bridge", "netdev"]);
 const NAMED_PRIORITIES: Readonly<Record<string, number>> = {
   raw: -300,
@@ -385,7 +393,7 @@ function tooLongComment(tokens: readonly Token[]): SyntaxFailure | undefined {
   return undefined;
 }
 
-function parseLine(text: string, line: number): Parsed | SyntaxFailure {
+function parseLine(text: string, line: number, newer: boolean): Parsed | SyntaxFailure {
   const tokens = tokenize(text);
   if (tokens instanceof SyntaxFailure) return tokens;
   const longComment = tooLongComment(tokens);
@@ -402,7 +410,7 @@ function parseLine(text: string, line: number): Parsed | SyntaxFailure {
     const kind = kindTok.text;
     if (!OBJECT_KINDS.has(kind)) {
       // nft reads "add WORD ..." as a rule for table WORD: the next word must be a chain name.
-      if (c.peek() && KEYWORDS.has(c.peek()!.text)) throw c.unexpected("string");
+      if (c.peek() && KEYWORDS.has(c.peek()!.text)) throw c.unexpected(newer ? "string or last" : "string");
       throw new SyntaxFailure(kindTok.col, kindTok.end, "syntax error, unexpected string");
     }
     const famTok = c.word("string");
@@ -571,9 +579,16 @@ export class FakeNft {
   /** Tables by "family name". */
   private readonly state = new Map<string, FakeNftTable>();
 
+  /** 1.1 or later: the newer wording and userspace checks (see the header). */
+  private readonly newer: boolean;
+
   /** Tables given as "family name" (e.g. "ip kube-proxy") start out empty. */
-  constructor(initial: Iterable<string> = []) {
+  constructor(
+    initial: Iterable<string> = [],
+    readonly version: FakeNftVersion = FAKE_NFT_VERSION,
+  ) {
     for (const t of initial) this.state.set(t, emptyTable());
+    this.newer = version !== "1.0.6";
   }
 
   /** Registers this fake as the "nft" program of `exec` (a new FakeExec by default). */
@@ -645,7 +660,7 @@ export class FakeNft {
       else if (a === "-c" || a === "--check") check = true;
       else if (a === "-f" || a === "--file") file = args[++i];
       else if (a === "-v" || a === "--version")
-        return ok(`nftables v${FAKE_NFT_VERSION} (${RELEASE_NAME})\n`);
+        return ok(`nftables v${this.version} (${FAKE_NFT_RELEASES[this.version]})\n`);
       else if (a.startsWith("-")) return fail(1, `nft: unrecognized option '${a}'\n`);
       else positional.push(a);
     }
@@ -681,7 +696,7 @@ export class FakeNft {
     for (let i = 0; i < lines.length; i++) {
       const text = lines[i]!;
       if (text.trim() === "" || text.trim().startsWith("#")) continue;
-      const p = parseLine(text, i + 1);
+      const p = parseLine(text, i + 1, this.newer);
       if (p instanceof SyntaxFailure) {
         syntax.push({ line: i + 1, text, span: p, message: p.message.replace(/^Error: /, "") });
       } else parsed.push(p);
@@ -743,9 +758,17 @@ export class FakeNft {
           if (cmd.verb === "add" && !named) tables.set(key, new Map());
           if (cmd.verb === "delete") tables.set(key, undefined);
           break;
-        case "chain":
+        case "chain": {
           if (cmd.verb === "add" && !named) blame(p, p.tableSpan, ENOENT);
+          const redeclared = this.newer && cmd.verb === "add" && cmd.base && this.redeclaredBase(p, cmd.base);
+          if (redeclared)
+            blame(
+              p,
+              redeclared,
+              `Chain "${cmd.name}" already exists in table ${p.family} '${p.table}' with different declaration`,
+            );
           break;
+        }
         case "rule":
           if (!named) break;
           for (const ref of cmd.sets) if (!named.has(ref.name)) blame(p, ref, ENOENT);
@@ -775,6 +798,23 @@ export class FakeNft {
       }
     }
     return errors;
+  }
+
+  /** The span of a base chain's type..priority when the host holds that chain declared otherwise. */
+  private redeclaredBase(
+    p: Parsed,
+    base: { type: string; hook: string; priority: number },
+  ): Span | undefined {
+    if (p.cmd.kind !== "chain") return undefined;
+    const held = this.state.get(tableKey(p.family, p.table))?.chains.get(p.cmd.name);
+    if (!held?.base) return undefined;
+    const same =
+      held.base.type === base.type && held.base.hook === base.hook && held.base.priority === base.priority;
+    if (same) return undefined;
+    const m = /\{\s*(type\s.*?priority\s+\S+?)\s*[;}]/.exec(p.text);
+    if (!m || m.index === undefined) return { col: 1, end: p.text.length };
+    const col = p.text.indexOf(m[1]!, m.index) + 1;
+    return { col, end: col + m[1]!.length - 1 };
   }
 
   /** The kernel's answer to one line, applied to the working copy; the refusal when it refuses. */
@@ -937,7 +977,13 @@ export class FakeNft {
 
   private listJson(what: "chains" | "sets" | "maps", family: string, terse: boolean): string {
     const items: unknown[] = [
-      { metainfo: { version: FAKE_NFT_VERSION, release_name: RELEASE_NAME, json_schema_version: 1 } },
+      {
+        metainfo: {
+          version: this.version,
+          release_name: FAKE_NFT_RELEASES[this.version],
+          json_schema_version: 1,
+        },
+      },
     ];
     let handle = 0;
     for (const [key, t] of this.state) {
@@ -964,7 +1010,10 @@ export class FakeNft {
             handle: ++handle,
           };
           if (s.comment !== undefined) set.comment = s.comment;
-          const flags = s.flags.filter((f) => f !== "dynamic");
+          // 1.0.6 leaves "dynamic" out of its JSON; 1.1 lists every flag, in the kernel's bit order.
+          const flags = this.newer
+            ? [...s.flags].sort((a, b) => SET_FLAG_BITS.indexOf(a) - SET_FLAG_BITS.indexOf(b))
+            : s.flags.filter((f) => f !== "dynamic");
           if (flags.length) set.flags = flags;
           if (s.timeoutSeconds !== undefined) set.timeout = s.timeoutSeconds;
           if (!terse && s.elements.size) set.elem = [...s.elements.keys()].map(jsonKey);
