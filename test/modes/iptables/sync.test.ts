@@ -341,6 +341,26 @@ describe("large clusters", () => {
     expect(s.ipt.saveCalls).toBe(2);
   });
 
+  test("the sweep's period runs from the end of the sync that swept: a restore longer than the period does not make the next change sweep", async () => {
+    const s = setup();
+    bigCluster(s);
+    const restoreAll = s.ipt.restoreAll.bind(s.ipt);
+    let restoreMs = s.config.iptables.syncPeriod + 5_000;
+    s.ipt.restoreAll = async (...args: Parameters<typeof restoreAll>) => {
+      s.clock.advance(restoreMs);
+      return restoreAll(...args);
+    };
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(1);
+    restoreMs = 10;
+    s.cluster.apply(endpointSlice("ns", "s0", [ep("192.0.0.1"), ep("192.0.0.2")]));
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(1);
+    s.clock.advance(s.config.iptables.syncPeriod + 1);
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(2);
+  });
+
   test("between sweeps, chains a changed service stopped using are still deleted", async () => {
     const s = setup();
     bigCluster(s);
