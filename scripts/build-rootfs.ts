@@ -127,7 +127,7 @@ let aptUpdated = false;
 function aptReady(fresh: boolean): void {
   if (!aptConfigured) configureApt();
   const lists = join(aptDir, "lists");
-  const haveLists = readdirSync(lists).some((f) => f.endsWith("_Packages"));
+  const haveLists = readdirSync(lists).some((f) => /_Packages(\.\w+)?$/.test(f));
   if (aptUpdated || (haveLists && !fresh)) return;
   aptUpdated = true;
   console.error(`==> apt-get update (${suite}, private to ${aptDir})`);
