@@ -59,7 +59,6 @@ export async function prepareNode(
     );
     checks.push(...verdict.checks);
     fatal = verdict.fatal;
-    for (const a of verdict.advice ?? []) log.warn(a);
   }
 
   const kernelVersion = await host.kernel.version();

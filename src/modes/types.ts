@@ -60,8 +60,6 @@ export interface PrerequisiteVerdict {
   readonly checks: Check[];
   /** Set when a real run must not start; names every failed prerequisite. */
   readonly fatal?: string;
-  /** What the mode runs with but runs slower for (logged as a warning; the checks still pass). */
-  readonly advice?: readonly string[];
 }
 
 export interface CleanupOptions {

@@ -13,14 +13,9 @@ export const nftablesMode: ModeDefinition<"nftables"> = {
 
   async prerequisites(host) {
     const verdict = await canUseNftablesProxier({ exec: host.exec, kernel: host.kernel });
-    const advice = verdict.advice ? { advice: verdict.advice } : {};
-    if (verdict.ok) return { checks: verdict.checks, ...advice };
+    if (verdict.ok) return { checks: verdict.checks };
     const failed = verdict.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
-    return {
-      checks: verdict.checks,
-      fatal: `can't use the nftables proxier: ${failed.join("; ")}`,
-      ...advice,
-    };
+    return { checks: verdict.checks, fatal: `can't use the nftables proxier: ${failed.join("; ")}` };
   },
 
   async build(o) {

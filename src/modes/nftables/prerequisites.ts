@@ -16,13 +16,6 @@ import { KUBE_PROXY_TABLE } from "./names.ts";
 
 export const MIN_KERNEL = "5.13";
 export const MIN_NFT = "1.0.1";
-/**
- * Before 1.1, nft lists every chain of the table before any transaction that adds or deletes a
- * rule or an element, so each change costs time in proportion to the Services (about 0.6 s more
- * at 45,000 Services here). 1.1 and later fetch only what the transaction names; the image
- * ships 1.1.3.
- */
-export const FAST_NFT = "1.1";
 export const SKIP_KERNEL_CHECK_ENV = "KUBE_PROXY_NFTABLES_SKIP_KERNEL_VERSION_CHECK";
 
 export interface NftablesPrereqDeps {
@@ -43,9 +36,7 @@ async function checkKernel(deps: NftablesPrereqDeps): Promise<Check> {
   return { name, ok, detail };
 }
 
-async function checkNft(
-  deps: NftablesPrereqDeps,
-): Promise<{ check: Check; usable: boolean; advice?: string }> {
+async function checkNft(deps: NftablesPrereqDeps): Promise<{ check: Check; usable: boolean }> {
   const name = "nft version";
   let version: string | undefined;
   try {
@@ -56,14 +47,10 @@ async function checkNft(
   if (version === undefined)
     return { check: { name, ok: false, detail: "nft is not installed" }, usable: false };
   const ok = versionAtLeast(version, MIN_NFT);
-  const slow = ok && !versionAtLeast(version, FAST_NFT);
-  const advice = slow
-    ? `nft ${version} lists every chain of the table before each rule or element change, so a change costs more with every Service; nft ${FAST_NFT} or later does not (the image ships it)`
-    : undefined;
   const detail = ok
-    ? `nft ${version} (need >= ${MIN_NFT}${slow ? `; >= ${FAST_NFT} for changes at the kernel's pace` : ""})`
+    ? `nft ${version} (need >= ${MIN_NFT})`
     : `nft ${version} is older than the required ${MIN_NFT}`;
-  return { check: { name, ok, detail }, usable: true, ...(advice ? { advice } : {}) };
+  return { check: { name, ok, detail }, usable: true };
 }
 
 /** One check per family: can the kernel hold the table (nf_tables, the family's support)? */
@@ -81,7 +68,6 @@ async function checkTable(exec: Exec, family: NftIPFamily): Promise<Check> {
 export interface NftablesPrereqResult {
   readonly ok: boolean;
   readonly checks: Check[];
-  readonly advice?: readonly string[];
 }
 
 export async function canUseNftablesProxier(deps: NftablesPrereqDeps): Promise<NftablesPrereqResult> {
@@ -94,5 +80,5 @@ export async function canUseNftablesProxier(deps: NftablesPrereqDeps): Promise<N
     const anyTable = tables.some((t) => t.ok);
     checks.push(...tables.map((t) => (anyTable ? { ...t, ok: true } : t)));
   }
-  return { ok: checks.every((c) => c.ok), checks, ...(nft.advice ? { advice: [nft.advice] } : {}) };
+  return { ok: checks.every((c) => c.ok), checks };
 }
