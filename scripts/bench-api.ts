@@ -33,7 +33,7 @@
 // all deleted.
 
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "../src/k8s/objects.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";
@@ -44,7 +44,7 @@ import { httpGet, metricValue, parseMetrics } from "../test/support/e2e-http.ts"
 import { kubeProxyBinary, NODE_NAME, startKubeProxy } from "../test/support/e2e-kubeproxy.ts";
 import { startServer } from "../test/support/e2e-traffic.ts";
 import type { KObject } from "../test/support/fake-apiserver.ts";
-import { imageNftProgram } from "../test/support/image-nft.ts";
+import { imageNftProgram, pathWithNft } from "../test/support/image-nft.ts";
 import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
 import { capturingNftablesProxier, median, Namespace, runBench } from "./bench-support.ts";
 
@@ -629,12 +629,7 @@ export interface ApiBenchSummary {
  * and the floors), and returns its `nft --version`.
  */
 function chooseNft(choice: string | undefined): string {
-  if (choice !== undefined) {
-    const program = choice === "image" ? imageNftProgram() : choice;
-    const dir = tempDir("kpts-bench-path-");
-    symlinkSync(program.startsWith("/") ? program : join(process.cwd(), program), join(dir, "nft"));
-    process.env.PATH = `${dir}:${process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin"}`;
-  }
+  if (choice !== undefined) process.env.PATH = pathWithNft(choice === "image" ? imageNftProgram() : choice);
   const v = spawnSync("nft", ["--version"], { encoding: "utf8" });
   if (v.status !== 0) throw new Error(`nft --version: ${v.stderr || v.error?.message}`);
   return v.stdout.trim();

@@ -6,13 +6,13 @@
 // which libxtables dlopen()s, are added by directory), a few /etc files and the xtables lock.
 // No shell, no package manager, no coreutils. Prints the size and the file count.
 //
-// The packages come from one Debian suite, trixie by default (KPTS_ROOTFS_SUITE overrides it),
-// through an apt configuration private to the cache, whatever the build machine runs. Trixie
-// because its nft (1.1.x) fetches only the objects a transaction names, where bookworm's 1.0.6
-// lists every chain of the table first: at 45,000 Services that is ~700 ms against ~120 ms for
-// one change (README, nftables mode). Trixie's packages keep their files under /usr (merged
-// /usr); the root gets the /bin, /sbin, /lib and /lib64 links to /usr that the ELF loader path
-// (/lib64/ld-linux-x86-64.so.2) and scripts rely on.
+// The packages come from one Debian suite, bookworm by default (KPTS_ROOTFS_SUITE overrides it),
+// through an apt configuration private to the cache, whatever the build machine runs. Not
+// trixie: its nft 1.1.3 is faster for small transactions into a big table, but nft 1.1.2 and
+// later write set metadata that the nft before 1.1.4 most nodes have crashes on (SIGSEGV on any
+// listing or transaction; upstream keeps nft 1.0.6 in its image for that reason, and
+// test/deploy/image-nft-compat.test.ts checks it). The root is laid out merged-/usr (files under
+// /usr, /bin, /sbin, /lib and /lib64 links to it), as newer suites ship their packages.
 //
 // Usage: scripts/build-rootfs DIR   (DIR must be absent, empty, or an earlier output of this script)
 // The package cache lives in ~/.cache/kube-proxy-ts-rootfs/SUITE (KPTS_ROOTFS_CACHE overrides
@@ -95,7 +95,7 @@ function run(cmd: string, args: string[], cwd?: string): string {
 
 // ---- the package cache ---------------------------------------------------------------------
 
-const suite = process.env.KPTS_ROOTFS_SUITE ?? "trixie";
+const suite = process.env.KPTS_ROOTFS_SUITE ?? "bookworm";
 if (!/^[a-z][a-z0-9-]*$/.test(suite)) fail(`KPTS_ROOTFS_SUITE=${suite}: not a Debian suite name`);
 const cacheDir = join(
   process.env.KPTS_ROOTFS_CACHE ?? join(homedir(), ".cache", "kube-proxy-ts-rootfs"),

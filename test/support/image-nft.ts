@@ -2,12 +2,21 @@
 // dist/image-rootfs (built on first use: the binary, then trixie's packages from the cache or
 // the mirror), and a wrapper starts its nft through that root's own loader and libraries, since
 // trixie's glibc is newer than the one a bookworm host has. fake-vs-real checks FakeNft against
-// it as well as the host's nft; scripts/bench-api --nft=image measures with it.
+// it as well as the host's nft, nftables-outside-changes runs the binary with it, and
+// scripts/bench-api --nft=image measures with it.
 
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { ensureBinary } from "./binary.ts";
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { isAbsolute, join } from "node:path";
+import { ensureBinary, tempDir } from "./binary.ts";
 import { scaled } from "./kernel-vm.ts";
 
 const REPO = join(import.meta.dir, "..", "..");
@@ -24,6 +33,16 @@ export function imageNftProgram(): string {
   if (!existsSync(WRAPPER) || readFileSync(WRAPPER, "utf8") !== text)
     writeFileSync(WRAPPER, text, { mode: 0o755 });
   return WRAPPER;
+}
+
+/** A PATH whose `nft` is `program` (the rest as `basePath`), for a process that runs "nft". */
+export function pathWithNft(
+  program: string,
+  basePath = process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin",
+): string {
+  const dir = tempDir("kpts-nft-path-");
+  symlinkSync(isAbsolute(program) ? program : join(process.cwd(), program), join(dir, "nft"));
+  return `${dir}:${basePath}`;
 }
 
 /** Builds into a fresh directory and renames it into place, so a concurrent build never sees half a root. */

@@ -39,6 +39,16 @@ export function parseNftErrors(stderr: string, input?: string): NftErrorEntry[] 
   return out;
 }
 
+/** What the runner reports for a child killed by SIGSEGV (128 + 11, as a shell does). */
+export const SEGFAULT_EXIT = 139;
+/**
+ * nft before 1.1.4 (bookworm's 1.0.6 among them) crashes reading a set that nft 1.1.2 or later
+ * wrote: any transaction or listing walks every set of the family, so one such set anywhere
+ * stops every sync (kubernetes#136786). Said in the error, since nft itself prints nothing.
+ */
+export const SEGFAULT_REASON =
+  "nft crashed (SIGSEGV); nft older than 1.1.4 crashes on sets written by nft 1.1.2 or later, so another program on this node using a newer nft is the likely cause; the rules in the kernel stay as they are and the sync is retried";
+
 export class NftError extends HostToolError {
   override readonly name = "NftError";
   /** Every error nft reported, in its order (empty when it printed none we could read). */
@@ -58,7 +68,7 @@ export class NftError extends HostToolError {
   ) {
     const errors = parseNftErrors(stderr, input);
     const first = errors.find((e) => e.line !== undefined) ?? errors[0];
-    const reason = first?.message ?? firstLine(stderr);
+    const reason = first?.message ?? (exitCode === SEGFAULT_EXIT ? SEGFAULT_REASON : firstLine(stderr));
     const where =
       first?.line === undefined
         ? ""

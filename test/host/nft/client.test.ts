@@ -9,7 +9,7 @@ import {
   parseNftListNames,
   parseNftVersion,
 } from "../../../src/host/nft/client.ts";
-import { NftError, parseNftErrors } from "../../../src/host/nft/errors.ts";
+import { NftError, parseNftErrors, SEGFAULT_EXIT, SEGFAULT_REASON } from "../../../src/host/nft/errors.ts";
 import { FakeNft } from "../../../src/host/nft/testing/fake.ts";
 import { NftTransaction } from "../../../src/host/nft/transaction.ts";
 
@@ -186,6 +186,16 @@ describe("createNftClient", () => {
       "syntax error, unexpected newline",
     ]);
     expect(e.args).toEqual(["-f", "-"]);
+  });
+
+  test("nft killed by SIGSEGV (a set written by a newer nft) is an NftError that says so", async () => {
+    const exec = new FakeExec({ nft: () => fail(SEGFAULT_EXIT, "") });
+    const err = (await createNftClient({ exec })
+      .run(txOf("add chain ip kube-proxy x"))
+      .catch((e: unknown) => e)) as NftError;
+    expect(err).toBeInstanceOf(NftError);
+    expect(err.reason).toBe(SEGFAULT_REASON);
+    expect(err.message).toContain("exit code 139: nft crashed (SIGSEGV); nft older than 1.1.4");
   });
 
   test("a failed check is an NftError too", async () => {
