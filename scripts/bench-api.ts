@@ -17,13 +17,14 @@
 // scripts/bench-nftables runs benchApi() below in nftables mode.
 //
 //   bash scripts/bench-api [--mode=iptables|nftables|iptables,nftables] [--services=1000,10000]
-//                          [--endpoints=10] [--runs=3] [--nft=image|PATH] [--rss-trace] [--v=N]
+//                          [--endpoints=10] [--runs=3] [--nft=image|suite:NAME|PATH] [--rss-trace] [--v=N]
 //                          [--log=FILE]
 //
 // Several modes (comma-separated) are run interleaved, run by run, so their medians come from the
 // same stretch of machine time ("nftables' first sync no slower than iptables-legacy's in the same
-// run"). --nft picks the nft program of the binary and of the floors: PATH, or "image" for the
-// one the image ships (test/support/image-nft.ts); the default is the host's.
+// run"). --nft picks the nft program of the binary and of the floors: PATH, "image" for the one
+// the image ships, or suite:NAME for a Debian suite's (e.g. suite:trixie for nft 1.1.3; see
+// test/support/image-nft.ts); the default is the host's.
 // --rss-trace also prints the binary's RSS over time (sampled every 100 ms) and its RSS once the
 // change is in (the steady state); --v sets the binary's -v (2, the default, is the least: the
 // first sync is read from its log; at 2 it also logs its own memory figures after the first
@@ -44,7 +45,7 @@ import { httpGet, metricValue, parseMetrics } from "../test/support/e2e-http.ts"
 import { kubeProxyBinary, NODE_NAME, startKubeProxy } from "../test/support/e2e-kubeproxy.ts";
 import { startServer } from "../test/support/e2e-traffic.ts";
 import type { KObject } from "../test/support/fake-apiserver.ts";
-import { imageNftProgram, pathWithNft } from "../test/support/image-nft.ts";
+import { imageNftProgram, pathWithNft, suiteNftProgram } from "../test/support/image-nft.ts";
 import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
 import { capturingNftablesProxier, median, Namespace, runBench } from "./bench-support.ts";
 
@@ -94,7 +95,7 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
     else if (k === "--log") o.log = v;
     else
       throw new Error(
-        `unknown option ${a} (--mode=iptables|nftables[,...] --services=1000,10000 --endpoints=10 --runs=3 --nft=image|PATH --rss-trace --v=N --log=FILE)`,
+        `unknown option ${a} (--mode=iptables|nftables[,...] --services=1000,10000 --endpoints=10 --runs=3 --nft=image|suite:NAME|PATH --rss-trace --v=N --log=FILE)`,
       );
   }
   if (o.services.some((n) => !(Number.isInteger(n) && n > 0 && n <= MAX_SERVICES)))
@@ -629,7 +630,11 @@ export interface ApiBenchSummary {
  * and the floors), and returns its `nft --version`.
  */
 function chooseNft(choice: string | undefined): string {
-  if (choice !== undefined) process.env.PATH = pathWithNft(choice === "image" ? imageNftProgram() : choice);
+  if (choice !== undefined) {
+    const suite = /^suite:([a-z][a-z0-9-]*)$/.exec(choice)?.[1];
+    const program = choice === "image" ? imageNftProgram() : suite ? suiteNftProgram(suite) : choice;
+    process.env.PATH = pathWithNft(program);
+  }
   const v = spawnSync("nft", ["--version"], { encoding: "utf8" });
   if (v.status !== 0) throw new Error(`nft --version: ${v.stderr || v.error?.message}`);
   return v.stdout.trim();
