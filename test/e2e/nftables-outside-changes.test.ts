@@ -7,6 +7,12 @@
 // deleted chain of an unchanged Service comes back at the next full sync (hourly, as upstream's),
 // which this test does not wait for.
 //
+// Last, another program that uses a newer nft (trixie's 1.1.3, built on first use by
+// test/support/image-nft.ts) creates a set while the proxy runs with the host's nft (bookworm's
+// 1.0.6): nft before 1.1.4 crashes on such sets (upstream's kubernetes#136786), so every nft run of
+// the proxy dies with SIGSEGV. The Services in the kernel must keep answering, the error must say
+// what happened, and the pending change must land once that set is gone.
+//
 // Run as root: `node_modules/.bin/bun test test/e2e/nftables-outside-changes.test.ts`.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import {
@@ -21,6 +27,8 @@ import type { NodeSpec, ServiceSpec } from "../support/e2e-cluster.ts";
 import { E2E_TEST_TIMEOUT_MS, e2eTest } from "../support/e2e-harness.ts";
 import { NODE_NAME } from "../support/e2e-kubeproxy.ts";
 import { nftDiagnostics, nftTables } from "../support/e2e-nft.ts";
+import { probe } from "../support/e2e-traffic.ts";
+import { suiteNftProgram } from "../support/image-nft.ts";
 import { scaled } from "../support/kernel-vm.ts";
 import { ADDR, type PodSpec } from "../support/netns.ts";
 
@@ -134,3 +142,43 @@ for (const { what, run, answering } of INTERFERENCES)
       LIMIT_MS * 4 + 30_000,
     );
   });
+
+/** The newer nft's table: one plain set is enough to crash nft 1.0.6. */
+const NEWER_NFT_TABLE = "add table ip othertool\nadd set ip othertool watched { type ipv4_addr ; }\n";
+/** Room for building trixie's root (scripts/build-rootfs) when no earlier run did. */
+const ROOT_BUILD_MS = scaled(10 * 60_000);
+
+describe("nftables mode: another program with a newer nft creates a set", () => {
+  const h: ApiHarness = {};
+  const LIMIT_MS = scaled(30_000);
+  let newerNft = "";
+
+  beforeAll(async () => {
+    newerNft = suiteNftProgram("trixie");
+    await setUpApiRun(h, { node: NODE, pods: PODS, client: true, services: [FIRST], mode: "nftables" });
+    await waitForAnswer(h, FIRST, LIMIT_MS);
+  }, E2E_TEST_TIMEOUT_MS + ROOT_BUILD_MS);
+
+  afterAll(() => tearDownApiRun(h), E2E_TEST_TIMEOUT_MS);
+
+  e2eTest(
+    h,
+    "the proxy's nft crashes and says why, the Services in the kernel keep answering, and the change lands once the set is gone",
+    async () => {
+      await h.topo!.must("node", [newerNft, "-f", "-"], { stdin: NEWER_NFT_TABLE, timeoutMs: 10_000 });
+      createService(h, SECOND);
+      await h.kubeProxy!.waitForOutput(/nft crashed \(SIGSEGV\); nft older than 1\.1\.4/, LIMIT_MS);
+      // What the kernel holds still carries traffic while every sync fails.
+      const held = await probe(h.topo!, "client", {
+        target: `${FIRST.clusterIP}:80`,
+        count: 3,
+        timeoutMs: 1000,
+      });
+      expect(held.okCount, JSON.stringify(held.errors)).toBe(3);
+      await h.topo!.must("node", [newerNft, "delete", "table", "ip", "othertool"], { timeoutMs: 10_000 });
+      await waitForAnswer(h, SECOND, LIMIT_MS);
+      await waitForAnswer(h, FIRST, LIMIT_MS);
+    },
+    LIMIT_MS * 4 + 30_000,
+  );
+});
