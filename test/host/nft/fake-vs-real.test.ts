@@ -2,8 +2,8 @@
 // (transactions rendered by NftTransaction, including failing ones) go to both, and after every
 // step they must agree on success, on the lines blamed and their messages, and on the table read
 // back (real: `nft --json list table`): chains with base hook/type/priority and rule counts, sets
-// and maps with their types, element keys and map values. Twice: against the host's nft and
-// against the image's (test/support/image-nft.ts), each with the fake speaking as that release.
+// and maps with their types, element keys and map values. Against the host's nft, the image's and
+// trixie's 1.1.3 (test/support/image-nft.ts), each with the fake speaking as that release.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
@@ -13,7 +13,7 @@ import { parseNftErrors } from "../../../src/host/nft/errors.ts";
 import { FAKE_NFT_RELEASES, FakeNft, type FakeNftVersion } from "../../../src/host/nft/testing/fake.ts";
 import { NftTransaction } from "../../../src/host/nft/transaction.ts";
 import type { NftChain, NftElement, NftMap, NftRule, NftSet } from "../../../src/host/nft/types.ts";
-import { imageNftProgram } from "../../support/image-nft.ts";
+import { imageNftProgram, suiteNftProgram } from "../../support/image-nft.ts";
 import { scaled } from "../../support/kernel-vm.ts";
 import { createTestNetns, type TestNetns } from "../iptables/netns.ts";
 
@@ -283,6 +283,7 @@ function releaseOf(program: string): FakeNftVersion {
 const PROGRAMS: { label: string; program: () => string }[] = [
   { label: "the host's nft", program: () => "nft" },
   { label: "the image's nft", program: imageNftProgram },
+  { label: "trixie's nft", program: () => suiteNftProgram("trixie") },
 ];
 
 for (const { label, program } of PROGRAMS)

@@ -1,4 +1,4 @@
-// A stateful stand-in for the nft binary (1.0.6, bookworm's, or 1.1.3, trixie's and the image's,
+// A stateful stand-in for the nft binary (1.0.6, bookworm's and the image's, or 1.1.3, trixie's,
 // on a 6.x kernel), answering through a FakeExec so
 // the real NftClient is what tests exercise. It holds tables of chains (with rules as text), sets
 // and maps, reads the line shapes NftTransaction renders, and applies `nft -f -` the way
