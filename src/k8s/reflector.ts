@@ -10,6 +10,7 @@ import type { Logger } from "../log/logger.ts";
 import { collectYoungGarbage } from "../runtime.ts";
 import { Backoff, type BackoffOptions, sleep } from "../util/backoff.ts";
 import { type ApiClient, apiErrorFrom, describeError } from "./api-client.ts";
+import { dropUnreadMetadata } from "./cached-forms.ts";
 import { type KubeObject, ObjectStore, objectKey } from "./store.ts";
 import { readWatchStream, type WatchEvent } from "./watch-stream.ts";
 
@@ -22,7 +23,7 @@ export interface ReflectorHandler<T> {
   synced(): void;
 }
 
-export interface ReflectorOptions {
+export interface ReflectorOptions<T extends KubeObject = KubeObject> {
   /** Kind of the objects (filled into list items, which arrive without it). */
   kind: string;
   apiVersion: string;
@@ -37,6 +38,12 @@ export interface ReflectorOptions {
   watchTimeoutSeconds?: () => number;
   /** How long past the watch timeout a silent stream is trusted before it is dropped. */
   idleSlackMs?: number;
+  /**
+   * What the cache keeps of each object, when not all of it (see cached-forms.ts). Handlers
+   * then get that form as an update's `previous` and as a relisted-away deletion, and resync()
+   * re-delivers nothing: it would hand them the cut-down form as the current state.
+   */
+  cached?: (obj: T) => T;
 }
 
 type WatchOutcome =
@@ -63,7 +70,7 @@ const HEALTHY_WATCH_MS = 1000;
 const defaultWatchTimeout = () => 300 + Math.floor(Math.random() * 300);
 
 export class Reflector<T extends KubeObject> {
-  readonly store = new ObjectStore<T>();
+  readonly store: ObjectStore<T>;
   private resourceVersion = "";
   private stopped = false;
   private hasSynced = false;
@@ -73,11 +80,12 @@ export class Reflector<T extends KubeObject> {
   private readonly log: Logger;
 
   constructor(
-    private readonly opts: ReflectorOptions,
+    private readonly opts: ReflectorOptions<T>,
     private readonly handler: ReflectorHandler<T>,
   ) {
     this.backoff = new Backoff(opts.backoff);
     this.log = opts.logger;
+    this.store = new ObjectStore<T>(opts.cached);
   }
 
   /** The resourceVersion the next watch would resume from. */
@@ -103,7 +111,7 @@ export class Reflector<T extends KubeObject> {
    * counts updates (the change metrics) counts them, as upstream's does.
    */
   resync(): void {
-    if (!this.hasSynced) return;
+    if (!this.hasSynced || this.opts.cached) return;
     for (const obj of this.store.values()) this.call(() => this.handler.updated(obj, obj));
   }
 
@@ -311,11 +319,15 @@ export class Reflector<T extends KubeObject> {
     return undefined;
   }
 
-  /** List items come without kind and apiVersion; fill them so every delivered object is whole. */
+  /**
+   * List items come without kind and apiVersion; fill them so every delivered object is whole.
+   * What nothing reads goes (dropUnreadMetadata): it would be kept in the cache for nothing.
+   */
   private typed(obj: T): void {
     const o = obj as { kind?: string; apiVersion?: string };
     o.kind ??= this.opts.kind;
     o.apiVersion ??= this.opts.apiVersion;
+    dropUnreadMetadata(obj);
   }
 
   /** A throwing handler must not stop the watch: everything after it would be missed. */

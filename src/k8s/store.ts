@@ -46,6 +46,12 @@ function sameVersion(a: KubeObject, b: KubeObject): boolean {
 export class ObjectStore<T extends KubeObject> {
   private readonly items = new Map<string, T>();
 
+  /**
+   * `kept` is what the cache keeps of each object (the whole object unless told): what get(),
+   * values(), an update's `previous` and the deletions of a replace() hand back.
+   */
+  constructor(private readonly kept: (obj: T) => T = (obj) => obj) {}
+
   get size(): number {
     return this.items.size;
   }
@@ -62,7 +68,7 @@ export class ObjectStore<T extends KubeObject> {
     const key = objectKey(obj);
     const previous = this.items.get(key);
     if (previous && sameVersion(previous, obj)) return { change: "unchanged" };
-    this.items.set(key, obj);
+    this.items.set(key, this.kept(obj));
     return previous ? { change: "updated", previous } : { change: "added" };
   }
 
