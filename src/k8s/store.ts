@@ -80,6 +80,20 @@ export class ObjectStore<T extends KubeObject> {
     return previous;
   }
 
+  /**
+   * Forgets every object whose key is not in `seen` (the keys of a fresh list applied one by
+   * one) and returns them, in their last known state.
+   */
+  removeUnseen(seen: ReadonlySet<string>): T[] {
+    const gone: T[] = [];
+    for (const [key, obj] of this.items) {
+      if (seen.has(key)) continue;
+      this.items.delete(key);
+      gone.push(obj);
+    }
+    return gone;
+  }
+
   /** Makes the cache equal to a fresh list; deletions carry the last known state. */
   replace(list: readonly T[]): ReplaceResult<T> {
     const result: ReplaceResult<T> = { added: [], updated: [], deleted: [] };
