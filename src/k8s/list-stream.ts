@@ -123,6 +123,7 @@ export class ListStreamReader {
   private skipString(chunk: Uint8Array, i: number): number {
     const n = chunk.length;
     const key = this.key;
+    if (key === undefined) return this.jumpString(chunk, i);
     for (; i < n; i++) {
       const b = chunk[i]!;
       if (this.escaped) this.escaped = false;
@@ -138,6 +139,33 @@ export class ListStreamReader {
       if (key !== undefined && key.length < KEY_BYTES) key.push(b);
     }
     return n - 1;
+  }
+
+  /**
+   * skipString for strings whose bytes are not kept: from quote to quote (indexOf, not a loop
+   * in JavaScript), a quote after an odd run of backslashes being part of the string.
+   */
+  private jumpString(chunk: Uint8Array, i: number): number {
+    const n = chunk.length;
+    if (this.escaped) {
+      this.escaped = false;
+      i++;
+    }
+    for (;;) {
+      const q = i < n ? chunk.indexOf(QUOTE, i) : -1;
+      const end = q < 0 ? n : q;
+      let run = 0;
+      while (end - run - 1 >= i && chunk[end - run - 1] === BACKSLASH) run++;
+      if (q < 0) {
+        this.escaped = run % 2 === 1;
+        return n - 1;
+      }
+      if (run % 2 === 0) {
+        this.inString = false;
+        return q;
+      }
+      i = q + 1;
+    }
   }
 
   private finishItem(chunk: Uint8Array, end: number): void {
