@@ -343,7 +343,7 @@ export class IptablesProxier implements Proxier {
 
   private async computeRuleSet(req: ScopeRequest, scope: SyncScope, now: number): Promise<RuleSet> {
     const settings = await this.settings();
-    const existingNatChains = await this.existingNatChainsIfDue(now);
+    const existingNatChains = await this.existingNatChainsIfDue(now, req.fullSync);
     const nodePortIPs = await this.nodePortIPs();
     const request = {
       ...req,
@@ -363,10 +363,14 @@ export class IptablesProxier implements Proxier {
   // So too when the tables are big or the last sweep itself was slow (iptables-nft-save reads
   // every table: one Service with 100,000 ports and no endpoints puts 100,000 rules in filter,
   // and each save then took 4-9 s).
-  private async existingNatChainsIfDue(now: number): Promise<string[] | undefined> {
+  // There, a full sync leaves a due sweep to the next sync (a partial one, at the latest a sync
+  // period later): the sweep's chain list and the full payload at once were the daemon's peak
+  // (10,000 x 10: 273 MiB, against 226 for either alone).
+  private async existingNatChainsIfDue(now: number, fullSync: boolean): Promise<string[] | undefined> {
     const throttled =
       this.largeClusterMode || this.lastSweepMs > SLOW_SWEEP_MS || this.tableLines > LINES_FOR_SLOW_SWEEP;
-    if (throttled && now - this.lastCleanup <= this.deps.config.iptables.syncPeriod) return undefined;
+    if (throttled && (fullSync || now - this.lastCleanup <= this.deps.config.iptables.syncPeriod))
+      return undefined;
     try {
       const started = performance.now();
       // Only the chain declarations are read: the whole nat table is tens of MB at 10,000
