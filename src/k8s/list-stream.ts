@@ -42,6 +42,15 @@ export class ListStreamReader {
   /** The open item's bytes so far, from the chunks before this one. */
   private item: Uint8Array[] | undefined;
   private itemFrom = 0;
+  /** Whether the open item started in the chunk being read (else it is in `item`'s pieces). */
+  private itemHere = false;
+  /**
+   * The items of this chunk that started and ended in it, as one range (commas between them):
+   * parsed together, as one array, when the chunk is done or the items end. One JSON.parse per
+   * item cost a fifth more time than one for the whole list.
+   */
+  private batchFrom = -1;
+  private batchTo = -1;
   /** Everything but the items, to be parsed at the end. */
   private readonly rest: Uint8Array[] = [];
   private restFrom = 0;
@@ -57,6 +66,7 @@ export class ListStreamReader {
   write(chunk: Uint8Array): void {
     this.restFrom = 0;
     this.itemFrom = 0;
+    this.itemHere = false;
     const n = chunk.length;
     for (let i = 0; i < n; i++) {
       if (this.inString) {
@@ -68,6 +78,7 @@ export class ListStreamReader {
       if (this.inItems && this.depth === 2 && this.item === undefined) {
         if (b === COMMA) continue;
         if (b === CLOSE_BRACKET) {
+          this.flushBatch(chunk);
           // The items are over; the rest goes on from this bracket.
           this.inItems = false;
           this.depth = 1;
@@ -78,6 +89,7 @@ export class ListStreamReader {
         if (b !== OPEN_BRACE) throw new Error("list response: an item is not a JSON object");
         this.item = [];
         this.itemFrom = i;
+        this.itemHere = true;
       }
       if (b === QUOTE) {
         this.inString = true;
@@ -94,6 +106,7 @@ export class ListStreamReader {
       }
       this.prev = b;
     }
+    this.flushBatch(chunk);
     // Copies, so that no piece keeps the whole chunk alive.
     if (this.item !== undefined) this.item.push(chunk.slice(this.itemFrom));
     else if (!this.inItems) this.rest.push(chunk.slice(this.restFrom));
@@ -169,12 +182,28 @@ export class ListStreamReader {
   }
 
   private finishItem(chunk: Uint8Array, end: number): void {
-    const last = chunk.subarray(this.itemFrom, end);
     const pieces = this.item!;
     this.item = undefined;
-    const bytes = pieces.length === 0 ? last : joined([...pieces, last]);
+    if (this.itemHere) {
+      if (this.batchFrom < 0) this.batchFrom = this.itemFrom;
+      this.batchTo = end;
+      return;
+    }
+    const bytes = joined([...pieces, chunk.subarray(this.itemFrom, end)]);
     this.count++;
     this.onItem(JSON.parse(this.decoder.decode(bytes)));
+  }
+
+  private flushBatch(chunk: Uint8Array): void {
+    if (this.batchFrom < 0) return;
+    const text = this.decoder.decode(chunk.subarray(this.batchFrom, this.batchTo));
+    this.batchFrom = -1;
+    this.batchTo = -1;
+    const batch = JSON.parse(`[${text}]`) as unknown[];
+    for (const item of batch) {
+      this.count++;
+      this.onItem(item);
+    }
   }
 }
 
