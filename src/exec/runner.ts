@@ -37,21 +37,23 @@ const BYTES_PER_COLLECTION = 4 << 20;
 
 /**
  * Like collect, keeping only the lines that start with `prefix` (each with its newline). The
- * bytes are searched as they are: only kept lines are decoded. The chunks are garbage at once,
- * and are collected every few MB: in a process with a big heap the runtime would otherwise let
- * them pile up to about that heap's size (150 MB for one 55 MB iptables-save).
+ * bytes are searched as they are, the kept lines' bytes copied out of each chunk together and
+ * decoded once at the end: no string per line. The chunks are garbage at once, and are
+ * collected every few MB: in a process with a big heap the runtime would otherwise let them pile
+ * up to about that heap's size (150 MB for one 55 MB iptables-save).
  */
 function collectLines(stream: Readable | null, prefix: string): () => string {
   const start = Buffer.from(prefix, "utf8");
   const needle = Buffer.from(`\n${prefix}`, "utf8");
-  const kept: string[] = [];
+  const kept: Buffer[] = [];
+  // [from, to) of each line kept from the chunk being scanned.
+  const ranges: number[] = [];
   // What the unfinished last line carries into the next chunk: its bytes (copied) while it may
   // still be kept, "skip" once it is known not to start with the prefix.
   let carry: Buffer | "skip" | undefined;
   let unread = 0;
   const keepIfStarts = (line: Buffer) => {
-    if (line.length >= start.length && line.subarray(0, start.length).equals(start))
-      kept.push(line.toString("utf8"));
+    if (line.length >= start.length && line.subarray(0, start.length).equals(start)) kept.push(line);
   };
   const scan = (chunk: Buffer) => {
     let pos = 0;
@@ -77,7 +79,7 @@ function collectLines(stream: Readable | null, prefix: string): () => string {
           carry = Buffer.from(chunk.subarray(pos));
           return;
         }
-        kept.push(chunk.toString("utf8", pos, nl + 1));
+        ranges.push(pos, nl + 1);
         pos = nl + 1;
         continue;
       }
@@ -96,8 +98,20 @@ function collectLines(stream: Readable | null, prefix: string): () => string {
       return;
     }
   };
+  // The kept lines of one chunk, copied into one buffer of their own.
+  const copyRanges = (chunk: Buffer) => {
+    if (ranges.length === 0) return;
+    let size = 0;
+    for (let r = 0; r < ranges.length; r += 2) size += ranges[r + 1]! - ranges[r]!;
+    const out = Buffer.allocUnsafe(size);
+    let at = 0;
+    for (let r = 0; r < ranges.length; r += 2) at += chunk.copy(out, at, ranges[r]!, ranges[r + 1]!);
+    kept.push(out);
+    ranges.length = 0;
+  };
   stream?.on("data", (chunk: Buffer) => {
     scan(chunk);
+    copyRanges(chunk);
     unread += chunk.length;
     if (unread >= BYTES_PER_COLLECTION) {
       unread = 0;
@@ -107,7 +121,7 @@ function collectLines(stream: Readable | null, prefix: string): () => string {
   return () => {
     if (carry !== undefined && carry !== "skip") keepIfStarts(carry);
     carry = undefined;
-    return kept.join("");
+    return Buffer.concat(kept).toString("utf8");
   };
 }
 

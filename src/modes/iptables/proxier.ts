@@ -13,7 +13,7 @@ import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import { decideLocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";
 import type { Metrics } from "../../proxy/metrics/metrics.ts";
-import { chainsInSave } from "../../proxy/netfilter/chains.ts";
+import { chainNamesInSave } from "../../proxy/netfilter/chains.ts";
 import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
 import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
 import { NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
@@ -366,7 +366,10 @@ export class IptablesProxier implements Proxier {
   // There, a full sync leaves a due sweep to the next sync (a partial one, at the latest a sync
   // period later): the sweep's chain list and the full payload at once were the daemon's peak
   // (10,000 x 10: 273 MiB, against 226 for either alone).
-  private async existingNatChainsIfDue(now: number, fullSync: boolean): Promise<string[] | undefined> {
+  private async existingNatChainsIfDue(
+    now: number,
+    fullSync: boolean,
+  ): Promise<Iterable<string> | undefined> {
     const throttled =
       this.largeClusterMode || this.lastSweepMs > SLOW_SWEEP_MS || this.tableLines > LINES_FOR_SLOW_SWEEP;
     if (throttled && (fullSync || now - this.lastCleanup <= this.deps.config.iptables.syncPeriod))
@@ -375,7 +378,7 @@ export class IptablesProxier implements Proxier {
       const started = performance.now();
       // Only the chain declarations are read: the whole nat table is tens of MB at 10,000
       // Services, and holding it (bytes, then text) once a sync period was the daemon's peak.
-      const chains = chainsInSave(await this.deps.iptables.save("nat", { linesStartingWith: ":" }));
+      const chains = chainNamesInSave(await this.deps.iptables.save("nat", { linesStartingWith: ":" }));
       this.lastSweepMs = performance.now() - started;
       this.lastCleanup = now;
       return chains;
