@@ -17,8 +17,8 @@
 // scripts/bench-nftables runs benchApi() below in nftables mode.
 //
 //   bash scripts/bench-api [--mode=iptables|nftables|iptables,nftables] [--services=1000,10000]
-//                          [--endpoints=10] [--runs=3] [--nft=image|suite:NAME|PATH] [--rss-trace] [--v=N]
-//                          [--log=FILE]
+//                          [--endpoints=10] [--runs=3] [--nft=image|suite:NAME|PATH] [--rss-trace]
+//                          [--v=N] [--log=FILE] [--changes=N] [--change-gap-ms=MS]
 //
 // Several modes (comma-separated) are run interleaved, run by run, so their medians come from the
 // same stretch of machine time ("nftables' first sync no slower than iptables-legacy's in the same
@@ -28,7 +28,11 @@
 // --rss-trace also prints the binary's RSS over time (sampled every 100 ms) and its RSS once the
 // change is in (the steady state); --v sets the binary's -v (2, the default, is the least: the
 // first sync is read from its log; at 2 it also logs its own memory figures after the first
-// sync); --log writes the binary's stderr to FILE.
+// sync); --log writes the binary's stderr to FILE. --changes=N (0, the default, is none) paces N
+// more endpoint changes after the first one, each --change-gap-ms (3000) after the last one's
+// traffic flowed and each waited to traffic, as an outside harness does: the peak RSS is then
+// printed after the first sync and after the paced changes separately (periodic work, such as
+// the iptables mode's stale-chain sweep once per sync period, falls into such a window).
 //
 // Needs root, iproute2, iptables (legacy), nfacct (nftables: nft). Only namespaces it creates;
 // all deleted.
@@ -64,6 +68,10 @@ export interface ApiBenchOptions {
   rssTrace: boolean;
   verbosity: number;
   log: string | undefined;
+  /** Endpoint changes paced after the first one (unset or 0: none). */
+  changes?: number;
+  /** Between two paced changes (3000 unless told). */
+  changeGapMs?: number;
 }
 
 function parseOptions(argv: readonly string[]): ApiBenchOptions {
@@ -75,6 +83,8 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
     rssTrace: false,
     verbosity: 2,
     log: undefined,
+    changes: 0,
+    changeGapMs: 3000,
   };
   for (const a of argv) {
     const [k, v = ""] = a.split("=", 2);
@@ -93,9 +103,11 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
     else if (k === "--rss-trace") o.rssTrace = true;
     else if (k === "--v") o.verbosity = Number(v);
     else if (k === "--log") o.log = v;
+    else if (k === "--changes") o.changes = Number(v);
+    else if (k === "--change-gap-ms") o.changeGapMs = Number(v);
     else
       throw new Error(
-        `unknown option ${a} (--mode=iptables|nftables[,...] --services=1000,10000 --endpoints=10 --runs=3 --nft=image|suite:NAME|PATH --rss-trace --v=N --log=FILE)`,
+        `unknown option ${a} (--mode=iptables|nftables[,...] --services=1000,10000 --endpoints=10 --runs=3 --nft=image|suite:NAME|PATH --rss-trace --v=N --log=FILE --changes=N --change-gap-ms=MS)`,
       );
   }
   if (o.services.some((n) => !(Number.isInteger(n) && n > 0 && n <= MAX_SERVICES)))
@@ -109,6 +121,10 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
   if (!(Number.isInteger(o.verbosity) && o.verbosity >= 2 && o.verbosity <= 10))
     throw new Error("--v: 2..10");
   if (o.log === "") throw new Error("--log: a file name");
+  if (!(Number.isInteger(o.changes) && o.changes! >= 0 && o.changes! <= MAX_PACED))
+    throw new Error(`--changes: 0..${MAX_PACED}`);
+  if (!(Number.isInteger(o.changeGapMs) && o.changeGapMs! >= 0 && o.changeGapMs! <= 600_000))
+    throw new Error("--change-gap-ms: 0..600000");
   return o;
 }
 
@@ -135,6 +151,9 @@ const MAX_SERVICES = 60_000;
 const MAX_ENDPOINTS_TOTAL = 4_000_000;
 const PROBE_POD = { name: "p1", ip: "203.0.113.11" };
 const PROBE_VIP = "198.51.100.200";
+/** The paced changes' Services: VIPs 198.51.100.201 on, each refused until its change is in. */
+const MAX_PACED = 50;
+const pacedVip = (k: number) => `198.51.100.${201 + k}`;
 
 /** Service i: mostly ClusterIP, every 50th a NodePort, every 100th a LoadBalancer (ETP Local). */
 function syntheticService(i: number, endpoints: number): { service: KObject; slice: KObject } {
@@ -341,8 +360,14 @@ interface RunResult {
   /** The first (IPv4) sync alone: its start -> done. */
   firstSyncOwnMs: number;
   changeMs: number;
+  /** VmHWM once the first sync is done (before any change). */
+  firstSyncPeakRssMiB: number;
   /** VmHWM after the first sync and the change. */
   peakRssMiB: number;
+  /** Each paced change's ms to traffic (none without --changes). */
+  pacedMs: number[];
+  /** VmHWM after the paced changes too (as peakRssMiB without --changes). */
+  pacedPeakRssMiB: number;
   /** VmRSS once the change is in. */
   steadyRssMiB: number;
   /** A Node label change -> its full sync done. */
@@ -467,6 +492,68 @@ async function nftFloors(topo: Topology, server: Parameters<typeof ownNftPayload
   return { fullFloorMs, changeFloorMs, listedFloorMs };
 }
 
+/** The paced changes' Services, without endpoints: created before the binary starts. */
+function createPacedServices(server: { create(kind: "Service", obj: KObject): unknown }, n: number): void {
+  for (let k = 0; k < n; k++) {
+    server.create("Service", {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: `paced-${k}`, namespace: "default" },
+      spec: {
+        type: "ClusterIP",
+        clusterIP: pacedVip(k),
+        clusterIPs: [pacedVip(k)],
+        ports: [{ name: "http", port: 80, protocol: "TCP", targetPort: 8080 }],
+      },
+    });
+  }
+}
+
+/** ms from `since` until a new TCP connect to vip:80 from the node succeeds (tried every 10 ms). */
+async function trafficAfter(topo: Topology, vip: string, since: number): Promise<number> {
+  const probe = `const net=require("net");
+const once=()=>new Promise((res)=>{const s=net.connect({host:"${vip}",port:80});
+const t=setTimeout(()=>{s.destroy();res(false)},300);
+s.on("connect",()=>{clearTimeout(t);s.destroy();res(true)});s.on("error",()=>{clearTimeout(t);res(false)})});
+for(let i=0;i<30000;i++){if(await once()){console.log(Date.now());process.exit(0)}
+if(Date.now()-${since}>300000)break;await new Promise((r)=>setTimeout(r,10))}
+process.exit(1)`;
+  const flowed = await topo.run("node", [process.execPath, "-e", probe], { timeoutMs: 320_000 });
+  if (flowed.code !== 0) throw new Error(`traffic never flowed to ${vip}: ${flowed.stderr}`);
+  return Number(flowed.stdout.trim()) - since;
+}
+
+/**
+ * The paced changes: the k-th gives paced-k its endpoint (the probe pod), gapMs after the last
+ * one's traffic flowed, and waits for its own traffic. Returns each change's ms to traffic.
+ */
+async function pacedChanges(
+  topo: Topology,
+  server: { create(kind: "EndpointSlice", obj: KObject): unknown },
+  n: number,
+  gapMs: number,
+): Promise<number[]> {
+  const times: number[] = [];
+  for (let k = 0; k < n; k++) {
+    await new Promise((r) => setTimeout(r, gapMs));
+    const changed = Date.now();
+    server.create("EndpointSlice", {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        name: `paced-${k}-1`,
+        namespace: "default",
+        labels: { "kubernetes.io/service-name": `paced-${k}` },
+      },
+      addressType: "IPv4",
+      endpoints: [{ addresses: [PROBE_POD.ip], conditions: { ready: true }, nodeName: NODE_NAME }],
+      ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+    });
+    times.push(await trafficAfter(topo, pacedVip(k), changed));
+  }
+  return times;
+}
+
 async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): Promise<RunResult> {
   const topo = await createTopology({ pods: [PROBE_POD], client: false });
   const dir = tempDir("kpts-bench-api-");
@@ -503,6 +590,7 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
         ports: [{ name: "http", port: 80, protocol: "TCP", targetPort: 8080 }],
       },
     });
+    createPacedServices(api.server, o.changes ?? 0);
     const started = Date.now();
     kp = startKubeProxy(topo, {
       kubeconfig: api.kubeconfig,
@@ -532,6 +620,7 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
       .find((l) => l.includes('"Sync failed; the next sync is a full one"'));
     if (failed) throw new Error(`the first sync failed:\n${kp.stderr().slice(-3000)}`);
     const firstSyncMs = klogMs(firstSyncLine)! - msOfDay(started);
+    const firstSyncPeakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
     // The metric agrees (set by the same sync, or by the IPv6 one just after it).
     const lastSync = await scrapeLastSync(topo);
     if (lastSync === undefined) throw new Error("first sync logged, but /metrics has no last-sync timestamp");
@@ -559,6 +648,8 @@ process.exit(1)`;
     const changeMs = Number(flowed.stdout.trim()) - changed;
     const peakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
     const steadyRssMiB = (statusKiB(kp.pid, "VmRSS") ?? Number.NaN) / 1024;
+    const pacedMs = await pacedChanges(topo, api.server, o.changes ?? 0, o.changeGapMs ?? 3000);
+    const pacedPeakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
 
     // A full resync, as every hour or after a Node label change (the trigger here): by now every
     // chain exists, so nftables mode flushes and refills each one, the largest transaction a
@@ -591,7 +682,10 @@ process.exit(1)`;
       firstSyncMs,
       firstSyncOwnMs,
       changeMs,
+      firstSyncPeakRssMiB,
       peakRssMiB,
+      pacedMs,
+      pacedPeakRssMiB,
       steadyRssMiB,
       resyncMs: resync,
       resyncPeakRssMiB,
@@ -656,6 +750,10 @@ function printRun(mode: BenchMode, services: number, r: number, res: RunResult, 
       `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> ${mode === "iptables" ? "restored" : "nft -f done"} ${c.restoredMs} ms`,
     );
   if (o.rssTrace) console.log(`  steady RSS (after the change) ${Math.round(res.steadyRssMiB)} MiB`);
+  if (o.changes)
+    console.log(
+      `    peak RSS after the first sync ${Math.round(res.firstSyncPeakRssMiB)} MiB; ${o.changes} paced changes (${o.changeGapMs} ms apart) -> traffic ${res.pacedMs.map(Math.round).join(", ")} ms; peak RSS after them ${Math.round(res.pacedPeakRssMiB)} MiB`,
+    );
   console.log(
     `    full resync (Node label change -> synced) ${Math.round(res.resyncMs)} ms; peak RSS with it ${Math.round(res.resyncPeakRssMiB)} MiB`,
   );
@@ -667,11 +765,16 @@ function summarise(
   runs: readonly RunResult[],
   o: ApiBenchOptions,
 ): ApiBenchSummary {
-  const m = (k: Exclude<keyof RunResult, "phases" | "changePhases">) => median(runs.map((x) => x[k]));
+  const m = (k: Exclude<keyof RunResult, "phases" | "changePhases" | "pacedMs">) =>
+    median(runs.map((x) => x[k]));
   const floorName = mode === "iptables" ? "full-restore floor" : "nft -f floor of its own payload";
   console.log(
     `${mode} ${services} x ${o.endpoints} (median of ${runs.length}): first sync ${Math.round(m("firstSyncMs"))} ms from start = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the ${floorName} ${Math.round(m("fullFloorMs"))} ms, the sync itself ${Math.round(m("firstSyncOwnMs"))} ms = ${(m("firstSyncOwnMs") / m("fullFloorMs")).toFixed(2)} x; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB; full resync ${Math.round(m("resyncMs"))} ms, peak RSS with it ${Math.round(m("resyncPeakRssMiB"))} MiB`,
   );
+  if (o.changes)
+    console.log(
+      `${mode} ${services} x ${o.endpoints} paced (median of ${runs.length}): peak RSS after the first sync ${Math.round(m("firstSyncPeakRssMiB"))} MiB, after ${o.changes} changes ${o.changeGapMs} ms apart ${Math.round(m("pacedPeakRssMiB"))} MiB; a paced change -> traffic ${Math.round(median(runs.flatMap((x) => x.pacedMs)))} ms (median of all)`,
+    );
   return {
     mode,
     services,

@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { constants as osConstants } from "node:os";
 import type { Readable, Writable } from "node:stream";
+import { collectYoungGarbage } from "../runtime.ts";
 import { TimeSlice } from "../util/time-slice.ts";
 import type { Exec, ExecInput, ExecRequest, ExecResult } from "./types.ts";
 
@@ -29,6 +30,99 @@ function collect(stream: Readable | null): () => string {
     size += chunk.length;
   });
   return () => Buffer.concat(chunks, size).toString("utf8");
+}
+
+/** Bytes of filtered-out output between two young collections (see collectLines). */
+const BYTES_PER_COLLECTION = 4 << 20;
+
+/**
+ * Like collect, keeping only the lines that start with `prefix` (each with its newline). The
+ * bytes are searched as they are, the kept lines' bytes copied out of each chunk together and
+ * decoded once at the end: no string per line. The chunks are garbage at once, and are
+ * collected every few MB: in a process with a big heap the runtime would otherwise let them pile
+ * up to about that heap's size (150 MB for one 55 MB iptables-save).
+ */
+function collectLines(stream: Readable | null, prefix: string): () => string {
+  const start = Buffer.from(prefix, "utf8");
+  const needle = Buffer.from(`\n${prefix}`, "utf8");
+  const kept: Buffer[] = [];
+  // [from, to) of each line kept from the chunk being scanned.
+  const ranges: number[] = [];
+  // What the unfinished last line carries into the next chunk: its bytes (copied) while it may
+  // still be kept, "skip" once it is known not to start with the prefix.
+  let carry: Buffer | "skip" | undefined;
+  let unread = 0;
+  const keepIfStarts = (line: Buffer) => {
+    if (line.length >= start.length && line.subarray(0, start.length).equals(start)) kept.push(line);
+  };
+  const scan = (chunk: Buffer) => {
+    let pos = 0;
+    if (carry !== undefined) {
+      const nl = chunk.indexOf(10);
+      if (nl < 0) {
+        if (carry !== "skip") carry = Buffer.concat([carry, chunk]);
+        return;
+      }
+      if (carry !== "skip") keepIfStarts(Buffer.concat([carry, chunk.subarray(0, nl + 1)]));
+      carry = undefined;
+      pos = nl + 1;
+    }
+    // `pos` is where a line starts.
+    while (pos < chunk.length) {
+      if (chunk.length - pos < start.length) {
+        carry = Buffer.from(chunk.subarray(pos));
+        return;
+      }
+      if (chunk.subarray(pos, pos + start.length).equals(start)) {
+        const nl = chunk.indexOf(10, pos);
+        if (nl < 0) {
+          carry = Buffer.from(chunk.subarray(pos));
+          return;
+        }
+        ranges.push(pos, nl + 1);
+        pos = nl + 1;
+        continue;
+      }
+      const next = chunk.indexOf(needle, pos);
+      if (next >= 0) {
+        pos = next + 1;
+        continue;
+      }
+      // No kept line starts further on in this chunk; only an unfinished last one, cut before
+      // its prefix was whole, still may.
+      const last = chunk.lastIndexOf(10);
+      if (last < pos) carry = "skip";
+      else if (last + 1 === chunk.length) carry = undefined;
+      else if (chunk.length - (last + 1) >= start.length) carry = "skip";
+      else carry = Buffer.from(chunk.subarray(last + 1));
+      return;
+    }
+  };
+  // The kept lines of one chunk, copied into one buffer of their own.
+  const copyRanges = (chunk: Buffer) => {
+    if (ranges.length === 0) return;
+    let size = 0;
+    for (let r = 0; r < ranges.length; r += 2) size += ranges[r + 1]! - ranges[r]!;
+    const out = Buffer.allocUnsafe(size);
+    let at = 0;
+    for (let r = 0; r < ranges.length; r += 2) at += chunk.copy(out, at, ranges[r]!, ranges[r + 1]!);
+    kept.push(out);
+    ranges.length = 0;
+  };
+  stream?.on("data", (chunk: Buffer) => {
+    scan(chunk);
+    copyRanges(chunk);
+    unread += chunk.length;
+    if (unread >= BYTES_PER_COLLECTION) {
+      unread = 0;
+      collectYoungGarbage();
+    }
+  });
+  return () => {
+    if (carry !== undefined && carry !== "skip") keepIfStarts(carry);
+    carry = undefined;
+    return Buffer.concat(kept).toString("utf8");
+  };
 }
 
 /** Characters per stdin write: a big input (a 30 MB restore) is never encoded in one piece. */
@@ -122,7 +216,8 @@ export function createRealExec(opts: RealExecOptions = {}): Exec {
           resolve(spawnFailure(req, err as NodeJS.ErrnoException));
           return;
         }
-        const stdout = collect(child.stdout);
+        const prefix = req.keepStdoutLinesStartingWith;
+        const stdout = prefix === undefined ? collect(child.stdout) : collectLines(child.stdout, prefix);
         const stderr = collect(child.stderr);
 
         let settled = false;

@@ -18,6 +18,13 @@ export interface ExecRequest {
   readonly stdin?: ExecInput;
   /** Kill the child after this many milliseconds; the result then has timedOut = true. */
   readonly timeoutMs?: number;
+  /**
+   * Keep only the stdout lines that start with this text, dropping the others as they arrive:
+   * a caller that needs a few lines of a big output (the chain names of a 50 MB iptables-save)
+   * never holds it whole. An Exec may ignore it and return every line, so the caller still
+   * picks its lines out of what it gets.
+   */
+  readonly keepStdoutLinesStartingWith?: string;
 }
 
 export interface ExecResult {

@@ -21,6 +21,11 @@ export interface ApiRequest {
   /** Sent as JSON. */
   body?: unknown;
   signal?: AbortSignal;
+  /**
+   * The caller reads the body as it arrives, through stream() (a list read item by item), as
+   * it does a watch's; otherwise the body is read whole before the response is handed over.
+   */
+  streamBody?: boolean;
 }
 
 export interface ApiResponse {
@@ -126,7 +131,9 @@ export function kubeApiClient(
         }
         observer?.result(res.httpStatusCode, req.method, host);
         const status = res.httpStatusCode;
-        if (watch) return { status, text: () => res.body.text(), stream: () => res.body.stream() };
+        // A streamed list's latency ends with its headers: its body is read by the caller.
+        if (watch || req.streamBody)
+          return { status, text: () => res.body.text(), stream: () => res.body.stream() };
         // Everything else is read whole here, as client-go's Do() does, so the latency covers it.
         const body = await res.body.text();
         return { status, text: async () => body, stream: () => new Response(body).body };

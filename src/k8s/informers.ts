@@ -8,6 +8,7 @@ import type { BackoffOptions } from "../util/backoff.ts";
 import { tokenBucket, unlimited } from "../util/token-bucket.ts";
 import { API_PATHS } from "./api-access.ts";
 import { type ApiClient, kubeApiClient } from "./api-client.ts";
+import { endpointSliceIdentity } from "./cached-forms.ts";
 import type { EndpointSliceObject, NodeObject, ServiceCIDRObject, ServiceObject } from "./objects.ts";
 import { Reflector } from "./reflector.ts";
 import { nodeFieldSelector, SERVICE_AND_SLICE_SELECTOR, SERVICE_FIELD_SELECTOR } from "./selectors.ts";
@@ -65,6 +66,9 @@ export function createApiSource(opts: ApiSourceOptions): ClusterSource {
           path: API_PATHS.endpointSlices,
           labelSelector: SERVICE_AND_SLICE_SELECTOR,
           logger: log.named("endpointslices"),
+          // The proxy's EndpointSliceCache holds the endpoints; the informer only what a
+          // deletion needs (the handler ignores an update's previous state).
+          cached: endpointSliceIdentity,
         },
         {
           added: (s) => handler.onEndpointSliceChange(s, false),

@@ -10,6 +10,8 @@ import type { Logger } from "../log/logger.ts";
 import { collectYoungGarbage } from "../runtime.ts";
 import { Backoff, type BackoffOptions, sleep } from "../util/backoff.ts";
 import { type ApiClient, apiErrorFrom, describeError } from "./api-client.ts";
+import { dropUnreadMetadata } from "./cached-forms.ts";
+import { readListStream } from "./list-stream.ts";
 import { type KubeObject, ObjectStore, objectKey } from "./store.ts";
 import { readWatchStream, type WatchEvent } from "./watch-stream.ts";
 
@@ -22,7 +24,7 @@ export interface ReflectorHandler<T> {
   synced(): void;
 }
 
-export interface ReflectorOptions {
+export interface ReflectorOptions<T extends KubeObject = KubeObject> {
   /** Kind of the objects (filled into list items, which arrive without it). */
   kind: string;
   apiVersion: string;
@@ -37,18 +39,18 @@ export interface ReflectorOptions {
   watchTimeoutSeconds?: () => number;
   /** How long past the watch timeout a silent stream is trusted before it is dropped. */
   idleSlackMs?: number;
+  /**
+   * What the cache keeps of each object, when not all of it (see cached-forms.ts). Handlers
+   * then get that form as an update's `previous` and as a relisted-away deletion, and resync()
+   * re-delivers nothing: it would hand them the cut-down form as the current state.
+   */
+  cached?: (obj: T) => T;
 }
 
 type WatchOutcome =
   | { kind: "closed"; events: number }
   | { kind: "expired"; events: number }
   | { kind: "failed"; events: number; error: string };
-
-/** A list response's body, as far as the reflector reads it. */
-interface ListBody<T> {
-  metadata?: { resourceVersion?: string };
-  items?: T[] | null;
-}
 
 /**
  * Objects delivered between two young-generation collections while a list is delivered: the
@@ -63,7 +65,7 @@ const HEALTHY_WATCH_MS = 1000;
 const defaultWatchTimeout = () => 300 + Math.floor(Math.random() * 300);
 
 export class Reflector<T extends KubeObject> {
-  readonly store = new ObjectStore<T>();
+  readonly store: ObjectStore<T>;
   private resourceVersion = "";
   private stopped = false;
   private hasSynced = false;
@@ -73,11 +75,12 @@ export class Reflector<T extends KubeObject> {
   private readonly log: Logger;
 
   constructor(
-    private readonly opts: ReflectorOptions,
+    private readonly opts: ReflectorOptions<T>,
     private readonly handler: ReflectorHandler<T>,
   ) {
     this.backoff = new Backoff(opts.backoff);
     this.log = opts.logger;
+    this.store = new ObjectStore<T>(opts.cached);
   }
 
   /** The resourceVersion the next watch would resume from. */
@@ -103,7 +106,7 @@ export class Reflector<T extends KubeObject> {
    * counts updates (the change metrics) counts them, as upstream's does.
    */
   resync(): void {
-    if (!this.hasSynced) return;
+    if (!this.hasSynced || this.opts.cached) return;
     for (const obj of this.store.values()) this.call(() => this.handler.updated(obj, obj));
   }
 
@@ -179,11 +182,29 @@ export class Reflector<T extends KubeObject> {
 
   private async list(from: string): Promise<"ok" | "expired" | "failed"> {
     try {
-      const list = await this.fetchList(from);
-      if (list === "expired") return "expired";
+      const seen = new Set<string>();
+      let delivered = 0;
+      const deliver = (fn: () => void) => {
+        this.call(fn);
+        if (++delivered % DELIVERIES_PER_COLLECTION === 0) collectYoungGarbage();
+      };
+      // Each item is applied and delivered as it arrives, and is garbage once the handler has
+      // made its own state of it: the list is never held whole.
+      const meta = await this.fetchList(from, (item) => {
+        const obj = item as T;
+        this.typed(obj);
+        seen.add(objectKey(obj));
+        const r = this.store.apply(obj);
+        if (r.change === "added") deliver(() => this.handler.added(obj));
+        else if (r.change === "updated") deliver(() => this.handler.updated(r.previous, obj));
+      });
+      if (meta === "expired") return "expired";
       if (this.stopped) return "failed";
-      this.replace(list.items ?? []);
-      this.resourceVersion = list.metadata?.resourceVersion ?? "";
+      for (const obj of this.store.removeUnseen(seen)) {
+        this.log.v(2).info("Object gone after relist", { resource: this.opts.kind, key: objectKey(obj) });
+        deliver(() => this.handler.deleted(obj));
+      }
+      this.resourceVersion = meta.resourceVersion ?? "";
       this.log.v(2).info("Listed", {
         resource: this.opts.kind,
         count: this.store.size,
@@ -202,38 +223,31 @@ export class Reflector<T extends KubeObject> {
   }
 
   /**
-   * The parsed list, or "expired". Its own call, so that the response and its text (tens of MB
-   * at 10,000 objects) are out of reach while the objects are delivered.
+   * Reads the list, handing each item to onItem as it arrives (list-stream.ts); resolves with
+   * the list's metadata, or "expired". A list cut off half way throws after some items were
+   * delivered: the next list's diff reconciles them, as after any relist.
    */
-  private async fetchList(from: string): Promise<ListBody<T> | "expired"> {
+  private async fetchList(
+    from: string,
+    onItem: (item: unknown) => void,
+  ): Promise<{ resourceVersion?: string } | "expired"> {
     const res = await this.opts.client.request({
       method: "GET",
       path: this.opts.path,
       query: this.query({ resourceVersion: from }),
       signal: this.life.signal,
+      streamBody: true,
     });
     if (res.status === 410) {
       this.log.v(2).info("List expired, relisting from the current state", { resource: this.opts.kind });
       return "expired";
     }
     if (res.status < 200 || res.status > 299) throw await apiErrorFrom(res, `list ${this.opts.kind}`);
-    return JSON.parse(await res.text()) as ListBody<T>;
-  }
-
-  private replace(items: T[]): void {
-    for (const item of items) this.typed(item);
-    const diff = this.store.replace(items);
-    let delivered = 0;
-    const deliver = (fn: () => void) => {
-      this.call(fn);
-      if (++delivered % DELIVERIES_PER_COLLECTION === 0) collectYoungGarbage();
-    };
-    for (const obj of diff.added) deliver(() => this.handler.added(obj));
-    for (const { previous, current } of diff.updated) deliver(() => this.handler.updated(previous, current));
-    for (const obj of diff.deleted) {
-      this.log.v(2).info("Object gone after relist", { resource: this.opts.kind, key: objectKey(obj) });
-      deliver(() => this.handler.deleted(obj));
-    }
+    const stream = res.stream();
+    if (!stream) throw new Error(`list ${this.opts.kind}: the response has no body`);
+    const top = await readListStream(stream, onItem);
+    const meta = top.metadata as { resourceVersion?: unknown } | undefined;
+    return typeof meta?.resourceVersion === "string" ? { resourceVersion: meta.resourceVersion } : {};
   }
 
   private async watch(): Promise<WatchOutcome> {
@@ -311,11 +325,15 @@ export class Reflector<T extends KubeObject> {
     return undefined;
   }
 
-  /** List items come without kind and apiVersion; fill them so every delivered object is whole. */
+  /**
+   * List items come without kind and apiVersion; fill them so every delivered object is whole.
+   * What nothing reads goes (dropUnreadMetadata): it would be kept in the cache for nothing.
+   */
   private typed(obj: T): void {
     const o = obj as { kind?: string; apiVersion?: string };
     o.kind ??= this.opts.kind;
     o.apiVersion ??= this.opts.apiVersion;
+    dropUnreadMetadata(obj);
   }
 
   /** A throwing handler must not stop the watch: everything after it would be missed. */

@@ -46,6 +46,12 @@ function sameVersion(a: KubeObject, b: KubeObject): boolean {
 export class ObjectStore<T extends KubeObject> {
   private readonly items = new Map<string, T>();
 
+  /**
+   * `kept` is what the cache keeps of each object (the whole object unless told): what get(),
+   * values(), an update's `previous` and the deletions of a replace() hand back.
+   */
+  constructor(private readonly kept: (obj: T) => T = (obj) => obj) {}
+
   get size(): number {
     return this.items.size;
   }
@@ -62,7 +68,7 @@ export class ObjectStore<T extends KubeObject> {
     const key = objectKey(obj);
     const previous = this.items.get(key);
     if (previous && sameVersion(previous, obj)) return { change: "unchanged" };
-    this.items.set(key, obj);
+    this.items.set(key, this.kept(obj));
     return previous ? { change: "updated", previous } : { change: "added" };
   }
 
@@ -72,6 +78,20 @@ export class ObjectStore<T extends KubeObject> {
     const previous = this.items.get(key);
     this.items.delete(key);
     return previous;
+  }
+
+  /**
+   * Forgets every object whose key is not in `seen` (the keys of a fresh list applied one by
+   * one) and returns them, in their last known state.
+   */
+  removeUnseen(seen: ReadonlySet<string>): T[] {
+    const gone: T[] = [];
+    for (const [key, obj] of this.items) {
+      if (seen.has(key)) continue;
+      this.items.delete(key);
+      gone.push(obj);
+    }
+    return gone;
   }
 
   /** Makes the cache equal to a fresh list; deletions carry the last known state. */

@@ -75,6 +75,18 @@ describe("createRealExec", () => {
     expect(res.stdout.endsWith("aaa")).toBe(true);
   });
 
+  test("keeps only the stdout lines with the prefix, lines split across chunks included", async () => {
+    // 200,000 lines (about 2 MB, many pipe chunks, so chain lines fall across chunk ends too):
+    // every 100th is a chain line; the last one has no newline.
+    const awk =
+      'BEGIN { for (i = 0; i < 200000; i++) if (i % 100 == 0) printf ":C%d - [0:0]\\n", i; else printf "-A X %d\\n", i; printf ":END" }';
+    const res = await exec.run({ cmd: "awk", args: [awk], keepStdoutLinesStartingWith: ":" });
+    expect(res.code).toBe(0);
+    const lines = res.stdout.split("\n");
+    expect(lines.length).toBe(2001);
+    expect(lines.every((l, k) => l === (k < 2000 ? `:C${k * 100} - [0:0]` : ":END"))).toBe(true);
+  });
+
   test("closes stdin when none is given, so a reader sees EOF at once", async () => {
     const res = await exec.run({ cmd: "cat", args: [], timeoutMs: 5000 });
     expect(res).toEqual({ code: 0, stdout: "", stderr: "" });

@@ -76,4 +76,16 @@ describe("ObjectStore", () => {
     expect(r.added).toHaveLength(1);
     expect(r.deleted.map((d) => d.metadata.namespace)).toEqual(["x"]);
   });
+
+  test("keeps what `kept` makes of each object: get, values, previous and deletions are that form", () => {
+    const s = new ObjectStore<Obj>((x) => ({ metadata: x.metadata }));
+    expect(s.apply(o("a", "1", 7))).toEqual({ change: "added" });
+    expect(s.get("ns/a")).toEqual({ metadata: { name: "a", namespace: "ns", resourceVersion: "1" } });
+    expect(s.apply(o("a", "1", 8))).toEqual({ change: "unchanged" });
+    const r = s.apply(o("a", "2", 9));
+    expect(r.change === "updated" && r.previous.v).toBeUndefined();
+    const d = s.replace([o("b", "1", 5)]);
+    expect(d.added[0]!.v).toBe(5);
+    expect(d.deleted).toEqual([{ metadata: { name: "a", namespace: "ns", resourceVersion: "2" } }]);
+  });
 });

@@ -120,9 +120,14 @@ export function createIptablesClient(opts: IptablesClientOptions): IptablesClien
     throw fail(res);
   }
 
-  async function save(args: string[]): Promise<string> {
+  async function save(args: string[], linesStartingWith?: string): Promise<string> {
     log.v(4).info("Running iptables-save", { command: cmds.save, args });
-    const res = await exec.run({ cmd: cmds.save, args, timeoutMs });
+    const res = await exec.run({
+      cmd: cmds.save,
+      args,
+      timeoutMs,
+      ...(linesStartingWith !== undefined ? { keepStdoutLinesStartingWith: linesStartingWith } : {}),
+    });
     if (res.code !== 0) throw new IptablesError(cmds.save, args, res.code, res.stderr || res.stdout);
     return res.stdout;
   }
@@ -131,7 +136,7 @@ export function createIptablesClient(opts: IptablesClientOptions): IptablesClien
     family,
     backend,
 
-    save: (table) => save(["-t", table]),
+    save: (table, only) => save(["-t", table], only?.linesStartingWith),
     saveAll: () => save([]),
 
     async restoreAll(data: RestoreInput, ro: RestoreOptions): Promise<void> {

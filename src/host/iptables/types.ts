@@ -39,8 +39,11 @@ export interface RestoreOptions {
 export interface IptablesClient {
   readonly family: IPFamily;
   readonly backend: IptablesBackend;
-  /** iptables-save -t TABLE output. */
-  save(table: Table): Promise<string>;
+  /**
+   * iptables-save -t TABLE output; with `only`, possibly just its lines that start with
+   * only.linesStartingWith (a client may return them all: callers pick their lines out).
+   */
+  save(table: Table, only?: { linesStartingWith: string }): Promise<string>;
   /** iptables-save of every table. */
   saveAll(): Promise<string>;
   /** One atomic iptables-restore of `data` (which holds its own *table / COMMIT sections). */

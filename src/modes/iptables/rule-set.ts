@@ -100,7 +100,7 @@ export interface SyncScope {
 export interface RuleSetRequest extends ScopeRequest, TopologyContext {
   readonly largeClusterMode: boolean;
   /** Chain names iptables-save reported for nat, when a stale-chain sweep is due. */
-  readonly existingNatChains: readonly string[] | undefined;
+  readonly existingNatChains: Iterable<string> | undefined;
   /** undefined: nodePortAddresses match every local address. */
   readonly nodePortIPs: readonly string[] | undefined;
   /** Now, on the proxier's clock (how long unwanted filter rules have stayed: filter-edits.ts). */
@@ -420,12 +420,17 @@ export class RuleSetBuilder {
   private staleChains(req: RuleSetRequest, out: Output, next: readonly PortState[]): string[] {
     const stale = new Set<string>();
     if (req.existingNatChains) {
-      const candidates = req.existingNatChains.filter(isServiceChainName);
-      // A first sync into empty tables has none: skip gathering every port's chains.
-      if (candidates.length === 0) return [];
-      const active = new Set<string>();
-      for (const s of next) for (const c of s.activeChains) active.add(c);
-      for (const c of candidates) if (!active.has(c)) stale.add(c);
+      // Read one name at a time: only the stale ones are kept. A first sync into empty tables
+      // has no service chains at all: every port's chains are gathered only once one shows up.
+      let active: Set<string> | undefined;
+      for (const c of req.existingNatChains) {
+        if (!isServiceChainName(c)) continue;
+        if (!active) {
+          active = new Set<string>();
+          for (const s of next) for (const owned of s.activeChains) active.add(owned);
+        }
+        if (!active.has(c)) stale.add(c);
+      }
       return [...stale].sort();
     }
     // Chain names hash the port's name and protocol, so no other port can own them.

@@ -26,11 +26,21 @@ export function chainLine(chain: string): string {
 
 /** Chain names declared in iptables-save output for one table (lines like ":NAME POLICY [p:b]"). */
 export function chainsInSave(saveOutput: string): string[] {
-  const out: string[] = [];
-  for (const line of saveOutput.split("\n")) {
-    if (line.charCodeAt(0) !== 58 /* ":" */) continue;
-    const end = line.indexOf(" ");
-    out.push(end < 0 ? line.slice(1) : line.slice(1, end));
+  return [...chainNamesInSave(saveOutput)];
+}
+
+/**
+ * chainsInSave, one name at a time as it is read: a caller that keeps a few of 100,000 names
+ * (the stale ones) never holds them all, nor the output split into lines.
+ */
+export function* chainNamesInSave(saveOutput: string): Generator<string> {
+  for (let at = 0; at < saveOutput.length; ) {
+    let nl = saveOutput.indexOf("\n", at);
+    if (nl < 0) nl = saveOutput.length;
+    if (saveOutput.charCodeAt(at) === 58 /* ":" */) {
+      const space = saveOutput.indexOf(" ", at);
+      yield saveOutput.slice(at + 1, space < 0 || space > nl ? nl : space);
+    }
+    at = nl + 1;
   }
-  return out;
 }

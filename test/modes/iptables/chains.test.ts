@@ -6,7 +6,7 @@ import {
   isServiceChainName,
   servicePortChains,
 } from "../../../src/modes/iptables/chains.ts";
-import { chainLine, chainsInSave } from "../../../src/proxy/netfilter/chains.ts";
+import { chainLine, chainNamesInSave, chainsInSave } from "../../../src/proxy/netfilter/chains.ts";
 
 // Ground truth: chain names that appear in upstream kube-proxy's own iptables tests. The inputs
 // are upstream's (their addresses are hash inputs here, nothing is programmed with them).
@@ -72,6 +72,13 @@ describe("chain helpers", () => {
 
   test("chainLine is the restore form that creates or flushes a chain", () => {
     expect(chainLine("KUBE-SERVICES")).toBe(":KUBE-SERVICES - [0:0]");
+  });
+
+  test("chainNamesInSave reads the names one at a time, a last line without its newline too", () => {
+    const names = chainNamesInSave("*nat\n:A - [0:0]\n-A A -j RETURN\n:B\n:C ACCEPT [1:2]");
+    expect(names.next().value).toBe("A");
+    expect([...names]).toEqual(["B", "C"]);
+    expect([...chainNamesInSave("")]).toEqual([]);
   });
 
   test("chainsInSave lists every declared chain, built-in ones included", () => {

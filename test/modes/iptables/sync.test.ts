@@ -361,6 +361,19 @@ describe("large clusters", () => {
     expect(s.ipt.saveCalls).toBe(2);
   });
 
+  test("a full sync requested while a sweep is due leaves the sweep to the partial sync after it", async () => {
+    const s = setup();
+    bigCluster(s);
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(1);
+    s.clock.advance(FULL_SYNC_PERIOD_MS + 1);
+    s.proxier.requestFullSync();
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(1);
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(2);
+  });
+
   test("between sweeps, chains a changed service stopped using are still deleted", async () => {
     const s = setup();
     bigCluster(s);
