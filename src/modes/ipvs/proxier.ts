@@ -123,7 +123,22 @@ export interface IpvsSyncStats {
   readonly ipsetRestoreLines: number;
   readonly ipBatchLines: number;
   readonly iptablesRestoreBytes: number;
+  /** Where the time went, in order: each step's own milliseconds (host steps and planning). */
+  readonly steps: Readonly<Record<SyncStep, number>>;
 }
+
+/** The steps of a sync, timed for the v=2 "ipvs sync done" line (bench-api reads it). */
+export type SyncStep = "baseline" | "read" | "plan" | "ipset" | "ipvs" | "bind" | "iptables";
+
+const noSteps = (): Record<SyncStep, number> => ({
+  baseline: 0,
+  read: 0,
+  plan: 0,
+  ipset: 0,
+  ipvs: 0,
+  bind: 0,
+  iptables: 0,
+});
 
 /**
  * Planning work (ports and endpoints replanned) from which a sync collects its garbage in full
@@ -132,7 +147,7 @@ export interface IpvsSyncStats {
  */
 const WORK_FOR_FULL_COLLECTION = 100_000;
 
-type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs">;
+type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs" | "steps">;
 
 /** Real servers of a view made as one array up to this many (a Listing costs more than a few). */
 const VIEWED_WHOLE = 256;
@@ -189,6 +204,7 @@ export class IpvsProxier implements Proxier {
   private resetWeights = true;
   private timeoutsConfigured = false;
   private hostMs = 0;
+  private steps = noSteps();
   private stats: IpvsSyncStats | undefined;
 
   constructor(private readonly deps: IpvsProxierDeps) {
@@ -280,13 +296,14 @@ export class IpvsProxier implements Proxier {
     const startMs = performance.now();
     const start = this.clock.now();
     this.hostMs = 0;
+    this.steps = noSteps();
     // Node labels and podCIDRs reach the plans through the plan context, not a full sync.
     this.book.observeNode(input.node);
     const fullSync = this.book.fullSyncNeeded || this.book.periodicFullSyncDue(start);
     this.log.v(3).info("Syncing ipvs proxier rules", { ipFamily: this.family, fullSync });
     let counts: SyncCounts | undefined;
     try {
-      if (fullSync) await this.ensureBaseline();
+      if (fullSync) await this.timed("baseline", () => this.ensureBaseline());
       await this.configureTimeoutsOnce();
       counts = await this.reconcile(input, fullSync, start);
       this.book.synced(fullSync, start);
@@ -312,15 +329,19 @@ export class IpvsProxier implements Proxier {
    * restore input).
    */
   private async reconcile(input: SyncInput, fullSync: boolean, now: number): Promise<SyncCounts> {
-    const batches = await this.batches(input, await this.readKernel(), fullSync, now);
-    const { full, changes, binds } = batches;
-    const rules = await this.rules(batches.ipsets.nonEmpty);
-    const ipsetLines = batches.ipsets.lines;
-    await this.write(batches, rules);
+    const kernel = await this.timed("read", () => this.readKernel());
+    const batches = await this.timed("plan", async () => {
+      const b = await this.batches(input, kernel, fullSync, now);
+      return { b, rules: await this.rules(b.ipsets.nonEmpty) };
+    });
+    const { full, changes, binds } = batches.b;
+    const rules = batches.rules;
+    const ipsetLines = batches.b.ipsets.lines;
+    await this.write(batches.b, rules);
     if (full) this.lastReconcile = now;
     return {
       reconcile: full ? "full" : "partial",
-      recomputedPorts: batches.replanned,
+      recomputedPorts: batches.b.replanned,
       virtualServers: this.plans.state.virtualServers.size,
       ipvsRestoreLines: changes.length,
       ipsetRestoreLines: ipsetLines,
@@ -418,9 +439,9 @@ export class IpvsProxier implements Proxier {
       return script;
     };
     const failures: unknown[] = [];
-    const attempt = async (what: string, op: () => Promise<void>) => {
+    const attempt = async (what: string, step: SyncStep, op: () => Promise<void>) => {
       try {
-        await this.host(op);
+        await this.timed(step, () => this.host(op));
       } catch (err) {
         this.log.error(what, restoreFailureFields(err));
         failures.push(err);
@@ -428,15 +449,15 @@ export class IpvsProxier implements Proxier {
     };
     // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
     if (batches.ipsets.lines > 0)
-      await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript()));
+      await attempt("Failed to sync ipsets", "ipset", () => this.deps.ipset.restore(ipsetScript()));
     if (changes.length > 0)
-      await attempt("Failed to apply IPVS changes", () => this.deps.ipvs.apply(changes));
+      await attempt("Failed to apply IPVS changes", "ipvs", () => this.deps.ipvs.apply(changes));
     if (binds.add.length > 0 || binds.remove.length > 0) {
-      await attempt("Failed to bind service addresses", () =>
+      await attempt("Failed to bind service addresses", "bind", () =>
         this.deps.netlink.bindAddresses(DUMMY_DEVICE, binds.add, binds.remove),
       );
     }
-    await attempt("Failed to execute iptables-restore", async () => {
+    await attempt("Failed to execute iptables-restore", "iptables", async () => {
       try {
         await this.deps.iptables.restoreAll(rules, { noFlush: true, counters: true });
       } catch (err) {
@@ -454,6 +475,16 @@ export class IpvsProxier implements Proxier {
       return await op();
     } finally {
       this.hostMs += performance.now() - t0;
+    }
+  }
+
+  /** Runs one step of the sync, adding its wall time to the step's (kept on failure too). */
+  private async timed<T>(step: SyncStep, op: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await op();
+    } finally {
+      this.steps[step] += performance.now() - t0;
     }
   }
 
@@ -570,7 +601,21 @@ export class IpvsProxier implements Proxier {
       ipsetRestoreLines: counts?.ipsetRestoreLines ?? 0,
       ipBatchLines: counts?.ipBatchLines ?? 0,
       iptablesRestoreBytes: counts?.iptablesRestoreBytes ?? 0,
+      steps: this.steps,
     };
+    // One line per sync at -v=2: its steps and sizes (bench-api reads the phases from it).
+    const ms = (x: number) => Math.round(x);
+    this.log.v(2).info("ipvs sync done", {
+      ipFamily: this.family,
+      fullSync,
+      reconcile: this.stats.reconcile,
+      totalMs: ms(totalMs),
+      ...Object.fromEntries(Object.entries(this.steps).map(([k, v]) => [`${k}Ms`, ms(v)])),
+      virtualServers: this.stats.virtualServers,
+      ipvsLines: this.stats.ipvsRestoreLines,
+      ipsetLines: this.stats.ipsetRestoreLines,
+      bindLines: this.stats.ipBatchLines,
+    });
     this.log.v(4).info("syncProxyRules complete", { ipFamily: this.family, elapsed: `${totalMs / 1000}s` });
   }
 }
