@@ -14,7 +14,7 @@
 
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { ProxyConfig } from "../../config/types.ts";
-import type { IpsetClient, IpsetSet } from "../../host/ipset/types.ts";
+import type { IpsetClient, IpsetSet, IpsetSetSpec } from "../../host/ipset/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
 import type { IpvsChanges, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
@@ -38,7 +38,7 @@ import { familyOf, type IPFamily } from "../../util/net/family.ts";
 import { type BindPlan, boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { type IpsetSyncPlan, planIpsets } from "./ipset-sync.ts";
-import { type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
+import { SET_IDS, type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
 import {
   FILTER_CHAINS,
   IPVS_JUMP_CHAINS,
@@ -147,6 +147,14 @@ const noSteps = (): Record<SyncStep, number> => ({
  */
 const WORK_FOR_FULL_COLLECTION = 100_000;
 
+/**
+ * A partial sync reads at most this many virtual servers one by one (an ipvsadm call each);
+ * beyond that one listing of the whole table costs less.
+ */
+const NARROW_READ_MAX = 16;
+
+const NO_ENTRIES: ReadonlySet<string> = new Set();
+
 type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs" | "steps">;
 
 /** Real servers of a view made as one array up to this many (a Listing costs more than a few). */
@@ -204,6 +212,9 @@ export class IpvsProxier implements Proxier {
   private resetWeights = true;
   private timeoutsConfigured = false;
   private hostMs = 0;
+  /** The node's addresses (not kube-ipvs0's) and our sets' kinds, as the last full read found them. */
+  private lastNodeAddresses: string[] | undefined;
+  private readonly lastSetSpecs = new Map<string, IpsetSetSpec>();
   private steps = noSteps();
   private stats: IpvsSyncStats | undefined;
 
@@ -329,19 +340,15 @@ export class IpvsProxier implements Proxier {
    * restore input).
    */
   private async reconcile(input: SyncInput, fullSync: boolean, now: number): Promise<SyncCounts> {
-    const kernel = await this.timed("read", () => this.readKernel());
-    const batches = await this.timed("plan", async () => {
-      const b = await this.batches(input, kernel, fullSync, now);
-      return { b, rules: await this.rules(b.ipsets.nonEmpty) };
-    });
-    const { full, changes, binds } = batches.b;
-    const rules = batches.rules;
-    const ipsetLines = batches.b.ipsets.lines;
-    await this.write(batches.b, rules);
+    const batches = await this.batches(input, fullSync, now);
+    const { full, changes, binds } = batches;
+    const rules = await this.timed("plan", () => this.rules(batches.ipsets.nonEmpty));
+    const ipsetLines = batches.ipsets.lines;
+    await this.write(batches, rules);
     if (full) this.lastReconcile = now;
     return {
       reconcile: full ? "full" : "partial",
-      recomputedPorts: batches.b.replanned,
+      recomputedPorts: batches.replanned,
       virtualServers: this.plans.state.virtualServers.size,
       ipvsRestoreLines: changes.length,
       ipsetRestoreLines: ipsetLines,
@@ -350,41 +357,82 @@ export class IpvsProxier implements Proxier {
     };
   }
 
-  /** What this sync writes, from the plans and one read of the kernel. */
-  private async batches(
-    input: SyncInput,
-    kernel: KernelView,
-    fullSync: boolean,
-    now: number,
-  ): Promise<Batches> {
-    const ctx = this.planContext(nodeAddresses(kernel.addresses, this.family));
-    const { replanned, scope } = await this.replan(input, ctx);
-    // Planning's leftovers go before the ipset and IPVS changes are computed on top of them.
-    if (this.plans.lastWork >= WORK_FOR_FULL_COLLECTION) collectGarbage();
-    const full =
-      fullSync ||
-      scope === undefined ||
-      scope.empty ||
-      now - this.lastReconcile >= this.deps.config.ipvs.syncPeriod;
-    const partial = full ? undefined : this.withDraining(scope!);
-    const ipsets = planIpsets({
-      sets: this.sets,
-      desired: this.plans.state.entries,
-      kernel: kernel.sets,
-      logger: this.log,
-      ...(partial ? { scope: partial.entries } : {}),
+  /**
+   * What this sync writes, from the plans and the kernel. A sync that can be partial (no full
+   * sync, no full scan, a full reconcile less than --ipvs-sync-period ago) plans first, with the
+   * node addresses of the last full read, and then reads only what its scope touched: those
+   * virtual servers from IPVS (connection counts decide draining), and set members and bound
+   * addresses from the scope's memory of the state (see SyncScope). A sync with nothing to do
+   * then reads nothing; the periodic full reconcile is what repairs drift. Everything else reads
+   * the whole kernel first; so does a sync that touches many virtual servers.
+   */
+  private async batches(input: SyncInput, fullSync: boolean, now: number): Promise<Batches> {
+    const mayBePartial =
+      !fullSync &&
+      !this.needFullScan &&
+      this.lastNodeAddresses !== undefined &&
+      now - this.lastReconcile < this.deps.config.ipvs.syncPeriod;
+    let kernel = mayBePartial ? undefined : await this.timed("read", () => this.readKernel());
+    let { replanned, scope } = await this.timed("plan", () => this.replan(input, this.planContext()));
+    if (kernel === undefined) {
+      const narrow = scope ? this.withDraining(scope) : undefined;
+      if (narrow && narrow.virtualServers.size <= NARROW_READ_MAX) {
+        kernel = await this.timed("read", () => this.readScoped(narrow));
+      } else {
+        kernel = await this.timed("read", () => this.readKernel());
+        // The node's addresses, read again, may have changed: then every port is replanned.
+        const ctx = this.planContext();
+        if (this.needFullScan) {
+          const again = await this.timed("plan", () => this.replan(input, ctx));
+          replanned += again.replanned;
+          scope = again.scope;
+        }
+      }
+    }
+    const view = kernel;
+    // Partial: only what the scope touched is compared (the rest is as the last sync left it).
+    const partial = mayBePartial && scope !== undefined ? this.withDraining(scope) : undefined;
+    return this.timed("plan", async () => {
+      // Planning's leftovers go before the ipset and IPVS changes are computed on top of them.
+      if (this.plans.lastWork >= WORK_FOR_FULL_COLLECTION) collectGarbage();
+      const ipsets = planIpsets({
+        sets: this.sets,
+        desired: this.plans.state.entries,
+        kernel: view.sets,
+        logger: this.log,
+        ...(partial ? { scope: partial.entries } : {}),
+      });
+      const changes = diffIpvs({
+        desired: this.plans.state.virtualServers,
+        kernel: indexTable(view.services, (a) => this.ownsAddress(a), partial?.virtualServerAddresses),
+        graceful: this.graceful,
+        resetWeights: this.resetWeights,
+        excluded: (address) => this.excludeCIDRs.some((cidr) => cidrContains(cidr, address)),
+        ...(partial ? { keys: partial.virtualServers.keys() } : {}),
+      });
+      const bound = boundAddresses(view.addresses, this.family, partial?.bindAddresses);
+      const binds = planBindings(this.plans.state.bindAddresses, bound, partial?.bindAddresses);
+      return { full: partial === undefined, replanned, ipsets, changes, binds };
     });
-    const changes = diffIpvs({
-      desired: this.plans.state.virtualServers,
-      kernel: indexTable(kernel.services, (a) => this.ownsAddress(a), partial?.virtualServerAddresses),
-      graceful: this.graceful,
-      resetWeights: this.resetWeights,
-      excluded: (address) => this.excludeCIDRs.some((cidr) => cidrContains(cidr, address)),
-      ...(partial ? { keys: partial.virtualServers } : {}),
-    });
-    const bound = boundAddresses(kernel.addresses, this.family, partial?.bindAddresses);
-    const binds = planBindings(this.plans.state.bindAddresses, bound, partial?.bindAddresses);
-    return { full, replanned, ipsets, changes, binds };
+  }
+
+  /**
+   * The kernel as far as a partial sync looks at it: the scope's virtual servers as IPVS lists
+   * them; the members and addresses it touched that the state held, our sets as the last full
+   * read found them (or as we create them), which a successful sync left in the kernel.
+   */
+  private async readScoped(scope: SyncScope): Promise<KernelView> {
+    const services = await this.host(() => this.deps.ipvs.readServices([...scope.virtualServers.values()]));
+    const sets = new Map<string, IpsetSet>();
+    for (const id of SET_IDS) {
+      const { spec } = this.sets[id];
+      sets.set(spec.name, {
+        spec: this.lastSetSpecs.get(spec.name) ?? spec,
+        entries: scope.heldEntries.get(id) ?? NO_ENTRIES,
+      });
+    }
+    const addresses = [...scope.heldBinds].map((address) => ({ device: DUMMY_DEVICE, address }));
+    return { services, sets, addresses };
   }
 
   /**
@@ -402,13 +450,13 @@ export class IpvsProxier implements Proxier {
     }
     const changed = new Set(input.serviceUpdate.updatedServices);
     for (const key of input.endpointsUpdate.updatedServices) changed.add(key);
-    const scope = new SyncScope();
+    const scope = new SyncScope(this.plans.state);
     return { replanned: this.plans.replanServices(changed, input, ctx, scope), scope };
   }
 
   /** A partial sync also looks at virtual servers with real servers still draining. */
   private withDraining(scope: SyncScope): SyncScope {
-    for (const [key, vs] of this.graceful.pendingVirtualServers()) scope.addVirtualServer(key, vs.address);
+    for (const [key, vs] of this.graceful.pendingVirtualServers()) scope.addVirtualServer(key, vs);
     return scope;
   }
 
@@ -488,11 +536,20 @@ export class IpvsProxier implements Proxier {
     }
   }
 
-  /** One read of each kernel table, concurrently. */
+  /**
+   * One read of each kernel table, concurrently. The node's addresses and our sets' kinds are
+   * kept for partial syncs (readScoped).
+   */
   private async readKernel(): Promise<KernelView> {
     const [services, sets, addresses] = await this.host(() =>
       Promise.all([this.deps.ipvs.read(), this.deps.ipset.listSets(), this.deps.netlink.localAddresses()]),
     );
+    this.lastNodeAddresses = nodeAddresses(addresses, this.family);
+    this.lastSetSpecs.clear();
+    for (const id of SET_IDS) {
+      const have = sets.get(this.sets[id].spec.name);
+      if (have) this.lastSetSpecs.set(have.spec.name, have.spec);
+    }
     return { services, sets, addresses };
   }
 
@@ -500,8 +557,12 @@ export class IpvsProxier implements Proxier {
     return familyOf(address) === this.family;
   }
 
-  /** The node-level inputs of every plan; when they change, every plan is recomputed. */
-  private planContext(nodeAddresses: readonly string[]): PlanContext {
+  /**
+   * The node-level inputs of every plan (the node's addresses as last read); when they change,
+   * every plan is recomputed.
+   */
+  private planContext(): PlanContext {
+    const nodeAddresses = this.lastNodeAddresses ?? [];
     const ctx: PlanContext = {
       family: this.family,
       sets: this.sets,
