@@ -1,7 +1,9 @@
 // Benchmark of the real run (issue "Scale", item 1): the fake API server serves a synthetic
 // cluster over list/watch, the built binary runs in a fresh network namespace, in iptables mode
 // (legacy backend, chosen as a node would: the kubelet's KUBE-IPTABLES-HINT chain in the legacy
-// mangle table) or with --mode=nftables in nftables mode, and this prints medians of:
+// mangle table), with --mode=nftables in nftables mode, or with --mode=ipvs in ipvs mode (its
+// few iptables rules on the legacy backend too; needs IPVS: run it in scripts/kernel-vm), and
+// this prints medians of:
 //   - start -> first sync in the kernel (the binary's own "SyncProxyRules complete" log line,
 //     read from its stderr: nothing here takes the xtables lock or scrapes while it works), and
 //     where that time went (listed, sync started, restore input computed, restored);
@@ -13,19 +15,27 @@
 //     into an empty namespace, and one small --noflush restore on top of them (nftables: nft -f
 //     of the binary's own full-sync payload, made here from the same objects by the same proxier
 //     code, and of its tables as listed, into an empty namespace; one small transaction in the
-//     node's own table, median of 3).
+//     node's own table, median of 3; ipvs: `ipset save`, `ipvsadm -S -n`, kube-ipvs0's addresses
+//     and the iptables tables as the binary left them, restored by ipset, ipvsadm, ip -batch and
+//     iptables-legacy-restore into an empty namespace, each timed, from one process inside it;
+//     the change: one real server, one set member and the iptables rules on top, median of 3).
+// In ipvs mode the phases come from the binary's -v=2 "ipvs sync done" line (read, plan and each
+// tool's write), and the full resync is the full reconcile a Node label change causes.
 // scripts/bench-nftables runs benchApi() below in nftables mode.
 //
-//   bash scripts/bench-api [--mode=iptables|nftables] [--services=1000,10000] [--endpoints=10]
+//   bash scripts/bench-api [--mode=iptables|nftables|ipvs] [--services=1000,10000] [--endpoints=10]
 //                          [--runs=3] [--rss-trace] [--v=N] [--log=FILE]
+//   scripts/kernel-vm --timeout 5400 --mem 6144 -- bash -c "modprobe nf_conntrack; modprobe ip_vs;
+//     node_modules/.bin/bun scripts/bench-api.ts --mode=ipvs --services=1000,10000 --runs=1"
 //
 // --rss-trace also prints the binary's RSS over time (sampled every 100 ms) and its RSS once the
 // change is in (the steady state); --v sets the binary's -v (2, the default, is the least: the
 // first sync is read from its log; at 2 it also logs its own memory figures after the first
 // sync); --log writes the binary's stderr to FILE.
 //
-// Needs root, iproute2, iptables (legacy), nfacct (nftables: nft). Only namespaces it creates;
-// all deleted.
+// Needs root, iproute2, iptables (legacy), nfacct (nftables: nft; ipvs: ipvsadm, ipset and a
+// kernel with IPVS). Only namespaces it creates; all deleted. In the guest its waits are
+// stretched 4x, and ipvs mode's --ipvs-sync-period by timeScale() (see ipvsExtraArgs).
 
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
