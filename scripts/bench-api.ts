@@ -1,7 +1,9 @@
 // Benchmark of the real run (issue "Scale", item 1): the fake API server serves a synthetic
 // cluster over list/watch, the built binary runs in a fresh network namespace, in iptables mode
 // (legacy backend, chosen as a node would: the kubelet's KUBE-IPTABLES-HINT chain in the legacy
-// mangle table) or with --mode=nftables in nftables mode, and this prints medians of:
+// mangle table), with --mode=nftables in nftables mode, or with --mode=ipvs in ipvs mode (its
+// few iptables rules on the legacy backend too; needs IPVS: run it in scripts/kernel-vm), and
+// this prints medians of:
 //   - start -> first sync in the kernel (the binary's own "SyncProxyRules complete" log line,
 //     read from its stderr: nothing here takes the xtables lock or scrapes while it works), and
 //     where that time went (listed, sync started, restore input computed, restored);
@@ -13,12 +15,19 @@
 //     into an empty namespace, and one small --noflush restore on top of them (nftables: nft -f
 //     of the binary's own full-sync payload, made here from the same objects by the same proxier
 //     code, and of its tables as listed, into an empty namespace; one small transaction in the
-//     node's own table, median of 3).
+//     node's own table, median of 3; ipvs: `ipset save`, `ipvsadm -S -n`, kube-ipvs0's addresses
+//     and the iptables tables as the binary left them, restored by ipset, ipvsadm, ip -batch and
+//     iptables-legacy-restore into an empty namespace, each timed, from one process inside it;
+//     the change: one real server, one set member and the iptables rules on top, median of 3).
+// In ipvs mode the phases come from the binary's -v=2 "ipvs sync done" line (read, plan and each
+// tool's write), and the full resync is the full reconcile a Node label change causes.
 // scripts/bench-nftables runs benchApi() below in nftables mode.
 //
-//   bash scripts/bench-api [--mode=iptables|nftables|iptables,nftables] [--services=1000,10000]
+//   bash scripts/bench-api [--mode=iptables|nftables|ipvs|iptables,nftables] [--services=1000,10000]
 //                          [--endpoints=10] [--runs=3] [--nft=image|suite:NAME|PATH] [--rss-trace]
 //                          [--v=N] [--log=FILE] [--changes=N] [--change-gap-ms=MS]
+//   scripts/kernel-vm --timeout 5400 --mem 6144 -- bash -c "modprobe nf_conntrack; modprobe ip_vs;
+//     node_modules/.bin/bun scripts/bench-api.ts --mode=ipvs --services=1000,10000 --runs=1"
 //
 // Several modes (comma-separated) are run interleaved, run by run, so their medians come from the
 // same stretch of machine time ("nftables' first sync no slower than iptables-legacy's in the same
@@ -34,8 +43,9 @@
 // printed after the first sync and after the paced changes separately (periodic work, such as
 // the iptables mode's stale-chain sweep once per sync period, falls into such a window).
 //
-// Needs root, iproute2, iptables (legacy), nfacct (nftables: nft). Only namespaces it creates;
-// all deleted.
+// Needs root, iproute2, iptables (legacy), nfacct (nftables: nft; ipvs: ipvsadm, ipset and a
+// kernel with IPVS). Only namespaces it creates; all deleted. In the guest its waits are
+// stretched 4x, and ipvs mode's --ipvs-sync-period by timeScale() (see ipvsExtraArgs).
 
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -50,10 +60,11 @@ import { kubeProxyBinary, NODE_NAME, startKubeProxy } from "../test/support/e2e-
 import { startServer } from "../test/support/e2e-traffic.ts";
 import type { KObject } from "../test/support/fake-apiserver.ts";
 import { imageNftProgram, pathWithNft, suiteNftProgram } from "../test/support/image-nft.ts";
+import { inKernelVm, timeScale } from "../test/support/kernel-vm.ts";
 import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
 import { capturingNftablesProxier, median, Namespace, runBench } from "./bench-support.ts";
 
-export type BenchMode = "iptables" | "nftables";
+export type BenchMode = "iptables" | "nftables" | "ipvs";
 
 export interface ApiBenchOptions {
   /** The mode of one run; parseOptions sets it to the first of `modes`. */
@@ -90,12 +101,12 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
     const [k, v = ""] = a.split("=", 2);
     if (k === "--mode") {
       const modes = v.split(",");
-      if (!modes.every((m): m is BenchMode => m === "iptables" || m === "nftables"))
-        throw new Error("--mode: iptables, nftables, or both comma-separated");
+      if (!modes.every((m): m is BenchMode => m === "iptables" || m === "nftables" || m === "ipvs"))
+        throw new Error("--mode: iptables, nftables or ipvs, or several comma-separated");
       o.modes = [...new Set(modes)];
       o.mode = o.modes[0] ?? "iptables";
     } else if (k === "--nft") {
-      if (v === "") throw new Error("--nft: image or the path of an nft program");
+      if (v === "") throw new Error("--nft: image, suite:NAME or the path of an nft program");
       o.nft = v;
     } else if (k === "--services") o.services = v.split(",").map(Number);
     else if (k === "--endpoints") o.endpoints = Number(v);
@@ -107,7 +118,7 @@ function parseOptions(argv: readonly string[]): ApiBenchOptions {
     else if (k === "--change-gap-ms") o.changeGapMs = Number(v);
     else
       throw new Error(
-        `unknown option ${a} (--mode=iptables|nftables[,...] --services=1000,10000 --endpoints=10 --runs=3 --nft=image|suite:NAME|PATH --rss-trace --v=N --log=FILE --changes=N --change-gap-ms=MS)`,
+        `unknown option ${a} (--mode=iptables|nftables|ipvs[,...] --services=1000,10000 --endpoints=10 --runs=3 --nft=image|suite:NAME|PATH --rss-trace --v=N --log=FILE --changes=N --change-gap-ms=MS)`,
       );
   }
   if (o.services.some((n) => !(Number.isInteger(n) && n > 0 && n <= MAX_SERVICES)))
@@ -378,6 +389,8 @@ interface RunResult {
   changeFloorMs: number;
   /** nftables: the floor of the table as `nft list` prints it (NaN in iptables mode). */
   listedFloorMs: number;
+  /** ipvs mode: the floors by tool, and the binary's own steps of the first sync and the change. */
+  ipvs?: { floors: IpvsFloors; firstSteps?: IpvsSteps; changeSteps?: IpvsSteps };
 }
 
 async function scrapeLastSync(topo: Topology): Promise<number | undefined> {
@@ -554,6 +567,263 @@ async function pacedChanges(
   return times;
 }
 
+// ---------------------------------------------------------------------------------------------
+// ipvs mode (run it in scripts/kernel-vm: the host kernel may have no IPVS)
+
+/**
+ * Bounds on the waits for the first sync, the change and the resync: a guest with an emulated
+ * CPU (scripts/kernel-vm without KVM) runs 10-50x slower.
+ */
+const WAIT_SCALE = inKernelVm() ? 4 : 1;
+
+/**
+ * ipvs mode compares the whole kernel at least once per --ipvs-sync-period (30 s); in the
+ * guest that period is stretched as its waits are (timeScale: 20x without KVM), so that a
+ * sync is due for it as often, in guest time, as on a real node.
+ */
+function ipvsExtraArgs(mode: BenchMode): string[] {
+  return mode === "ipvs" && timeScale() > 1 ? [`--ipvs-sync-period=${30 * timeScale()}s`] : [];
+}
+
+/** The steps of one ipvs sync, from the binary's -v=2 "ipvs sync done" line (ms each). */
+const IPVS_STEPS = ["baseline", "read", "plan", "ipset", "ipvs", "bind", "iptables"] as const;
+type IpvsSteps = Record<(typeof IPVS_STEPS)[number], number>;
+
+interface IpvsSync {
+  /** klog time (ms of the UTC day) the sync ended. */
+  doneAt: number;
+  totalMs: number;
+  fullSync: boolean;
+  reconcile: string;
+  steps: IpvsSteps;
+}
+
+/** The IPv4 proxier's "ipvs sync done" lines logged at or after `from` (ms of the UTC day). */
+function ipvsSyncs(log: string, from = 0): IpvsSync[] {
+  const out: IpvsSync[] = [];
+  for (const line of log.split("\n")) {
+    if (!line.includes('"ipvs sync done"') || !line.includes('ipFamily="IPv4"')) continue;
+    const at = klogMs(line);
+    if (at === undefined || at < from) continue;
+    const num = (k: string) => Number(new RegExp(` ${k}=(\\d+)`).exec(line)?.[1] ?? Number.NaN);
+    const steps = Object.fromEntries(IPVS_STEPS.map((k) => [k, num(`${k}Ms`)])) as IpvsSteps;
+    out.push({
+      doneAt: at,
+      totalMs: num("totalMs"),
+      fullSync: / fullSync=true/.test(line),
+      reconcile: /reconcile="?(\w+)/.exec(line)?.[1] ?? "",
+      steps,
+    });
+  }
+  return out;
+}
+
+const formatSteps = (steps: Record<string, number>) =>
+  Object.entries(steps)
+    .map(([k, v]) => `${k} ${Math.round(v)}`)
+    .join(", ");
+
+/** The first sync's phases in ipvs mode: the first full IPv4 sync's line. */
+function ipvsPhasesFrom(log: string, startedAt: number): { phases: Phases; steps: IpvsSteps } | undefined {
+  const listedLine = log.split("\n").find((l) => l.includes('"Services and EndpointSlices listed; syncing"'));
+  const listed = listedLine ? klogMs(listedLine) : undefined;
+  const first = ipvsSyncs(log).find((x) => x.fullSync);
+  if (listed === undefined || !first) return undefined;
+  const syncStart = first.doneAt - first.totalMs;
+  const writeMs = first.steps.ipset + first.steps.ipvs + first.steps.bind + first.steps.iptables;
+  return {
+    phases: {
+      listedMs: listed - msOfDay(startedAt),
+      syncStartMs: syncStart - listed,
+      computedMs: first.totalMs - writeMs,
+      restoredMs: writeMs,
+    },
+    steps: first.steps,
+  };
+}
+
+/** The change's sync in ipvs mode: the first IPv4 sync that ends after the change was made. */
+function ipvsChangePhasesFrom(
+  log: string,
+  changedAt: number,
+): { phases: ChangePhases; steps: IpvsSteps } | undefined {
+  const changed = msOfDay(changedAt);
+  const sync = ipvsSyncs(log, changed).find((x) => x.doneAt - x.totalMs >= changed - 5);
+  if (!sync) return undefined;
+  const writeMs = sync.steps.ipset + sync.steps.ipvs + sync.steps.bind + sync.steps.iptables;
+  return {
+    phases: {
+      syncStartMs: sync.doneAt - sync.totalMs - changed,
+      computedMs: sync.totalMs - writeMs,
+      restoredMs: writeMs,
+    },
+    steps: sync.steps,
+  };
+}
+
+/**
+ * A Node label change at `since` -> the end of the sync that compares everything with the
+ * kernel again (ipvs mode replans every port on a new label set; it is not a "full sync" in its
+ * own sense, which re-ensures the dummy device and chains, but a full reconcile).
+ */
+async function ipvsResyncMs(kp: ReturnType<typeof startKubeProxy>, since: number): Promise<number> {
+  const from = msOfDay(since);
+  for (;;) {
+    if (kp.exitCode() !== undefined) throw new Error(`kube-proxy-ts exited:\n${kp.stderr().slice(-2000)}`);
+    if (Date.now() - since > 900_000 * WAIT_SCALE)
+      throw new Error("no full reconcile after the Node label change");
+    // A sync in flight at the label change does not count: one that starts after it.
+    const done = ipvsSyncs(kp.stderr(), from).find(
+      (x) => x.reconcile === "full" && x.doneAt - x.totalMs >= from,
+    );
+    if (done) return done.doneAt - from;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** One command of a floor: its argv, its stdin (a file), and the step it is timed as (if any). */
+interface FloorStep {
+  argv: string[];
+  stdin?: string;
+  timed?: string;
+}
+
+/**
+ * Runs `steps` in a fresh namespace of its own from one process inside it, which spawns and
+ * times each command as the binary does (no `ip netns exec` per command in the times); returns
+ * each timed step's ms (a step timed more than once: the list of its times).
+ */
+function timedStepsInFreshNs(steps: FloorStep[]): Map<string, number[]> {
+  const dir = tempDir("kpts-bench-floor-");
+  // Deleted below, and on errors and signals by runBench.
+  const ns = Namespace.create();
+  try {
+    const plan = join(dir, "plan.json");
+    writeFileSync(plan, JSON.stringify(steps));
+    // Bounded per command; the first failure stops it.
+    const runner = `const { spawnSync } = require("node:child_process");
+const { readFileSync } = require("node:fs");
+const out = [];
+for (const s of JSON.parse(readFileSync(${JSON.stringify(plan)}, "utf8"))) {
+  const input = s.stdin ? readFileSync(s.stdin) : "";
+  const t = performance.now();
+  const r = spawnSync(s.argv[0], s.argv.slice(1), { input, timeout: ${3_600_000}, maxBuffer: 1 << 30 });
+  const ms = performance.now() - t;
+  if (r.status !== 0) { console.error(s.argv.join(" ") + ": " + String(r.stderr).slice(0, 500)); process.exit(1); }
+  if (s.timed) out.push([s.timed, ms]);
+}
+console.log(JSON.stringify(out));`;
+    const r = spawnSync("ip", ["netns", "exec", ns.name, process.execPath, "-e", runner], {
+      env: { ...process.env, ...LOCK_ENV },
+      timeout: 3_600_000,
+      maxBuffer: 1 << 28,
+    });
+    if (r.status !== 0) throw new Error(`floor: ${r.stderr?.toString().slice(0, 800)}`);
+    const times = new Map<string, number[]>();
+    for (const [name, ms] of JSON.parse(r.stdout.toString()) as [string, number][])
+      times.set(name, [...(times.get(name) ?? []), ms]);
+    return times;
+  } finally {
+    ns.delete();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+interface IpvsFloors extends Floors {
+  /** The full floor by tool: ipset, ipvs (ipvsadm), bind (ip -batch), iptables. */
+  fullSteps: Record<string, number>;
+  /** The change floor by tool (medians of 3). */
+  changeSteps: Record<string, number>;
+  /** ipset + ipvsadm alone, the full floor without the address binds and iptables rules. */
+  coreFloorMs: number;
+  coreChangeFloorMs: number;
+}
+
+/**
+ * The kernel's floor for what ipvs mode wrote, as the node holds it after the run: `ipset save`,
+ * `ipvsadm -S -n`, kube-ipvs0's addresses and the iptables tables (legacy, as the hint chose),
+ * each restored with the tool the binary uses into a fresh namespace (kube-ipvs0 made there
+ * first, untimed). The change's floor, on top of that, 3 times: what one new local endpoint
+ * costs the binary's tools: one real server (ipvsadm), one KUBE-LOOP-BACK entry (ipset), and the
+ * iptables-restore every ipvs sync writes.
+ */
+async function ipvsFloors(topo: Topology): Promise<IpvsFloors> {
+  const dir = tempDir("kpts-bench-ipvs-");
+  try {
+    const save = async (argv: string[]) => {
+      const r = await must(topo, argv);
+      if (r.code !== 0) throw new Error(`${argv.join(" ")}: ${r.stderr.slice(0, 500)}`);
+      return r.stdout;
+    };
+    const sets = await save(["ipset", "save"]);
+    const ipvs = await save(["ipvsadm", "-S", "-n"]);
+    const addrs = await save(["ip", "-o", "-4", "addr", "show", "dev", "kube-ipvs0"]);
+    const tables =
+      (await save(["iptables-legacy-save", "-t", "filter"])) +
+      (await save(["iptables-legacy-save", "-t", "nat"]));
+    const binds = addrs
+      .split("\n")
+      .map((l) => /\binet (\S+)/.exec(l)?.[1])
+      .filter((a): a is string => a !== undefined)
+      .map((a) => `address add ${a} dev kube-ipvs0\n`)
+      .join("");
+    const file = (name: string, text: string) => {
+      const path = join(dir, name);
+      writeFileSync(path, text);
+      return path;
+    };
+    const restoreIpt = ["iptables-legacy-restore", "-w", "5", "--noflush", "--counters"];
+    const steps: FloorStep[] = [
+      { argv: ["ip", "link", "add", "kube-ipvs0", "type", "dummy"] },
+      // IPVS takes a NAT real server only at an address it can route (unicast): a default route,
+      // as the node has.
+      { argv: ["ip", "link", "add", "eth0", "type", "dummy"] },
+      { argv: ["ip", "link", "set", "eth0", "up"] },
+      { argv: ["ip", "addr", "add", `${ADDR.node}/24`, "dev", "eth0"] },
+      { argv: ["ip", "route", "add", "default", "dev", "eth0"] },
+      { argv: ["ipset", "restore", "-exist"], stdin: file("sets", sets), timed: "ipset" },
+      { argv: ["ipvsadm", "--restore"], stdin: file("ipvs", ipvs), timed: "ipvs" },
+      { argv: ["ip", "-force", "-batch", "-"], stdin: file("binds", binds), timed: "bind" },
+      { argv: restoreIpt, stdin: file("tables", tables), timed: "iptables" },
+    ];
+    const loopBack = sets.split("\n").some((l) => l.startsWith("create KUBE-LOOP-BACK "));
+    for (let i = 0; i < 3; i++) {
+      const pod = `203.0.113.${200 + i}`;
+      steps.push({
+        argv: ["ipvsadm", "--restore"],
+        stdin: file(`ipvs-change-${i}`, `-a -t ${PROBE_VIP}:80 -r ${pod}:8080 -m -w 1\n`),
+        timed: "change:ipvs",
+      });
+      if (loopBack)
+        steps.push({
+          argv: ["ipset", "restore", "-exist"],
+          stdin: file(`ipset-change-${i}`, `add KUBE-LOOP-BACK ${pod},tcp:8080,${pod}\n`),
+          timed: "change:ipset",
+        });
+      steps.push({ argv: restoreIpt, stdin: file("tables", tables), timed: "change:iptables" });
+    }
+    const times = timedStepsInFreshNs(steps);
+    const fullSteps: Record<string, number> = {};
+    const changeSteps: Record<string, number> = {};
+    for (const [name, ms] of times) {
+      if (name.startsWith("change:")) changeSteps[name.slice(7)] = median(ms);
+      else fullSteps[name] = median(ms);
+    }
+    const sum = (r: Record<string, number>, keys: string[]) => keys.reduce((a, k) => a + (r[k] ?? 0), 0);
+    const all = ["ipset", "ipvs", "bind", "iptables"];
+    return {
+      fullFloorMs: sum(fullSteps, all),
+      changeFloorMs: sum(changeSteps, all),
+      coreFloorMs: sum(fullSteps, ["ipset", "ipvs"]),
+      coreChangeFloorMs: sum(changeSteps, ["ipset", "ipvs"]),
+      fullSteps,
+      changeSteps,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): Promise<RunResult> {
   const topo = await createTopology({ pods: [PROBE_POD], client: false });
   const dir = tempDir("kpts-bench-api-");
@@ -562,8 +832,8 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
   let trace: ReturnType<typeof traceRss> | undefined;
   try {
     await startServer(topo, PROBE_POD.name, { tcp: [8080] });
-    // The kubelet's hint: this node uses the legacy backend.
-    if (o.mode === "iptables") {
+    // The kubelet's hint: this node uses the legacy backend (ipvs mode's few rules too).
+    if (o.mode !== "nftables") {
       await topo.must("node", ["iptables-legacy", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"], {
         env: LOCK_ENV,
       });
@@ -596,7 +866,7 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
       kubeconfig: api.kubeconfig,
       mode: o.mode,
       // At -v=2 (the least --v allows) a few lines per sync give the phases of the first one.
-      extraArgs: [`--bind-address=${ADDR.node}`, `-v=${o.verbosity}`],
+      extraArgs: [`--bind-address=${ADDR.node}`, `-v=${o.verbosity}`, ...ipvsExtraArgs(o.mode)],
       env: LOCK_ENV,
     });
     if (o.rssTrace) trace = traceRss(kp.pid, started);
@@ -606,7 +876,8 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
     let firstSyncLine: string | undefined;
     while (firstSyncLine === undefined) {
       if (kp.exitCode() !== undefined) throw new Error(`kube-proxy-ts exited:\n${kp.stderr().slice(-2000)}`);
-      if (Date.now() - started > 900_000) throw new Error("no first sync within 900 s");
+      if (Date.now() - started > 900_000 * WAIT_SCALE)
+        throw new Error(`no first sync within ${900 * WAIT_SCALE} s`);
       firstSyncLine = kp
         .stderr()
         .split("\n")
@@ -617,7 +888,11 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
     const failed = kp
       .stderr()
       .split("\n")
-      .find((l) => l.includes('"Sync failed; the next sync is a full one"'));
+      .find(
+        (l) =>
+          l.includes('"Sync failed; the next sync is a full one"') ||
+          l.includes('"Sync failed; retrying with a full sync"'),
+      );
     if (failed) throw new Error(`the first sync failed:\n${kp.stderr().slice(-3000)}`);
     const firstSyncMs = klogMs(firstSyncLine)! - msOfDay(started);
     const firstSyncPeakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
@@ -641,9 +916,11 @@ const once=()=>new Promise((res)=>{const s=net.connect({host:"${PROBE_VIP}",port
 const t=setTimeout(()=>{s.destroy();res(false)},300);
 s.on("connect",()=>{clearTimeout(t);s.destroy();res(true)});s.on("error",()=>{clearTimeout(t);res(false)})});
 for(let i=0;i<30000;i++){if(await once()){console.log(Date.now());process.exit(0)}
-if(Date.now()-${changed}>300000)break;await new Promise((r)=>setTimeout(r,10))}
+if(Date.now()-${changed}>${300_000 * WAIT_SCALE})break;await new Promise((r)=>setTimeout(r,10))}
 process.exit(1)`;
-    const flowed = await topo.run("node", [process.execPath, "-e", probe], { timeoutMs: 320_000 });
+    const flowed = await topo.run("node", [process.execPath, "-e", probe], {
+      timeoutMs: 320_000 * WAIT_SCALE,
+    });
     if (flowed.code !== 0) throw new Error(`traffic never flowed to the new endpoint: ${flowed.stderr}`);
     const changeMs = Number(flowed.stdout.trim()) - changed;
     const peakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
@@ -661,7 +938,8 @@ process.exit(1)`;
       ...node,
       metadata: { ...meta, labels: { ...meta.labels, "bench.kube-proxy-ts/resync": "1" } },
     } as KObject);
-    const resync = await fullResyncMs(kp, resynced, o.mode);
+    const resync =
+      o.mode === "ipvs" ? await ipvsResyncMs(kp, resynced) : await fullResyncMs(kp, resynced, o.mode);
     const resyncPeakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
     const samples = trace?.stop();
     trace = undefined;
@@ -669,13 +947,18 @@ process.exit(1)`;
       console.log(`  RSS of the binary over time (max per second since start):\n${formatTrace(samples)}`);
 
     // Floors: the same tables into an empty namespace, then one small change on top.
+    const ipvsFloorsRun = o.mode === "ipvs" ? await ipvsFloors(topo) : undefined;
     const { fullFloorMs, changeFloorMs, listedFloorMs } =
-      o.mode === "iptables" ? await iptablesFloors(topo) : await nftFloors(topo, api.server);
-    const phases = phasesFrom(kp.stderr(), started, o.mode);
+      ipvsFloorsRun ??
+      (o.mode === "iptables" ? await iptablesFloors(topo) : await nftFloors(topo, api.server));
+    const ipvsFirst = o.mode === "ipvs" ? ipvsPhasesFrom(kp.stderr(), started) : undefined;
+    const ipvsChange = o.mode === "ipvs" ? ipvsChangePhasesFrom(kp.stderr(), changed) : undefined;
+    const phases = o.mode === "ipvs" ? ipvsFirst?.phases : phasesFrom(kp.stderr(), started, o.mode);
     // The first sync itself, as sync_proxy_rules_duration times one: from the IPv4 sync's start
     // (nftables mode syncs IPv6 first, an empty table at start) to its end.
     const firstSyncOwnMs = phases ? phases.computedMs + phases.restoredMs : Number.NaN;
-    const changePhases = changePhasesFrom(kp.stderr(), changed, o.mode);
+    const changePhases =
+      o.mode === "ipvs" ? ipvsChange?.phases : changePhasesFrom(kp.stderr(), changed, o.mode);
     return {
       phases,
       changePhases,
@@ -692,6 +975,15 @@ process.exit(1)`;
       fullFloorMs,
       changeFloorMs,
       listedFloorMs: listedFloorMs ?? Number.NaN,
+      ...(ipvsFloorsRun
+        ? {
+            ipvs: {
+              floors: ipvsFloorsRun,
+              ...(ipvsFirst ? { firstSteps: ipvsFirst.steps } : {}),
+              ...(ipvsChange ? { changeSteps: ipvsChange.steps } : {}),
+            },
+          }
+        : {}),
     };
   } finally {
     trace?.stop();
@@ -702,6 +994,42 @@ process.exit(1)`;
     rmSync(dir, { recursive: true, force: true });
     rmSync(LOCK_ENV.XTABLES_LOCKFILE, { force: true });
   }
+}
+
+/** One ipvs run's steps: the binary's (from its log) and the floors' (by tool). */
+function printIpvsRun(res: RunResult): void {
+  const x = res.ipvs!;
+  const p = res.phases;
+  if (p)
+    console.log(
+      `    first sync phases: start -> listed ${p.listedMs} ms, -> sync start ${p.syncStartMs} ms, -> sync done ${p.computedMs + p.restoredMs} ms (writes ${p.restoredMs} ms)`,
+    );
+  if (x.firstSteps) console.log(`    first sync steps (ms): ${formatSteps(x.firstSteps)}`);
+  const c = res.changePhases;
+  if (c)
+    console.log(
+      `    change phases: created -> sync start ${c.syncStartMs} ms, -> sync done ${c.computedMs + c.restoredMs} ms (writes ${c.restoredMs} ms)`,
+    );
+  if (x.changeSteps) console.log(`    change sync steps (ms): ${formatSteps(x.changeSteps)}`);
+  const f = x.floors;
+  console.log(
+    `    floors (ms): full ${formatSteps(f.fullSteps)} = ${Math.round(f.fullFloorMs)} (ipset + ipvsadm ${Math.round(f.coreFloorMs)}); change ${formatSteps(f.changeSteps)} = ${Math.round(f.changeFloorMs)} (ipset + ipvsadm ${Math.round(f.coreChangeFloorMs)})`,
+  );
+}
+
+/** The ipvs acceptance figures: medians against both floors. */
+function printIpvsSummary(services: number, o: ApiBenchOptions, runs: readonly RunResult[]): void {
+  const m = (f: (r: RunResult) => number) => median(runs.map(f));
+  const first = m((r) => r.firstSyncMs);
+  const own = m((r) => r.firstSyncOwnMs);
+  const full = m((r) => r.fullFloorMs);
+  const core = m((r) => r.ipvs!.floors.coreFloorMs);
+  const change = m((r) => r.changeMs);
+  const changeFloor = m((r) => r.changeFloorMs);
+  const coreChange = m((r) => r.ipvs!.floors.coreChangeFloorMs);
+  console.log(
+    `${services} x ${o.endpoints} ipvs (median of ${o.runs}): first sync from start ${Math.round(first)} ms = ${(first / full).toFixed(2)} x the full floor ${Math.round(full)} ms, ${(first / core).toFixed(2)} x ipset + ipvsadm ${Math.round(core)} ms; the sync itself ${Math.round(own)} ms = ${(own / full).toFixed(2)} x, ${(own / core).toFixed(2)} x; change -> traffic ${Math.round(change)} ms = floor ${Math.round(changeFloor)} ms + ${Math.round(change - changeFloor)} ms (ipset + ipvsadm ${Math.round(coreChange)} ms + ${Math.round(change - coreChange)} ms)`,
+  );
 }
 
 /** Medians of one size's runs in one mode. */
@@ -740,12 +1068,13 @@ function printRun(mode: BenchMode, services: number, r: number, res: RunResult, 
     `${label}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms${mode === "nftables" ? ` for its own payload, ${Math.round(res.listedFloorMs)} ms for the table as listed` : ""}), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
   );
   const p = res.phases;
-  if (p)
+  if (res.ipvs) printIpvsRun(res);
+  else if (p)
     console.log(
       `    first sync phases: start -> listed ${p.listedMs} ms, -> sync start ${p.syncStartMs} ms, -> ${mode === "iptables" ? `computed ${p.computedMs} ms, -> restored` : `nft started ${p.computedMs} ms, -> rules computed as nft read them, nft -f done`} ${p.restoredMs} ms`,
     );
   const c = res.changePhases;
-  if (c)
+  if (c && !res.ipvs)
     console.log(
       `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> ${mode === "iptables" ? "restored" : "nft -f done"} ${c.restoredMs} ms`,
     );
@@ -765,12 +1094,18 @@ function summarise(
   runs: readonly RunResult[],
   o: ApiBenchOptions,
 ): ApiBenchSummary {
-  const m = (k: Exclude<keyof RunResult, "phases" | "changePhases" | "pacedMs">) =>
+  const m = (k: Exclude<keyof RunResult, "phases" | "changePhases" | "pacedMs" | "ipvs">) =>
     median(runs.map((x) => x[k]));
-  const floorName = mode === "iptables" ? "full-restore floor" : "nft -f floor of its own payload";
+  const floorName =
+    mode === "iptables"
+      ? "full-restore floor"
+      : mode === "ipvs"
+        ? "floor (ipset + ipvsadm + ip -batch + iptables restores)"
+        : "nft -f floor of its own payload";
   console.log(
     `${mode} ${services} x ${o.endpoints} (median of ${runs.length}): first sync ${Math.round(m("firstSyncMs"))} ms from start = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the ${floorName} ${Math.round(m("fullFloorMs"))} ms, the sync itself ${Math.round(m("firstSyncOwnMs"))} ms = ${(m("firstSyncOwnMs") / m("fullFloorMs")).toFixed(2)} x; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB; full resync ${Math.round(m("resyncMs"))} ms, peak RSS with it ${Math.round(m("resyncPeakRssMiB"))} MiB`,
   );
+  if (mode === "ipvs") printIpvsSummary(services, o, runs);
   if (o.changes)
     console.log(
       `${mode} ${services} x ${o.endpoints} paced (median of ${runs.length}): peak RSS after the first sync ${Math.round(m("firstSyncPeakRssMiB"))} MiB, after ${o.changes} changes ${o.changeGapMs} ms apart ${Math.round(m("pacedPeakRssMiB"))} MiB; a paced change -> traffic ${Math.round(median(runs.flatMap((x) => x.pacedMs)))} ms (median of all)`,

@@ -9,9 +9,9 @@
 import { type Exec, type ExecInput, type ExecResult, inputText } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { IpvsError, type IpvsLineFailure, isUnavailableMessage } from "./errors.ts";
-import { parseIpvsList, restoreInput } from "./format.ts";
+import { parseIpvsList, restoreInput, serviceArgs } from "./format.ts";
 import { type IpvsadmCommand, MAX_TIMEOUT, parseIpvsadmArgs, restoreLineWords } from "./syntax.ts";
-import type { IpvsChanges, IpvsClient, IpvsService, IpvsTimeouts } from "./types.ts";
+import type { IpvsChanges, IpvsClient, IpvsService, IpvsTimeouts, VirtualServerKey } from "./types.ts";
 
 export interface IpvsClientOptions {
   exec: Exec;
@@ -166,6 +166,18 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
       const res = await run(LIST_ARGS);
       if (res.code !== 0) throw failure(LIST_ARGS, res, "listing IPVS services");
       return parseIpvsList(res.stdout);
+    },
+
+    async readServices(keys: readonly VirtualServerKey[]): Promise<IpvsService[]> {
+      const one = async (key: VirtualServerKey) => {
+        const args = [...LIST_ARGS, ...serviceArgs(key).split(" ")];
+        const res = await run(args);
+        if (res.code === 0) return parseIpvsList(res.stdout);
+        // ipvsadm's answer for a virtual server the kernel does not have.
+        if (res.code !== 127 && /^No such service$/m.test(res.stderr)) return [];
+        throw failure(args, res, "listing an IPVS service");
+      };
+      return (await Promise.all(keys.map(one))).flat();
     },
 
     async apply(changes: IpvsChanges): Promise<void> {

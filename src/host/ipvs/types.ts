@@ -84,6 +84,11 @@ export interface IpvsTimeouts {
 export interface IpvsClient {
   /** The whole table, with connection counts (one ipvsadm call). */
   read(): Promise<IpvsService[]>;
+  /**
+   * Just these virtual servers, with connection counts (one ipvsadm call each, concurrently);
+   * those the kernel lacks are left out.
+   */
+  readServices(keys: readonly VirtualServerKey[]): Promise<IpvsService[]>;
   /** All changes in one `ipvsadm --restore` (one call); resolves when applied. */
   apply(changes: IpvsChanges): Promise<void>;
   setTimeouts(t: IpvsTimeouts): Promise<void>;

@@ -44,6 +44,14 @@ function emptyWhenUnavailable(client: IpvsClient, log: Logger): IpvsClient {
         return [];
       }
     },
+    async readServices(keys) {
+      try {
+        return await client.readServices(keys);
+      } catch (err) {
+        if (!(err instanceof IpvsError) || err.kind !== "unavailable") throw err;
+        return [];
+      }
+    },
   };
 }
 

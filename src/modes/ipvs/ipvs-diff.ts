@@ -38,7 +38,7 @@ export interface IpvsDiffInput {
   /** --ipvs-exclude-cidrs: virtual servers on these addresses are never deleted. */
   readonly excluded: (address: string) => boolean;
   /** Partial sync: only these virtual server keys are compared (undefined: all of them). */
-  readonly keys?: ReadonlySet<string>;
+  readonly keys?: Iterable<string>;
 }
 
 /**

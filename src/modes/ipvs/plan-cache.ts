@@ -123,9 +123,10 @@ export class PortPlans {
       this.work = 0;
       collectYoungGarbage();
     }
+    // Touched before the state takes it: the scope notes what the state held (SyncScope).
     if (plan) {
-      this.state.add(plan);
       scope?.touch(plan);
+      this.state.add(plan);
     }
     this.ports.set(id, { serviceKey, source, endpointsSource, endpointProtocol, plan, stamp });
     service.ids.add(id);
@@ -146,8 +147,8 @@ export class PortPlans {
     const cached = this.ports.get(id);
     if (!cached) return;
     if (cached.plan) {
-      this.state.remove(cached.plan);
       scope?.touch(cached.plan);
+      this.state.remove(cached.plan);
     }
     this.ports.delete(id);
     const service = this.byService.get(cached.serviceKey);

@@ -14,7 +14,7 @@
 
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { ProxyConfig } from "../../config/types.ts";
-import type { IpsetClient, IpsetSet } from "../../host/ipset/types.ts";
+import type { IpsetClient, IpsetSet, IpsetSetSpec } from "../../host/ipset/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
 import type { IpvsChanges, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
@@ -38,7 +38,7 @@ import { familyOf, type IPFamily } from "../../util/net/family.ts";
 import { type BindPlan, boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { type IpsetSyncPlan, planIpsets } from "./ipset-sync.ts";
-import { type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
+import { SET_IDS, type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
 import {
   FILTER_CHAINS,
   IPVS_JUMP_CHAINS,
@@ -123,7 +123,22 @@ export interface IpvsSyncStats {
   readonly ipsetRestoreLines: number;
   readonly ipBatchLines: number;
   readonly iptablesRestoreBytes: number;
+  /** Where the time went, in order: each step's own milliseconds (host steps and planning). */
+  readonly steps: Readonly<Record<SyncStep, number>>;
 }
+
+/** The steps of a sync, timed for the v=2 "ipvs sync done" line (bench-api reads it). */
+export type SyncStep = "baseline" | "read" | "plan" | "ipset" | "ipvs" | "bind" | "iptables";
+
+const noSteps = (): Record<SyncStep, number> => ({
+  baseline: 0,
+  read: 0,
+  plan: 0,
+  ipset: 0,
+  ipvs: 0,
+  bind: 0,
+  iptables: 0,
+});
 
 /**
  * Planning work (ports and endpoints replanned) from which a sync collects its garbage in full
@@ -132,7 +147,15 @@ export interface IpvsSyncStats {
  */
 const WORK_FOR_FULL_COLLECTION = 100_000;
 
-type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs">;
+/**
+ * A partial sync reads at most this many virtual servers one by one (an ipvsadm call each);
+ * beyond that one listing of the whole table costs less.
+ */
+const NARROW_READ_MAX = 16;
+
+const NO_ENTRIES: ReadonlySet<string> = new Set();
+
+type SyncCounts = Omit<IpvsSyncStats, "fullSync" | "totalMs" | "hostMs" | "computeMs" | "steps">;
 
 /** Real servers of a view made as one array up to this many (a Listing costs more than a few). */
 const VIEWED_WHOLE = 256;
@@ -189,6 +212,10 @@ export class IpvsProxier implements Proxier {
   private resetWeights = true;
   private timeoutsConfigured = false;
   private hostMs = 0;
+  /** The node's addresses (not kube-ipvs0's) and our sets' kinds, as the last full read found them. */
+  private lastNodeAddresses: string[] | undefined;
+  private readonly lastSetSpecs = new Map<string, IpsetSetSpec>();
+  private steps = noSteps();
   private stats: IpvsSyncStats | undefined;
 
   constructor(private readonly deps: IpvsProxierDeps) {
@@ -280,13 +307,14 @@ export class IpvsProxier implements Proxier {
     const startMs = performance.now();
     const start = this.clock.now();
     this.hostMs = 0;
+    this.steps = noSteps();
     // Node labels and podCIDRs reach the plans through the plan context, not a full sync.
     this.book.observeNode(input.node);
     const fullSync = this.book.fullSyncNeeded || this.book.periodicFullSyncDue(start);
     this.log.v(3).info("Syncing ipvs proxier rules", { ipFamily: this.family, fullSync });
     let counts: SyncCounts | undefined;
     try {
-      if (fullSync) await this.ensureBaseline();
+      if (fullSync) await this.timed("baseline", () => this.ensureBaseline());
       await this.configureTimeoutsOnce();
       counts = await this.reconcile(input, fullSync, start);
       this.book.synced(fullSync, start);
@@ -312,9 +340,9 @@ export class IpvsProxier implements Proxier {
    * restore input).
    */
   private async reconcile(input: SyncInput, fullSync: boolean, now: number): Promise<SyncCounts> {
-    const batches = await this.batches(input, await this.readKernel(), fullSync, now);
+    const batches = await this.batches(input, fullSync, now);
     const { full, changes, binds } = batches;
-    const rules = await this.rules(batches.ipsets.nonEmpty);
+    const rules = await this.timed("plan", () => this.rules(batches.ipsets.nonEmpty));
     const ipsetLines = batches.ipsets.lines;
     await this.write(batches, rules);
     if (full) this.lastReconcile = now;
@@ -329,41 +357,82 @@ export class IpvsProxier implements Proxier {
     };
   }
 
-  /** What this sync writes, from the plans and one read of the kernel. */
-  private async batches(
-    input: SyncInput,
-    kernel: KernelView,
-    fullSync: boolean,
-    now: number,
-  ): Promise<Batches> {
-    const ctx = this.planContext(nodeAddresses(kernel.addresses, this.family));
-    const { replanned, scope } = await this.replan(input, ctx);
-    // Planning's leftovers go before the ipset and IPVS changes are computed on top of them.
-    if (this.plans.lastWork >= WORK_FOR_FULL_COLLECTION) collectGarbage();
-    const full =
-      fullSync ||
-      scope === undefined ||
-      scope.empty ||
-      now - this.lastReconcile >= this.deps.config.ipvs.syncPeriod;
-    const partial = full ? undefined : this.withDraining(scope!);
-    const ipsets = planIpsets({
-      sets: this.sets,
-      desired: this.plans.state.entries,
-      kernel: kernel.sets,
-      logger: this.log,
-      ...(partial ? { scope: partial.entries } : {}),
+  /**
+   * What this sync writes, from the plans and the kernel. A sync that can be partial (no full
+   * sync, no full scan, a full reconcile less than --ipvs-sync-period ago) plans first, with the
+   * node addresses of the last full read, and then reads only what its scope touched: those
+   * virtual servers from IPVS (connection counts decide draining), and set members and bound
+   * addresses from the scope's memory of the state (see SyncScope). A sync with nothing to do
+   * then reads nothing; the periodic full reconcile is what repairs drift. Everything else reads
+   * the whole kernel first; so does a sync that touches many virtual servers.
+   */
+  private async batches(input: SyncInput, fullSync: boolean, now: number): Promise<Batches> {
+    const mayBePartial =
+      !fullSync &&
+      !this.needFullScan &&
+      this.lastNodeAddresses !== undefined &&
+      now - this.lastReconcile < this.deps.config.ipvs.syncPeriod;
+    let kernel = mayBePartial ? undefined : await this.timed("read", () => this.readKernel());
+    let { replanned, scope } = await this.timed("plan", () => this.replan(input, this.planContext()));
+    if (kernel === undefined) {
+      const narrow = scope ? this.withDraining(scope) : undefined;
+      if (narrow && narrow.virtualServers.size <= NARROW_READ_MAX) {
+        kernel = await this.timed("read", () => this.readScoped(narrow));
+      } else {
+        kernel = await this.timed("read", () => this.readKernel());
+        // The node's addresses, read again, may have changed: then every port is replanned.
+        const ctx = this.planContext();
+        if (this.needFullScan) {
+          const again = await this.timed("plan", () => this.replan(input, ctx));
+          replanned += again.replanned;
+          scope = again.scope;
+        }
+      }
+    }
+    const view = kernel;
+    // Partial: only what the scope touched is compared (the rest is as the last sync left it).
+    const partial = mayBePartial && scope !== undefined ? this.withDraining(scope) : undefined;
+    return this.timed("plan", async () => {
+      // Planning's leftovers go before the ipset and IPVS changes are computed on top of them.
+      if (this.plans.lastWork >= WORK_FOR_FULL_COLLECTION) collectGarbage();
+      const ipsets = planIpsets({
+        sets: this.sets,
+        desired: this.plans.state.entries,
+        kernel: view.sets,
+        logger: this.log,
+        ...(partial ? { scope: partial.entries } : {}),
+      });
+      const changes = diffIpvs({
+        desired: this.plans.state.virtualServers,
+        kernel: indexTable(view.services, (a) => this.ownsAddress(a), partial?.virtualServerAddresses),
+        graceful: this.graceful,
+        resetWeights: this.resetWeights,
+        excluded: (address) => this.excludeCIDRs.some((cidr) => cidrContains(cidr, address)),
+        ...(partial ? { keys: partial.virtualServers.keys() } : {}),
+      });
+      const bound = boundAddresses(view.addresses, this.family, partial?.bindAddresses);
+      const binds = planBindings(this.plans.state.bindAddresses, bound, partial?.bindAddresses);
+      return { full: partial === undefined, replanned, ipsets, changes, binds };
     });
-    const changes = diffIpvs({
-      desired: this.plans.state.virtualServers,
-      kernel: indexTable(kernel.services, (a) => this.ownsAddress(a), partial?.virtualServerAddresses),
-      graceful: this.graceful,
-      resetWeights: this.resetWeights,
-      excluded: (address) => this.excludeCIDRs.some((cidr) => cidrContains(cidr, address)),
-      ...(partial ? { keys: partial.virtualServers } : {}),
-    });
-    const bound = boundAddresses(kernel.addresses, this.family, partial?.bindAddresses);
-    const binds = planBindings(this.plans.state.bindAddresses, bound, partial?.bindAddresses);
-    return { full, replanned, ipsets, changes, binds };
+  }
+
+  /**
+   * The kernel as far as a partial sync looks at it: the scope's virtual servers as IPVS lists
+   * them; the members and addresses it touched that the state held, our sets as the last full
+   * read found them (or as we create them), which a successful sync left in the kernel.
+   */
+  private async readScoped(scope: SyncScope): Promise<KernelView> {
+    const services = await this.host(() => this.deps.ipvs.readServices([...scope.virtualServers.values()]));
+    const sets = new Map<string, IpsetSet>();
+    for (const id of SET_IDS) {
+      const { spec } = this.sets[id];
+      sets.set(spec.name, {
+        spec: this.lastSetSpecs.get(spec.name) ?? spec,
+        entries: scope.heldEntries.get(id) ?? NO_ENTRIES,
+      });
+    }
+    const addresses = [...scope.heldBinds].map((address) => ({ device: DUMMY_DEVICE, address }));
+    return { services, sets, addresses };
   }
 
   /**
@@ -381,13 +450,13 @@ export class IpvsProxier implements Proxier {
     }
     const changed = new Set(input.serviceUpdate.updatedServices);
     for (const key of input.endpointsUpdate.updatedServices) changed.add(key);
-    const scope = new SyncScope();
+    const scope = new SyncScope(this.plans.state);
     return { replanned: this.plans.replanServices(changed, input, ctx, scope), scope };
   }
 
   /** A partial sync also looks at virtual servers with real servers still draining. */
   private withDraining(scope: SyncScope): SyncScope {
-    for (const [key, vs] of this.graceful.pendingVirtualServers()) scope.addVirtualServer(key, vs.address);
+    for (const [key, vs] of this.graceful.pendingVirtualServers()) scope.addVirtualServer(key, vs);
     return scope;
   }
 
@@ -418,9 +487,9 @@ export class IpvsProxier implements Proxier {
       return script;
     };
     const failures: unknown[] = [];
-    const attempt = async (what: string, op: () => Promise<void>) => {
+    const attempt = async (what: string, step: SyncStep, op: () => Promise<void>) => {
       try {
-        await this.host(op);
+        await this.timed(step, () => this.host(op));
       } catch (err) {
         this.log.error(what, restoreFailureFields(err));
         failures.push(err);
@@ -428,15 +497,15 @@ export class IpvsProxier implements Proxier {
     };
     // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
     if (batches.ipsets.lines > 0)
-      await attempt("Failed to sync ipsets", () => this.deps.ipset.restore(ipsetScript()));
+      await attempt("Failed to sync ipsets", "ipset", () => this.deps.ipset.restore(ipsetScript()));
     if (changes.length > 0)
-      await attempt("Failed to apply IPVS changes", () => this.deps.ipvs.apply(changes));
+      await attempt("Failed to apply IPVS changes", "ipvs", () => this.deps.ipvs.apply(changes));
     if (binds.add.length > 0 || binds.remove.length > 0) {
-      await attempt("Failed to bind service addresses", () =>
+      await attempt("Failed to bind service addresses", "bind", () =>
         this.deps.netlink.bindAddresses(DUMMY_DEVICE, binds.add, binds.remove),
       );
     }
-    await attempt("Failed to execute iptables-restore", async () => {
+    await attempt("Failed to execute iptables-restore", "iptables", async () => {
       try {
         await this.deps.iptables.restoreAll(rules, { noFlush: true, counters: true });
       } catch (err) {
@@ -457,11 +526,30 @@ export class IpvsProxier implements Proxier {
     }
   }
 
-  /** One read of each kernel table, concurrently. */
+  /** Runs one step of the sync, adding its wall time to the step's (kept on failure too). */
+  private async timed<T>(step: SyncStep, op: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await op();
+    } finally {
+      this.steps[step] += performance.now() - t0;
+    }
+  }
+
+  /**
+   * One read of each kernel table, concurrently. The node's addresses and our sets' kinds are
+   * kept for partial syncs (readScoped).
+   */
   private async readKernel(): Promise<KernelView> {
     const [services, sets, addresses] = await this.host(() =>
       Promise.all([this.deps.ipvs.read(), this.deps.ipset.listSets(), this.deps.netlink.localAddresses()]),
     );
+    this.lastNodeAddresses = nodeAddresses(addresses, this.family);
+    this.lastSetSpecs.clear();
+    for (const id of SET_IDS) {
+      const have = sets.get(this.sets[id].spec.name);
+      if (have) this.lastSetSpecs.set(have.spec.name, have.spec);
+    }
     return { services, sets, addresses };
   }
 
@@ -469,8 +557,12 @@ export class IpvsProxier implements Proxier {
     return familyOf(address) === this.family;
   }
 
-  /** The node-level inputs of every plan; when they change, every plan is recomputed. */
-  private planContext(nodeAddresses: readonly string[]): PlanContext {
+  /**
+   * The node-level inputs of every plan (the node's addresses as last read); when they change,
+   * every plan is recomputed.
+   */
+  private planContext(): PlanContext {
+    const nodeAddresses = this.lastNodeAddresses ?? [];
     const ctx: PlanContext = {
       family: this.family,
       sets: this.sets,
@@ -570,7 +662,21 @@ export class IpvsProxier implements Proxier {
       ipsetRestoreLines: counts?.ipsetRestoreLines ?? 0,
       ipBatchLines: counts?.ipBatchLines ?? 0,
       iptablesRestoreBytes: counts?.iptablesRestoreBytes ?? 0,
+      steps: this.steps,
     };
+    // One line per sync at -v=2: its steps and sizes (bench-api reads the phases from it).
+    const ms = (x: number) => Math.round(x);
+    this.log.v(2).info("ipvs sync done", {
+      ipFamily: this.family,
+      fullSync,
+      reconcile: this.stats.reconcile,
+      totalMs: ms(totalMs),
+      ...Object.fromEntries(Object.entries(this.steps).map(([k, v]) => [`${k}Ms`, ms(v)])),
+      virtualServers: this.stats.virtualServers,
+      ipvsLines: this.stats.ipvsRestoreLines,
+      ipsetLines: this.stats.ipsetRestoreLines,
+      bindLines: this.stats.ipBatchLines,
+    });
     this.log.v(4).info("syncProxyRules complete", { ipFamily: this.family, elapsed: `${totalMs / 1000}s` });
   }
 }

@@ -4,35 +4,55 @@
 // one-endpoint change may take, so partial syncs are what keep changes cheap; full reconciles
 // still run on every full sync, on idle syncs and at least once per --ipvs-sync-period, and
 // repair anything changed behind our back.
+//
+// A scope also remembers which of the set members and bound addresses it touched the state held
+// before this sync changed it. After a successful sync the kernel holds exactly what the state
+// wanted (full reconciles make it so, partial ones keep it so for what they touch), so that is
+// what the kernel holds of them now: a partial sync needs no `ipset save` or address listing.
 
+import type { VirtualServerKey } from "../../host/ipvs/types.ts";
+import type { DesiredState } from "./desired-state.ts";
 import type { SetId } from "./ipsets.ts";
 import { forEachMember, type PortPlan } from "./port-plan.ts";
 
 export class SyncScope {
-  /** Virtual server keys ("198.51.100.1,tcp:80"). */
-  readonly virtualServers = new Set<string>();
+  /** Virtual server keys ("198.51.100.1,tcp:80"), each with its parts. */
+  readonly virtualServers = new Map<string, VirtualServerKey>();
   /** Their addresses, to pick them out of the kernel listing without building every key. */
   readonly virtualServerAddresses = new Set<string>();
   readonly entries = new Map<SetId, Set<string>>();
   /** Addresses on kube-ipvs0. */
   readonly bindAddresses = new Set<string>();
+  /** Of `entries`, those `before` held when first touched. */
+  readonly heldEntries = new Map<SetId, Set<string>>();
+  /** Of `bindAddresses`, those `before` held when first touched. */
+  readonly heldBinds = new Set<string>();
+
+  /**
+   * `before`: the desired state as the replan found it; plans are touched before the state
+   * takes or drops them.
+   */
+  constructor(private readonly before?: DesiredState) {}
 
   /** Records everything a plan wants (call with a port's old plan and its new one). */
   touch(plan: PortPlan): void {
-    plan.forEachVirtualServer((vs) => this.addVirtualServer(vs.key, vs.address));
+    plan.forEachVirtualServer((vs) => this.addVirtualServer(vs.key, vs));
     forEachMember(
       plan,
       (set, entry) => this.addEntry(set, entry),
       (address) => {
-        this.bindAddresses.add(address);
+        if (!this.bindAddresses.has(address)) {
+          this.bindAddresses.add(address);
+          if (this.before?.bindAddresses.has(address)) this.heldBinds.add(address);
+        }
         this.addEntry("ipvsIPs", address);
       },
     );
   }
 
-  addVirtualServer(key: string, address: string): void {
-    this.virtualServers.add(key);
-    this.virtualServerAddresses.add(address);
+  addVirtualServer(key: string, vs: VirtualServerKey): void {
+    this.virtualServers.set(key, vs);
+    this.virtualServerAddresses.add(vs.address);
   }
 
   get empty(): boolean {
@@ -45,6 +65,14 @@ export class SyncScope {
       entries = new Set();
       this.entries.set(set, entries);
     }
+    if (entries.has(entry)) return;
     entries.add(entry);
+    if (!this.before?.entries[set].has(entry)) return;
+    let held = this.heldEntries.get(set);
+    if (!held) {
+      held = new Set();
+      this.heldEntries.set(set, held);
+    }
+    held.add(entry);
   }
 }

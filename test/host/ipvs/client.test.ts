@@ -78,6 +78,22 @@ describe("IpvsClient against FakeIpvs", () => {
     });
   });
 
+  test("readServices() lists just the virtual servers asked for, one call each; missing ones are left out", async () => {
+    const { fake, exec, client } = setup();
+    await client.apply(initial);
+    fake.setConnections(dns, { address: "fd00:10:244::3", port: 53 }, 0, 7);
+    const missing: VirtualServerKey = { address: "10.96.0.99", port: 443, protocol: "TCP" };
+    const before = exec.calls.length;
+    const listed = await client.readServices([dns, missing]);
+    expect(exec.calls.slice(before).map((c) => c.args)).toEqual([
+      ["-L", "-n", "--exact", "-u", "[fd00:10:96::a]:53"],
+      ["-L", "-n", "--exact", "-t", "10.96.0.99:443"],
+    ]);
+    expect(listed).toEqual(fake.services().filter((s) => s.server.address === dns.address));
+    expect(listed[0]!.reals[0]!.inactiveConnections).toBe(7);
+    expect(await client.readServices([])).toEqual([]);
+  });
+
   test("edits and deletes: graceful termination sets weight 0, then removes the real server", async () => {
     const { fake, client } = setup();
     await client.apply(initial);
@@ -163,6 +179,7 @@ describe("IpvsClient against FakeIpvs", () => {
     const { client } = setup({ available: false });
     for (const p of [
       client.read(),
+      client.readServices([web]),
       client.apply(initial),
       client.flush(),
       client.setTimeouts({ tcp: 900, tcpFin: 120, udp: 300 }),

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { ExecRequest } from "../../../src/exec/types.ts";
-import { endpointSlice, ep, type Setup, service, setup } from "./harness.ts";
+import { boundAddresses, endpointSlice, ep, realsOf, type Setup, service, setup } from "./harness.ts";
 
 /** Service i: a cluster IP, every fourth one a NodePort, ten endpoints (the first on this node). */
 function populate(s: Setup, count: number): void {
@@ -71,22 +71,18 @@ describe("batching", () => {
     expect(large.full).toEqual(small.full);
     expect(large.change).toEqual(small.change);
     expect(large.quiet).toEqual(small.quiet);
-    // A sync after a change: one read and one write per tool.
+    // A sync after a change: the changed virtual server read, one write per tool. The sets and
+    // addresses it touched are known from the last sync (SyncScope): no `ipset save`, no
+    // address listing.
     expect(large.change).toEqual({
       "ipvsadm -L -n": 1,
       "ipvsadm --restore": 1,
-      "ipset save": 1,
       "ipset restore -exist": 1,
-      "ip -o addr": 1,
       "iptables-nft-restore --noflush --counters": 1,
     });
-    // Nothing changed: only reads, plus the iptables rules rewritten as upstream does each sync.
-    expect(large.quiet).toEqual({
-      "ipvsadm -L -n": 1,
-      "ipset save": 1,
-      "ip -o addr": 1,
-      "iptables-nft-restore --noflush --counters": 1,
-    });
+    // Nothing changed: no reads (the periodic full reconcile compares everything), only the
+    // iptables rules rewritten as upstream does each sync.
+    expect(large.quiet).toEqual({ "iptables-nft-restore --noflush --counters": 1 });
   });
 
   test("the first (full) sync adds the dummy device, chains and jumps, and one write per tool", async () => {
@@ -100,6 +96,50 @@ describe("batching", () => {
     expect(full["iptables-nft -N"]).toBe(11);
     expect(full["iptables-nft -C"]).toBe(9);
     expect(full["iptables-nft -I"]).toBe(9);
+  });
+
+  test("a partial sync unbinds and unlists what it touched from the last sync's state alone", async () => {
+    const s = setup();
+    populate(s, 20);
+    await s.sync();
+    const ip = "198.51.100.2";
+    expect(boundAddresses(s.host)).toContain(ip);
+    const svc1 = service("ns", "svc1", { clusterIP: ip });
+    const from = s.host.exec.calls.length;
+    s.cluster.remove(svc1);
+    await s.sync();
+    const counts = commandCounts(s.host.exec.calls.slice(from));
+    expect(counts["ipset save"]).toBeUndefined();
+    expect(counts["ip -o"]).toBeUndefined();
+    expect(s.proxier.lastSyncStats()).toMatchObject({ reconcile: "partial", ipBatchLines: 1 });
+    expect(boundAddresses(s.host)).not.toContain(ip);
+    expect(s.host.ipset.entries("KUBE-CLUSTER-IP")).not.toContain(`${ip},tcp:80`);
+    expect(s.host.ipvs.services().some((v) => v.server.address === ip)).toBe(false);
+    // Back again: bound and listed again, still without reading the sets or addresses.
+    const again = s.host.exec.calls.length;
+    s.cluster.apply(svc1, endpointSlice("ns", "svc1", endpointsOf(1, 10)));
+    await s.sync();
+    expect(commandCounts(s.host.exec.calls.slice(again))["ipset save"]).toBeUndefined();
+    expect(s.proxier.lastSyncStats()).toMatchObject({ reconcile: "partial", ipBatchLines: 1 });
+    expect(realsOf(s.host, "TCP", ip, 80)).toHaveLength(10);
+    expect(boundAddresses(s.host)).toContain(ip);
+    expect(s.host.ipset.entries("KUBE-CLUSTER-IP")).toContain(`${ip},tcp:80`);
+  });
+
+  test("a change to more virtual servers than are read one by one reads the whole table", async () => {
+    const s = setup();
+    populate(s, 10);
+    await s.sync();
+    const from = s.host.exec.calls.length;
+    s.cluster.apply(
+      ...Array.from({ length: 20 }, (_, i) =>
+        service("ns", `more${i}`, { clusterIP: `198.51.110.${i + 1}` }),
+      ),
+    );
+    await s.sync();
+    const lists = s.host.exec.calls.slice(from).filter((c) => c.cmd === "ipvsadm" && c.args[0] === "-L");
+    expect(lists.map((c) => c.args)).toEqual([["-L", "-n", "--exact"]]);
+    expect(s.proxier.lastSyncStats()).toMatchObject({ reconcile: "partial", ipvsRestoreLines: 20 });
   });
 
   test("a one-endpoint change replans one port and writes a handful of lines", async () => {

@@ -495,8 +495,19 @@ describe("partial and full reconciles", () => {
     expect(realsOf(s.host, "TCP", "198.51.100.41", 80)).toBeUndefined();
   });
 
-  test("a sync with nothing to do compares everything and repairs the drift", async () => {
+  test("a sync with nothing to do reads and writes nothing until the ipvs sync period is up", async () => {
     const s = await twoServices();
+    const from = s.host.exec.calls.length;
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.reconcile).toBe("partial");
+    // Only the iptables rules, rewritten each sync as upstream does.
+    expect(s.host.exec.calls.slice(from).map((c) => c.cmd)).toEqual(["iptables-nft-restore"]);
+    expect(realsOf(s.host, "TCP", "198.51.100.41", 80)).toBeUndefined();
+  });
+
+  test("a sync with nothing to do once the ipvs sync period is up compares everything and repairs the drift", async () => {
+    const s = await twoServices();
+    s.clock.advance(s.config.ipvs.syncPeriod);
     await s.sync();
     expect(s.proxier.lastSyncStats()?.reconcile).toBe("full");
     expect(realsOf(s.host, "TCP", "198.51.100.41", 80)).toEqual(["192.0.2.11:8080 w1"]);
