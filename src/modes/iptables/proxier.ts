@@ -348,7 +348,11 @@ export class IptablesProxier implements Proxier {
 
   private async computeRuleSet(req: ScopeRequest, scope: SyncScope, now: number): Promise<RuleSet> {
     const settings = await this.settings();
-    const existingNatChains = await this.existingNatChainsIfDue(now, req.fullSync);
+    const existingNatChains = await this.existingNatChainsIfDue(
+      now,
+      req.fullSync,
+      req.changedServices.size > 0,
+    );
     const nodePortIPs = await this.nodePortIPs();
     const request = {
       ...req,
@@ -376,12 +380,17 @@ export class IptablesProxier implements Proxier {
   private async existingNatChainsIfDue(
     now: number,
     fullSync: boolean,
+    changes: boolean,
   ): Promise<Iterable<string> | undefined> {
     const throttled =
       this.largeClusterMode || this.lastSweepMs > SLOW_SWEEP_MS || this.tableLines > LINES_FOR_SLOW_SWEEP;
     const swept = this.lastCleanup !== Number.NEGATIVE_INFINITY;
-    if (throttled && ((fullSync && swept) || now - this.lastCleanup <= this.deps.config.iptables.syncPeriod))
-      return undefined;
+    const period = this.deps.config.iptables.syncPeriod;
+    const since = now - this.lastCleanup;
+    // A sync carrying changes leaves a due sweep to the periodic sync with none (a change should
+    // not wait for a whole iptables-save), unless the sweep is a second period overdue.
+    const deferred = changes && since <= 2 * period;
+    if (throttled && ((fullSync && swept) || since <= period || (swept && deferred))) return undefined;
     try {
       const started = performance.now();
       // Only the chain declarations are read: the whole nat table is tens of MB at 10,000

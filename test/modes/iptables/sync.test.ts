@@ -361,6 +361,23 @@ describe("large clusters", () => {
     expect(s.ipt.saveCalls).toBe(2);
   });
 
+  test("a sync carrying a change leaves a due sweep to the next sync without one, unless it is a period overdue", async () => {
+    const s = setup();
+    bigCluster(s);
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(1);
+    s.clock.advance(s.config.iptables.syncPeriod + 1);
+    s.cluster.apply(endpointSlice("ns", "s0", [ep("192.0.0.1"), ep("192.0.0.2")]));
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(1);
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(2);
+    s.clock.advance(2 * s.config.iptables.syncPeriod + 1);
+    s.cluster.apply(endpointSlice("ns", "s0", [ep("192.0.0.1")]));
+    await s.sync();
+    expect(s.ipt.saveCalls).toBe(3);
+  });
+
   test("a full sync requested while a sweep is due leaves the sweep to the partial sync after it", async () => {
     const s = setup();
     bigCluster(s);
