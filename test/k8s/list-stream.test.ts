@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { ListStreamReader, readListStream } from "../../src/k8s/list-stream.ts";
 
 const items = Array.from({ length: 50 }, (_, i) => ({
@@ -72,5 +73,62 @@ describe("ListStreamReader", () => {
     const rest = await readListStream(new Response(JSON.stringify(list)).body!, (x) => got.push(x));
     expect(got).toEqual(items);
     expect(rest.metadata).toEqual({ resourceVersion: "77" });
+  });
+});
+
+describe("ListStreamReader against JSON.parse (generated)", () => {
+  const json = fc.jsonValue({ maxDepth: 4 });
+  /** Splits bytes at the given cut points (sorted, de-duplicated, inside the bytes). */
+  const pieces = (bytes: Uint8Array, cuts: number[]) => {
+    const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+    const out: Uint8Array[] = [];
+    let from = 0;
+    for (const c of [...at, bytes.length]) {
+      out.push(bytes.subarray(from, c));
+      from = c;
+    }
+    return out;
+  };
+  const feed = (chunks: Uint8Array[]) => {
+    const got: unknown[] = [];
+    const r = new ListStreamReader((x) => got.push(x));
+    for (const c of chunks) r.write(c);
+    return { got, rest: r.end() };
+  };
+
+  test("any list of objects, any other keys, any formatting, any chunking: the items and the rest JSON.parse reads", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.dictionary(fc.string(), json, { maxKeys: 4 }), { maxLength: 6 }),
+        fc.dictionary(
+          fc.string().filter((k) => k !== "items"),
+          json,
+          { maxKeys: 3 },
+        ),
+        fc.constantFrom(0, 1, 2),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (listItems, other, indent, cuts) => {
+          const doc = { ...other, items: listItems };
+          const bytes = new TextEncoder().encode(JSON.stringify(doc, null, indent));
+          const { got, rest } = feed(pieces(bytes, cuts));
+          expect(got).toEqual(listItems);
+          expect(rest).toEqual({ ...other, items: [] });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  test("arbitrary bytes, any chunking: a result or an Error, never anything else thrown", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), fc.array(fc.nat(), { maxLength: 4 }), (bytes, cuts) => {
+        try {
+          feed(pieces(bytes, cuts));
+        } catch (err) {
+          expect(err).toBeInstanceOf(Error);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });
