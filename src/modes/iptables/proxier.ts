@@ -215,6 +215,7 @@ export class IptablesProxier implements Proxier {
       // takes longer than the period (upstream's 5,000 x 50 takes ~40 s against 30 s), timing it
       // from the start would make the next sync, a one-endpoint change, pay iptables-save again
       // (3 s of a 3.1 s change measured there).
+      // (existingNatChainsIfDue stamps a sweep with the sync's start, so equality means this one swept.)
       if (this.lastCleanup === start) this.lastCleanup = this.clock.now();
       this.book.synced(fullSync, start);
       this.builder.commit(set);
@@ -390,7 +391,7 @@ export class IptablesProxier implements Proxier {
     // A sync carrying changes leaves a due sweep to the periodic sync with none (a change should
     // not wait for a whole iptables-save), unless the sweep is a second period overdue.
     const deferred = changes && since <= 2 * period;
-    if (throttled && ((fullSync && swept) || since <= period || (swept && deferred))) return undefined;
+    if (throttled && (since <= period || (swept && (fullSync || deferred)))) return undefined;
     try {
       const started = performance.now();
       // Only the chain declarations are read: the whole nat table is tens of MB at 10,000
