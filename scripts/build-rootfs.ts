@@ -28,6 +28,7 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   readSync,
   rmSync,
@@ -125,27 +126,32 @@ let aptUpdated = false;
  * longer has), at most once per build. A cache with lists builds offline.
  */
 function aptReady(fresh: boolean): void {
-  if (!aptConfigured) configureApt();
+  const changed = aptConfigured ? false : configureApt();
   const lists = join(aptDir, "lists");
   const haveLists = readdirSync(lists).some((f) => /_Packages(\.\w+)?$/.test(f));
-  if (aptUpdated || (haveLists && !fresh)) return;
+  if (aptUpdated || (haveLists && !fresh && !changed)) return;
   aptUpdated = true;
   console.error(`==> apt-get update (${suite}, private to ${aptDir})`);
   run("apt-get", [...aptOptions(), "update", "-qq"]);
 }
 
-function configureApt(): void {
+/** Writes the configuration; true when its sources differ from the ones the lists came from. */
+function configureApt(): boolean {
   aptConfigured = true;
   for (const d of ["lists/partial", "cache/archives/partial"])
     mkdirSync(join(aptDir, d), { recursive: true });
   const keyring = "/usr/share/keyrings/debian-archive-keyring.gpg";
   if (!existsSync(keyring)) fail(`${keyring} is missing (package debian-archive-keyring)`);
   const mirror = process.env.KPTS_ROOTFS_MIRROR ?? "http://deb.debian.org/debian";
-  writeFileSync(
-    join(aptDir, "sources.list"),
-    `deb [signed-by=${keyring}] ${mirror} ${suite} main\ndeb [signed-by=${keyring}] ${mirror} ${suite}-updates main\n`,
-  );
+  // The suite, its point-release updates and its security updates, as a Debian system has them.
+  const sources = [`${mirror} ${suite}`, `${mirror} ${suite}-updates`, `${mirror}-security ${suite}-security`]
+    .map((s) => `deb [signed-by=${keyring}] ${s} main\n`)
+    .join("");
+  const file = join(aptDir, "sources.list");
+  const changed = !existsSync(file) || readFileSync(file, "utf8") !== sources;
+  if (changed) writeFileSync(file, sources);
   if (!existsSync(join(aptDir, "status"))) writeFileSync(join(aptDir, "status"), "");
+  return changed;
 }
 
 /** The newest downloaded .deb of a package, if any. */
