@@ -108,14 +108,16 @@ describe("ListStreamReader against JSON.parse (generated)", () => {
         fc.constantFrom(0, 1, 2),
         fc.array(fc.nat(), { maxLength: 8 }),
         (listItems, other, indent, cuts) => {
-          const doc = { ...other, items: listItems };
-          const bytes = new TextEncoder().encode(JSON.stringify(doc, null, indent));
-          const { got, rest } = feed(pieces(bytes, cuts));
-          expect(got).toEqual(listItems);
-          expect(rest).toEqual({ ...other, items: [] });
+          const text = JSON.stringify({ ...other, items: listItems }, null, indent);
+          // What JSON.parse reads is the reference (-0 written is 0 read, for one).
+          const whole = JSON.parse(text) as { items: unknown[] };
+          const { got, rest } = feed(pieces(new TextEncoder().encode(text), cuts));
+          expect(got).toEqual(whole.items);
+          expect(rest).toEqual({ ...whole, items: [] });
         },
       ),
-      { numRuns: 300 },
+      // A failing case the generator found (seed -345815095): -0 in the rest, read back as 0.
+      { numRuns: 300, examples: [[[], { "": { "": -0 } }, 0, []]] },
     );
   });
 
