@@ -35,12 +35,28 @@ export class NftTransaction implements NftTransactionLike {
   private sealed = false;
   private consumed = false;
   private readonly where: string;
+  /** The operations themselves, when asked to keep them (see operations()). */
+  private kept: NftOperation[] | undefined;
 
+  /**
+   * `keepOperations`: also keep the typed operations, for a writer that speaks the kernel's
+   * netlink rather than nft's text (a partial sync's few; a full sync's would be half a million).
+   */
   constructor(
     readonly family: NftFamily,
     readonly table: string,
+    opts: { keepOperations?: boolean } = {},
   ) {
     this.where = `${family} ${nftIdentifier(table, "table name")}`;
+    if (opts.keepOperations) this.kept = [];
+  }
+
+  /**
+   * Every operation, in order, when the transaction was made to keep them and holds no part
+   * made as nft reads it; else undefined.
+   */
+  operations(): readonly NftOperation[] | undefined {
+    return this.parts.some((p) => typeof p !== "string") ? undefined : this.kept;
   }
 
   /** Operations so far (a producer's count only once it ran). */
@@ -67,7 +83,10 @@ export class NftTransaction implements NftTransactionLike {
   push(verb: NftVerb, object: NftObject): this {
     if (this.sealed && !this.producing)
       throw new Error("nft: a transaction handed to nft takes no more operations");
-    this.lines.push(renderOperation(this.where, { verb, object }));
+    const op = { verb, object };
+    // Rendered even when kept: every name and text is checked here, whichever writer sends it.
+    this.lines.push(renderOperation(this.where, op));
+    if (this.kept && !this.producing) this.kept.push(op);
     this.count++;
     if (this.lines.length >= BLOCK_LINES) this.closeBlock();
     return this;
@@ -81,6 +100,7 @@ export class NftTransaction implements NftTransactionLike {
     if (this.sealed) throw new Error("nft: a transaction handed to nft takes no more operations");
     this.closeBlock();
     this.parts.push(produce);
+    this.kept = undefined;
     return this;
   }
 

@@ -4,6 +4,8 @@
 
 import { createConntrackClient } from "../../host/conntrack/client.ts";
 import { createNftClient } from "../../host/nft/client.ts";
+import { createNetlinkNftClient } from "../../host/nft/netlink/client.ts";
+import { netfilterSocketOpener } from "../../host/nft/netlink/socket.ts";
 import { NftTransaction } from "../../host/nft/transaction.ts";
 import type { NftClient } from "../../host/nft/types.ts";
 import { localAddresses } from "../../proxy/local-addresses.ts";
@@ -15,6 +17,7 @@ import { type IPFamily, nftFamily } from "../../util/net/family.ts";
 import type { ModeBuildOptions } from "../types.ts";
 import { KUBE_PROXY_TABLE } from "./names.ts";
 import { NftablesProxier } from "./proxier.ts";
+import { containerTypes, familyWords } from "./setup.ts";
 
 export interface NftablesMode {
   readonly families: IPFamily[];
@@ -42,7 +45,14 @@ async function familyUsable(nft: NftClient, family: IPFamily): Promise<boolean> 
   }
 }
 
-export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMode> {
+/** Set to "0" to send every transaction through nft (the netlink writer is on otherwise). */
+export const NETLINK_ENV = "KPTS_NFT_NETLINK";
+
+/**
+ * The clients of a real run: partial syncs over netlink when this process can open the socket
+ * (the compiled binary, as root), everything through nft otherwise. A dry run records nft input.
+ */
+async function nftClients(o: ModeBuildOptions, netlink: boolean): Promise<Record<IPFamily, NftClient>> {
   const client = (family: IPFamily) =>
     createNftClient({
       exec: o.exec,
@@ -51,6 +61,31 @@ export async function buildNftablesMode(o: ModeBuildOptions): Promise<NftablesMo
       timeoutMs: NFT_TIMEOUT_MS,
     });
   const clients = { IPv4: client("IPv4"), IPv6: client("IPv6") };
+  if (!netlink || process.env[NETLINK_ENV] === "0") return clients;
+  const opener = await netfilterSocketOpener();
+  const socket = typeof opener === "string" ? opener : opener();
+  if (typeof socket === "string") {
+    o.log.info("Writing every nftables transaction with nft: no netlink socket", { reason: socket });
+    return clients;
+  }
+  const over = (family: IPFamily) => {
+    const types = containerTypes(familyWords(family));
+    return createNetlinkNftClient({
+      nft: clients[family],
+      family,
+      socket,
+      containerTypes: (name) => types.get(name),
+      logger: o.log,
+    });
+  };
+  return { IPv4: over("IPv4"), IPv6: over("IPv6") };
+}
+
+export async function buildNftablesMode(
+  o: ModeBuildOptions,
+  opts: { readonly netlink?: boolean } = {},
+): Promise<NftablesMode> {
+  const clients = await nftClients(o, opts.netlink ?? false);
   const families: IPFamily[] = [];
   for (const family of await withKernelSupport(["IPv4", "IPv6"], o.sysctl, o.log)) {
     if (await familyUsable(clients[family], family)) families.push(family);

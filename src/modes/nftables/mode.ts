@@ -19,7 +19,7 @@ export const nftablesMode: ModeDefinition<"nftables"> = {
   },
 
   async build(o) {
-    const nft = await buildNftablesMode(o);
+    const nft = await buildNftablesMode(o, { netlink: true });
     return { families: nft.families, proxier: nft.proxier, afterFirstSync: () => {}, stop: () => {} };
   },
 

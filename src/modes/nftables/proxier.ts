@@ -106,7 +106,10 @@ export class NftablesProxier implements Proxier {
         : this.recordTrusted
           ? this.table.recordedObjects()
           : await this.existingObjects();
-      const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE);
+      // A partial sync keeps its operations: a client that speaks netlink sends them as they are.
+      const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE, {
+        keepOperations: !fullSync,
+      });
       const result = this.table.write(tx, {
         input,
         fullSync,
@@ -211,7 +214,7 @@ export class NftablesProxier implements Proxier {
   private async deleteStaleChains(now: number): Promise<void> {
     const due = this.table.takeDueStaleChains(now);
     if (due.length === 0) return;
-    const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE);
+    const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE, { keepOperations: true });
     for (const chain of due) tx.delete({ kind: "chain", name: chain });
     this.log.info("Deleting stale nftables chains", { ipFamily: this.deps.family, numChains: due.length });
     try {

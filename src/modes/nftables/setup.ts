@@ -88,6 +88,22 @@ export function familyWords(family: IPFamily): FamilyWords {
     : { ipX, addrType: "ipv6_addr", noLocalhost: `${ipX} daddr != ::1` };
 }
 
+/** The type of each set and map the fixed part makes, by name (what its elements are made of). */
+export function containerTypes(w: FamilyWords): ReadonlyMap<string, string> {
+  const serviceKey = `${w.addrType} . inet_proto . inet_service : verdict`;
+  const nodePortKey = "inet_proto . inet_service : verdict";
+  return new Map([
+    [N.HAIRPIN_SET, `${w.addrType} . ${w.addrType} . inet_proto . inet_service`],
+    [N.CLUSTER_IPS_SET, w.addrType],
+    [N.NODEPORT_IPS_SET, w.addrType],
+    [N.NO_ENDPOINT_SERVICES_MAP, serviceKey],
+    [N.NO_ENDPOINT_NODEPORTS_MAP, nodePortKey],
+    [N.FIREWALL_IPS_MAP, serviceKey],
+    [N.SERVICE_IPS_MAP, serviceKey],
+    [N.SERVICE_NODEPORTS_MAP, nodePortKey],
+  ]);
+}
+
 export interface SetupSettings {
   readonly family: IPFamily;
   /** The masquerade mark, e.g. "0x004000". */
@@ -118,6 +134,8 @@ export function ensureChain(tx: NftTransaction, name: string, comment?: string, 
 
 export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
   const w = familyWords(s.family);
+  const types = containerTypes(w);
+  const typeOf = (name: string): string => types.get(name)!;
   tx.add({ kind: "table", comment: "rules for kube-proxy" });
   if (s.recreateBaseChains) {
     // Base chains of earlier layouts go too (nothing jumps to a base chain, so they always can).
@@ -154,7 +172,7 @@ export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
   tx.add({
     kind: "set",
     name: N.HAIRPIN_SET,
-    type: `${w.addrType} . ${w.addrType} . inet_proto . inet_service`,
+    type: typeOf(N.HAIRPIN_SET),
     comment: "service hairpin connections",
   });
   // The mark is cleared as it is acted on: a VXLAN device may hand the same packet on.
@@ -170,11 +188,16 @@ export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
     rule: `ct status dnat ${w.ipX} saddr . ${w.ipX} daddr . meta l4proto . th dport @${N.HAIRPIN_SET} masquerade fully-random`,
   });
 
-  tx.add({ kind: "set", name: N.CLUSTER_IPS_SET, type: w.addrType, comment: "Active ClusterIPs" });
+  tx.add({
+    kind: "set",
+    name: N.CLUSTER_IPS_SET,
+    type: typeOf(N.CLUSTER_IPS_SET),
+    comment: "Active ClusterIPs",
+  });
   writeClusterIPsCheckRules(tx, w, s.serviceCIDRs);
 
   // add then delete: deleting alone fails when the set is not there.
-  const nodePortIPs = { kind: "set", name: N.NODEPORT_IPS_SET, type: w.addrType } as const;
+  const nodePortIPs = { kind: "set", name: N.NODEPORT_IPS_SET, type: typeOf(N.NODEPORT_IPS_SET) } as const;
   tx.add({ ...nodePortIPs, comment: "IPs that accept NodePort traffic" });
   if (s.nodePortIPs === undefined) tx.delete(nodePortIPs);
   else {
@@ -182,17 +205,16 @@ export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
     for (const ip of s.nodePortIPs) tx.add({ kind: "element", container: N.NODEPORT_IPS_SET, key: [ip] });
   }
 
-  const serviceKey = `${w.addrType} . inet_proto . inet_service : verdict`;
   tx.add({
     kind: "map",
     name: N.NO_ENDPOINT_SERVICES_MAP,
-    type: serviceKey,
+    type: typeOf(N.NO_ENDPOINT_SERVICES_MAP),
     comment: "vmap to drop or reject packets to services with no endpoints",
   });
   tx.add({
     kind: "map",
     name: N.NO_ENDPOINT_NODEPORTS_MAP,
-    type: "inet_proto . inet_service : verdict",
+    type: typeOf(N.NO_ENDPOINT_NODEPORTS_MAP),
     comment: "vmap to drop or reject packets to service nodeports with no endpoints",
   });
   tx.add({
@@ -219,7 +241,7 @@ export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
   tx.add({
     kind: "map",
     name: N.FIREWALL_IPS_MAP,
-    type: serviceKey,
+    type: typeOf(N.FIREWALL_IPS_MAP),
     comment: "destinations that are subject to LoadBalancerSourceRanges",
   });
   ensureOnce(N.FIREWALL_CHECK);
@@ -228,13 +250,13 @@ export function writeSetup(tx: NftTransaction, s: SetupSettings): void {
   tx.add({
     kind: "map",
     name: N.SERVICE_IPS_MAP,
-    type: serviceKey,
+    type: typeOf(N.SERVICE_IPS_MAP),
     comment: "ClusterIP, ExternalIP and LoadBalancer IP traffic",
   });
   tx.add({
     kind: "map",
     name: N.SERVICE_NODEPORTS_MAP,
-    type: "inet_proto . inet_service : verdict",
+    type: typeOf(N.SERVICE_NODEPORTS_MAP),
     comment: "NodePort traffic",
   });
   // Off-cluster traffic to a ClusterIP (a route to the service range via this node) may leave

@@ -1,0 +1,279 @@
+// A transaction's operations as one nf_tables netlink batch, message for message what nft 1.0.6
+// sends for the same text: chains added, flushed and deleted; rules of the shapes statements.ts
+// reads; elements of sets and verdict maps whose types are known; sets and maps flushed or
+// deleted. Base chains, tables and new sets are left to nft: encodeBatch answers undefined
+// for a transaction holding anything it does not write, and nothing of it is sent. Pure.
+
+import type { IPFamily } from "../../../util/net/family.ts";
+import { nftCommentText } from "../script-text.ts";
+import type { NftElement, NftOperation } from "../types.ts";
+import {
+  type Expr,
+  elementKey,
+  elementVerdict,
+  type FieldType,
+  fieldTypes,
+  ruleExpressions,
+} from "./statements.ts";
+import {
+  MessageWriter,
+  NLM_F_ACK,
+  NLM_F_APPEND,
+  NLM_F_CREATE,
+  NLM_F_REQUEST,
+  nftMessageType,
+} from "./wire.ts";
+
+const MSG = { NEWCHAIN: 3, DELCHAIN: 5, NEWRULE: 6, DELRULE: 8, DELSET: 11, NEWSETELEM: 12, DELSETELEM: 14 };
+const NFPROTO = { IPv4: 2, IPv6: 10 } as const;
+const LIST_ELEM = 1;
+const CHAIN = { TABLE: 1, NAME: 3, USERDATA: 12 };
+const RULE = { TABLE: 1, CHAIN: 2, EXPRESSIONS: 4, USERDATA: 7 };
+const SET = { TABLE: 1, NAME: 2 };
+const ELEMS = { TABLE: 1, SET: 2, ELEMENTS: 3 };
+const ELEM = { KEY: 1, DATA: 2, USERDATA: 6 };
+const DATA = { VALUE: 1, VERDICT: 2 };
+const VERDICT_ATTR = { CODE: 1, CHAIN: 2 };
+const EXPR = { NAME: 1, DATA: 2 };
+/** The type-0 TLV of rule, element and chain userdata: the comment, NUL-terminated. */
+const UDATA_COMMENT = 0;
+
+const utf8 = new TextEncoder();
+
+/** The types of the sets and maps a transaction's elements go into, by name. */
+export type ContainerTypes = (name: string) => string | undefined;
+
+/** A batch ready to send: its bytes, and which operation each message's sequence number carries. */
+export interface EncodedBatch {
+  readonly bytes: Uint8Array;
+  /** Sequence number of each message -> index of the operation it came from (BEGIN: -1). */
+  readonly operationOf: ReadonlyMap<number, number>;
+  readonly messages: number;
+}
+
+function comment(text: string): Uint8Array {
+  const bytes = utf8.encode(nftCommentText(text));
+  const out = new Uint8Array(2 + bytes.length + 1);
+  out[0] = UDATA_COMMENT;
+  out[1] = bytes.length + 1;
+  out.set(bytes, 2);
+  return out;
+}
+
+function writeExpr(w: MessageWriter, e: Expr): void {
+  const data = (type: number, bytes: Uint8Array) => w.nest(type, (w) => w.attr(DATA.VALUE, bytes));
+  const named = (name: string, body: () => void) =>
+    w.nest(LIST_ELEM, (w) => {
+      w.str(EXPR.NAME, name);
+      w.nest(EXPR.DATA, body);
+    });
+  switch (e.kind) {
+    case "payload":
+      return void named("payload", () => w.be32(1, 1).be32(2, e.base).be32(3, e.offset).be32(4, e.len));
+    case "meta":
+      return void named("meta", () => w.be32(2, e.key).be32(1, 1));
+    case "meta-set":
+      return void named("meta", () => w.be32(2, e.key).be32(3, 1));
+    case "cmp":
+      return void named("cmp", () => {
+        w.be32(1, 1).be32(2, e.neq ? 1 : 0);
+        data(3, e.data);
+      });
+    case "bitwise":
+      return void named("bitwise", () => {
+        w.be32(1, 1).be32(2, 1).be32(3, e.mask.length);
+        data(4, e.mask);
+        data(5, e.xor);
+      });
+    case "immediate":
+      return void named("immediate", () => {
+        w.be32(1, e.reg);
+        data(2, e.data);
+      });
+    case "verdict":
+      return void named("immediate", () => {
+        w.be32(1, 0);
+        writeVerdict(w, 2, e.code, e.chain);
+      });
+    case "numgen":
+      // Random (type 1), offset 0.
+      return void named("numgen", () => w.be32(1, 1).be32(2, e.modulus).be32(3, 1).be32(4, 0));
+    case "fib":
+      // The address type (result 3) into register 1.
+      return void named("fib", () => w.be32(1, 1).be32(2, 3).be32(3, e.flags));
+    case "lookup":
+      return void named("lookup", () => {
+        w.str(1, e.set).be32(2, 1);
+        if (e.inverted) w.be32(5, 1);
+      });
+    case "dynset-update":
+      // Operation 1 is update; the key in register 1.
+      return void named("dynset", () => w.str(1, e.set).be32(3, 1).be32(4, 1));
+    case "dnat":
+      // Address in register 1, port in 2; the port is given (flags: proto specified).
+      return void named("nat", () =>
+        w.be32(1, 1).be32(2, NFPROTO[e.family]).be32(3, 1).be32(5, 2).be32(7, 2),
+      );
+  }
+}
+
+function writeVerdict(w: MessageWriter, type: number, code: number, chain: string | undefined): void {
+  w.nest(type, (w) =>
+    w.nest(DATA.VERDICT, (w) => {
+      w.be32(VERDICT_ATTR.CODE, code);
+      if (chain !== undefined) w.str(VERDICT_ATTR.CHAIN, chain);
+    }),
+  );
+}
+
+interface ElementBytes {
+  readonly key: Uint8Array;
+  readonly verdict?: { code: number; chain?: string };
+  readonly comment?: Uint8Array;
+}
+
+function elementBytes(e: NftElement, types: ContainerTypes, withValue: boolean): ElementBytes | undefined {
+  const typeText = types(e.container);
+  const fields: { key: FieldType[]; value: FieldType[] } | undefined = typeText
+    ? fieldTypes(typeText)
+    : undefined;
+  if (!fields) return undefined;
+  // A key may come as one part that nft reads as several ("10.0.0.1 . tcp . 80").
+  const key = elementKey(
+    e.key.flatMap((k) => k.split(" . ")),
+    fields.key,
+  );
+  if (!key) return undefined;
+  if (!withValue) return { key };
+  if (fields.value.length > 0 !== (e.value !== undefined)) return undefined;
+  const verdict = e.value === undefined ? undefined : elementVerdict(e.value);
+  if (e.value !== undefined && !verdict) return undefined;
+  return {
+    key,
+    ...(verdict ? { verdict } : {}),
+    ...(e.comment !== undefined ? { comment: comment(e.comment) } : {}),
+  };
+}
+
+/** One message of the batch, or undefined when the operation is not one written here. */
+type MessageFor = (w: MessageWriter, seq: number, flags: number) => void;
+
+function messageFor(
+  op: NftOperation,
+  family: IPFamily,
+  table: string,
+  types: ContainerTypes,
+): MessageFor | undefined {
+  const nfproto = NFPROTO[family];
+  const { verb, object: o } = op;
+  switch (o.kind) {
+    case "chain": {
+      if (o.base) return undefined;
+      const name = o.name;
+      if (verb === "add") {
+        const udata = o.comment === undefined ? undefined : comment(o.comment);
+        return (w, seq, flags) =>
+          w.message(nftMessageType(MSG.NEWCHAIN), flags | NLM_F_CREATE, seq, nfproto, 0, (w) => {
+            w.str(CHAIN.TABLE, table).str(CHAIN.NAME, name);
+            if (udata) w.attr(CHAIN.USERDATA, udata);
+          });
+      }
+      // A flush is a rule delete naming only the chain.
+      const type = verb === "flush" ? MSG.DELRULE : MSG.DELCHAIN;
+      return (w, seq, flags) =>
+        w.message(nftMessageType(type), flags, seq, nfproto, 0, (w) =>
+          w
+            .str(verb === "flush" ? RULE.TABLE : CHAIN.TABLE, table)
+            .str(verb === "flush" ? RULE.CHAIN : CHAIN.NAME, name),
+        );
+    }
+    case "rule": {
+      if (verb !== "add") return undefined;
+      const exprs = ruleExpressions(o.rule, family);
+      if (!exprs) return undefined;
+      const udata = o.comment === undefined ? undefined : comment(o.comment);
+      const chain = o.chain;
+      return (w, seq, flags) =>
+        w.message(nftMessageType(MSG.NEWRULE), flags | NLM_F_CREATE | NLM_F_APPEND, seq, nfproto, 0, (w) => {
+          w.str(RULE.TABLE, table).str(RULE.CHAIN, chain);
+          w.nest(RULE.EXPRESSIONS, (w) => {
+            for (const e of exprs) writeExpr(w, e);
+          });
+          if (udata) w.attr(RULE.USERDATA, udata);
+        });
+    }
+    case "set":
+    case "map": {
+      if (verb === "add") return undefined;
+      const name = o.name;
+      // A flush is an element delete naming no element.
+      if (verb === "flush")
+        return (w, seq, flags) =>
+          w.message(nftMessageType(MSG.DELSETELEM), flags, seq, nfproto, 0, (w) =>
+            w.str(ELEMS.TABLE, table).str(ELEMS.SET, name),
+          );
+      return (w, seq, flags) =>
+        w.message(nftMessageType(MSG.DELSET), flags, seq, nfproto, 0, (w) =>
+          w.str(SET.TABLE, table).str(SET.NAME, name),
+        );
+    }
+    case "element": {
+      if (verb === "flush") return undefined;
+      const add = verb === "add";
+      const el = elementBytes(o, types, add);
+      if (!el) return undefined;
+      const set = o.container;
+      return (w, seq, flags) =>
+        w.message(
+          nftMessageType(add ? MSG.NEWSETELEM : MSG.DELSETELEM),
+          add ? flags | NLM_F_CREATE : flags,
+          seq,
+          nfproto,
+          0,
+          (w) => {
+            w.str(ELEMS.TABLE, table).str(ELEMS.SET, set);
+            w.nest(ELEMS.ELEMENTS, (w) =>
+              w.nest(LIST_ELEM, (w) => {
+                w.nest(ELEM.KEY, (w) => w.attr(DATA.VALUE, el.key));
+                if (el.verdict) writeVerdict(w, ELEM.DATA, el.verdict.code, el.verdict.chain);
+                if (el.comment) w.attr(ELEM.USERDATA, el.comment);
+              }),
+            );
+          },
+        );
+    }
+    case "table":
+      return undefined;
+  }
+}
+
+/**
+ * The batch for `ops` in `table` of `family` (every message acked when `ack`); undefined when
+ * any operation is one this module does not write (the transaction then goes to nft whole).
+ */
+export function encodeBatch(
+  ops: readonly NftOperation[],
+  family: IPFamily,
+  table: string,
+  types: ContainerTypes,
+  opts: { readonly firstSeq: number; readonly ack: boolean },
+): EncodedBatch | undefined {
+  const messages: MessageFor[] = [];
+  for (const op of ops) {
+    const m = messageFor(op, family, table, types);
+    if (!m) return undefined;
+    messages.push(m);
+  }
+  const w = new MessageWriter();
+  const operationOf = new Map<number, number>();
+  let seq = opts.firstSeq;
+  operationOf.set(seq, -1);
+  w.batchBegin(seq++);
+  const flags = NLM_F_REQUEST | (opts.ack ? NLM_F_ACK : 0);
+  messages.forEach((m, i) => {
+    operationOf.set(seq, i);
+    m(w, seq++, flags);
+  });
+  w.batchEnd(seq++);
+  return { bytes: w.bytes(), operationOf, messages: messages.length };
+}

@@ -1,0 +1,35 @@
+// Runs a synchronous function with this thread inside a named network namespace and returns
+// to the original one before anything else can run: a netlink socket opened there stays in that
+// namespace. Only for sockets; never spawn processes inside `fn`.
+
+import { dlopen, FFIType, read } from "bun:ffi";
+import { closeSync, openSync } from "node:fs";
+
+const CLONE_NEWNET = 0x40000000;
+
+const libc = dlopen("libc.so.6", {
+  setns: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+  __errno_location: { args: [], returns: FFIType.ptr },
+}).symbols;
+
+function setns(fd: number, what: string): void {
+  if (libc.setns(fd, CLONE_NEWNET) === 0) return;
+  const at = libc.__errno_location();
+  throw new Error(`setns(${what}): errno ${at ? read.i32(at, 0) : "?"}`);
+}
+
+export function inNetns<T>(name: string, fn: () => T): T {
+  const home = openSync("/proc/thread-self/ns/net", "r");
+  const target = openSync(`/run/netns/${name}`, "r");
+  try {
+    setns(target, name);
+    try {
+      return fn();
+    } finally {
+      setns(home, "the original namespace");
+    }
+  } finally {
+    closeSync(target);
+    closeSync(home);
+  }
+}
