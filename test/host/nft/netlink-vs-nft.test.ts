@@ -11,8 +11,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { defaultProxyConfig } from "../../../src/config/defaults.ts";
 import type { Exec } from "../../../src/exec/types.ts";
 import { createNftClient } from "../../../src/host/nft/client.ts";
+import { NftError } from "../../../src/host/nft/errors.ts";
 import { createNetlinkNftClient, type NetlinkNftClient } from "../../../src/host/nft/netlink/client.ts";
 import { type NetfilterSocket, netfilterSocketOpener } from "../../../src/host/nft/netlink/socket.ts";
+import { NftTransaction } from "../../../src/host/nft/transaction.ts";
 import type { EndpointSliceObject, ServiceObject } from "../../../src/k8s/objects.ts";
 import { nullLogger } from "../../../src/log/logger.ts";
 import { nftablesNodePortAddresses } from "../../../src/modes/nftables/build.ts";
@@ -264,3 +266,79 @@ for (const c of CASES) {
     );
   });
 }
+
+describe("a batch the kernel refuses (fresh netns)", () => {
+  let ns: TestNetns;
+  let socket: NetfilterSocket;
+  let client: NetlinkNftClient;
+
+  beforeAll(async () => {
+    const opener = await netfilterSocketOpener();
+    if (typeof opener === "string") throw new Error(opener);
+    ns = await createTestNetns();
+    const opened = inNetns(ns.name, opener);
+    if (typeof opened === "string") throw new Error(opened);
+    socket = opened;
+    const plain = createNftClient({ exec: ns.exec, family: "ip", table: "kube-proxy" });
+    const types = containerTypes(familyWords("IPv4"));
+    client = createNetlinkNftClient({
+      nft: plain,
+      family: "IPv4",
+      socket,
+      containerTypes: (n) => types.get(n),
+    });
+    const res = await ns.exec.run({
+      cmd: "nft",
+      args: ["-f", "-"],
+      stdin: "add table ip kube-proxy\nadd chain ip kube-proxy kept\nadd rule ip kube-proxy kept drop\n",
+    });
+    expect(res.stderr).toBe("");
+  }, scaled(30_000));
+
+  afterAll(async () => {
+    socket?.close();
+    await ns?.remove();
+  });
+
+  const tx = () => new NftTransaction("ip", "kube-proxy", { keepOperations: true });
+
+  test("fails as an NftError naming the operation, and nothing of the batch is applied", async () => {
+    const before = client.sent.netlink;
+    const bad = tx()
+      .add({ kind: "chain", name: "fresh" })
+      .flush({ kind: "chain", name: "kept" })
+      .add({ kind: "rule", chain: "absent", rule: "goto fresh" });
+    const err = await client.run(bad).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(NftError);
+    const e = err as NftError;
+    expect(e.isNotFound()).toBe(true);
+    expect(e.line).toBe(3);
+    expect(e.lineText).toBe("add rule ip kube-proxy absent goto fresh");
+    // It went to the kernel, which refused it whole.
+    expect(client.sent.netlink).toBe(before + 1);
+    const listed = await ns.exec.run({ cmd: "nft", args: ["list", "table", "ip", "kube-proxy"] });
+    expect(listed.stdout).not.toContain("fresh");
+    expect(listed.stdout).toContain("drop");
+  });
+
+  test("then a good batch applies", async () => {
+    await client.run(
+      tx()
+        .add({ kind: "chain", name: "fresh" })
+        .add({ kind: "rule", chain: "fresh", rule: "goto kept", comment: 'say "hi"' }),
+    );
+    const listed = await ns.exec.run({ cmd: "nft", args: ["list", "chain", "ip", "kube-proxy", "fresh"] });
+    expect(listed.stdout).toContain(`goto kept comment "say 'hi'"`);
+  });
+
+  test("a transaction with anything it does not write goes to nft whole", async () => {
+    const before = { ...client.sent };
+    await client.run(
+      tx().add({ kind: "chain", name: "other" }).add({ kind: "rule", chain: "other", rule: "reject" }),
+    );
+    expect(client.sent).toEqual({ netlink: before.netlink, nft: before.nft + 1 });
+  });
+});
