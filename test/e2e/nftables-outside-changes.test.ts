@@ -163,7 +163,7 @@ describe("nftables mode: another program with a newer nft creates a set", () => 
     // full one is pending after it.
     const zero = web("zero", "198.51.100.40");
     createService(h, zero);
-    await h.kubeProxy!.waitForOutput(/Sent nftables transaction over netlink/, LIMIT_MS);
+    await h.kubeProxy!.waitForOutput(/Sent nftables transaction over netlink.* thread="worker"/, LIMIT_MS);
     await waitForAnswer(h, zero, LIMIT_MS);
   }, E2E_TEST_TIMEOUT_MS + ROOT_BUILD_MS);
 

@@ -261,6 +261,8 @@ for (const c of CASES) {
         await step(apply(slice("c", [ep(c.pod(30), { node: NODE }), ep(c.pod(32))])));
         // Netlink carried the plain partial syncs (at least the first six and the stale chains).
         expect(netlinkClient!.sent.netlink - afterFull).toBeGreaterThanOrEqual(7);
+        // Sent by the worker thread: this one stays free while the kernel commits.
+        expect(socket.sentFrom).toBe("worker");
       },
       scaled(120_000),
     );

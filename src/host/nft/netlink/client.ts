@@ -93,7 +93,7 @@ export function createNetlinkNftClient(opts: NetlinkNftClientOptions): NetlinkNf
     let replies: NetlinkReply[];
     const start = performance.now();
     try {
-      replies = socket.send(bytes);
+      replies = await socket.send(bytes);
     } catch (err) {
       if (!(err instanceof NetlinkSocketError)) throw err;
       fail(ops, -1, undefined, `the batch's outcome is unknown: ${err.message}`);
@@ -113,6 +113,7 @@ export function createNetlinkNftClient(opts: NetlinkNftClientOptions): NetlinkNf
       table: where,
       operations: ops.length,
       bytes: bytes.length,
+      thread: socket.sentFrom,
       ms: Math.round((performance.now() - start) * 10) / 10,
     });
   }

@@ -1,158 +1,118 @@
-// A NETLINK_NETFILTER socket through libc (bun:ffi): what sends a batch to nf_tables and reads
-// back the kernel's replies. The kernel runs a batch, commit included, inside the send call, so
-// every reply is queued when the send returns: they are read without waiting. Only under Bun
-// (the compiled binary): elsewhere, or when libc or the socket cannot be had, open() says why
-// and the caller keeps to nft.
+// The NETLINK_NETFILTER socket the client sends batches on. It is opened on the calling thread
+// (so in that thread's network namespace); the sends run on a worker thread that owns them,
+// since the kernel commits inside the send and this thread's HTTP servers must keep answering
+// meanwhile. Where no worker can be started the sends run here. Only under Bun (the compiled
+// binary): elsewhere, or without libc or the socket, the opener says why and the caller keeps
+// to nft.
 
-import { errText } from "../../../util/err-text.ts";
-import { type NetlinkReply, readReplies } from "./wire.ts";
+import { type Libc, loadLibc, NetlinkSocketError, openNetfilterFd, sendBatch } from "./socket-io.ts";
+import type { WorkerReply, WorkerRequest } from "./socket-worker.ts";
+import type { NetlinkReply } from "./wire.ts";
 
-const AF_NETLINK = 16;
-const SOCK_RAW = 3;
-const SOCK_NONBLOCK = 0o4000;
-const SOCK_CLOEXEC = 0o2000000;
-const NETLINK_NETFILTER = 12;
-const SOL_SOCKET = 1;
-const SO_SNDBUFFORCE = 32;
-const SO_RCVBUFFORCE = 33;
-const SOL_NETLINK = 270;
-const NETLINK_CAP_ACK = 10;
-const NETLINK_EXT_ACK = 11;
-const MSG_DONTWAIT = 0x40;
-const EINTR = 4;
-const EAGAIN = 11;
-const ENOBUFS = 105;
+export { MAX_BATCH_BYTES, NetlinkSocketError } from "./socket-io.ts";
 
-/** The largest batch sent in one go (the send buffer is forced to this). */
-export const MAX_BATCH_BYTES = 32 * 1024 * 1024;
-/** Room for the replies of a batch: acks are asked for only when they fit in it (see client.ts). */
-const RECEIVE_BUFFER = 8 * 1024 * 1024;
-
-/** Sends one batch; the replies it got, in the order the kernel queued them. */
+/** Sends batches one at a time; each answers with the replies the kernel queued for it. */
 export interface NetfilterSocket {
-  send(batch: Uint8Array): NetlinkReply[];
+  send(batch: Uint8Array): Promise<NetlinkReply[]>;
+  /** Where the last batch was sent from: the worker, or the calling thread (none could start). */
+  readonly sentFrom: "worker" | "caller" | undefined;
   close(): void;
 }
 
-/** A failure of the socket itself (not a refusal of the batch): errno and the call that failed. */
-export class NetlinkSocketError extends Error {
-  override readonly name = "NetlinkSocketError";
-  constructor(
-    readonly call: string,
-    readonly errno: number,
-  ) {
-    super(
-      `netlink ${call}: errno ${errno}${errno === ENOBUFS ? " (replies overflowed the receive buffer)" : ""}`,
-    );
-  }
-}
-
-interface Libc {
-  socket(domain: number, type: number, protocol: number): number;
-  bind(fd: number, addr: Uint8Array, len: number): number;
-  sendto(
-    fd: number,
-    buf: Uint8Array,
-    len: number,
-    flags: number,
-    addr: Uint8Array,
-    alen: number,
-  ): number | bigint;
-  recv(fd: number, buf: Uint8Array, len: number, flags: number): number | bigint;
-  setsockopt(fd: number, level: number, opt: number, value: Int32Array, len: number): number;
-  close(fd: number): number;
-  __errno_location(): unknown;
-}
-
-/** The sockaddr_nl of the kernel (port 0) and of this socket before bind picks its port. */
-function sockaddr(): Uint8Array {
-  const sa = new Uint8Array(12);
-  new DataView(sa.buffer).setUint16(0, AF_NETLINK, true);
-  return sa;
-}
+/** Opens a socket in the network namespace of the calling thread, or says why it cannot. */
+export type NetfilterSocketOpener = () => NetfilterSocket | string;
 
 /**
- * Opens sockets in the network namespace of the thread that calls it; a string says why it
- * cannot (the socket itself, not the batches it will carry).
+ * Where the worker's module is: beside this one when run from the sources; in a compiled binary,
+ * at its path under src/, which scripts/build gives as an entry point of its own.
  */
-export type NetfilterSocketOpener = () => NetfilterSocket | string;
+function workerURL(): string {
+  return import.meta.url.startsWith("file:///$bunfs/")
+    ? "./host/nft/netlink/socket-worker.ts"
+    : new URL("./socket-worker.ts", import.meta.url).href;
+}
 
 /** Loads libc's socket calls; a string says why they cannot be had here. */
 export async function netfilterSocketOpener(): Promise<NetfilterSocketOpener | string> {
-  if (typeof (globalThis as { Bun?: unknown }).Bun === "undefined") return "not running under Bun";
-  let ffi: typeof import("bun:ffi");
-  let libc: Libc;
-  try {
-    // A name the bundler and other runtimes leave alone until this line runs.
-    const specifier = ["bun", "ffi"].join(":");
-    ffi = (await import(specifier)) as typeof import("bun:ffi");
-    const { FFIType: T } = ffi;
-    libc = ffi.dlopen("libc.so.6", {
-      socket: { args: [T.i32, T.i32, T.i32], returns: T.i32 },
-      bind: { args: [T.i32, T.ptr, T.u32], returns: T.i32 },
-      sendto: { args: [T.i32, T.ptr, T.u64, T.i32, T.ptr, T.u32], returns: T.i64 },
-      recv: { args: [T.i32, T.ptr, T.u64, T.i32], returns: T.i64 },
-      setsockopt: { args: [T.i32, T.i32, T.i32, T.ptr, T.u32], returns: T.i32 },
-      close: { args: [T.i32], returns: T.i32 },
-      __errno_location: { args: [], returns: T.ptr },
-    }).symbols as unknown as Libc;
-  } catch (err) {
-    return `libc is not reachable: ${errText(err)}`;
-  }
-  const errno = (): number => {
-    const at = libc.__errno_location();
-    return at ? ffi.read.i32(at as Parameters<typeof ffi.read.i32>[0], 0) : -1;
+  const libc = await loadLibc();
+  if (typeof libc === "string") return libc;
+  return () => {
+    const fd = openNetfilterFd(libc);
+    return typeof fd === "string" ? fd : socketOn(libc, fd);
   };
-  return () => openWith(libc, errno);
 }
 
-function openWith(libc: Libc, errno: () => number): NetfilterSocket | string {
-  const fd = libc.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER);
-  if (fd < 0) return `socket(AF_NETLINK, NETLINK_NETFILTER): errno ${errno()}`;
-  const option = (level: number, opt: number, value: number): boolean =>
-    libc.setsockopt(fd, level, opt, Int32Array.of(value), 4) === 0;
-  // Acks echo only the header of the message; errors say which attribute and why.
-  const ready =
-    libc.bind(fd, sockaddr(), 12) === 0 &&
-    option(SOL_NETLINK, NETLINK_CAP_ACK, 1) &&
-    option(SOL_NETLINK, NETLINK_EXT_ACK, 1) &&
-    option(SOL_SOCKET, SO_SNDBUFFORCE, MAX_BATCH_BYTES) &&
-    option(SOL_SOCKET, SO_RCVBUFFORCE, RECEIVE_BUFFER);
-  if (!ready) {
-    const e = errno();
-    libc.close(fd);
-    return `setting up the netlink socket: errno ${e}`;
-  }
-  const kernel = sockaddr();
+function socketOn(libc: Libc, fd: number): NetfilterSocket {
+  let worker: Worker | undefined;
+  let workerFailed = false;
+  let nextId = 0;
+  const pending = new Map<number, { resolve: (r: NetlinkReply[]) => void; reject: (e: Error) => void }>();
   const buf = new Uint8Array(1 << 16);
+  // One batch at a time, in the order given.
+  let queue: Promise<unknown> = Promise.resolve();
   let open = true;
+  let sentFrom: NetfilterSocket["sentFrom"];
+
+  const failAll = (err: Error) => {
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+
+  function startWorker(): Worker | undefined {
+    if (worker || workerFailed) return worker;
+    try {
+      const w = new Worker(workerURL());
+      w.onmessage = (e: MessageEvent<WorkerReply>) => {
+        const reply = e.data;
+        const p = pending.get(reply.id);
+        if (!p) return;
+        pending.delete(reply.id);
+        if ("replies" in reply) p.resolve(reply.replies);
+        else p.reject(new NetlinkSocketError(reply.failure.call, reply.failure.errno));
+      };
+      w.onerror = (e) => {
+        // Whatever it was doing has an unknown outcome; the next batch starts a new worker.
+        worker = undefined;
+        failAll(new NetlinkSocketError(`worker: ${e.message}`, 0));
+      };
+      w.postMessage({ kind: "fd", fd } satisfies WorkerRequest);
+      // Never what keeps the process alive.
+      (w as { unref?: () => void }).unref?.();
+      worker = w;
+    } catch {
+      workerFailed = true;
+    }
+    return worker;
+  }
+
+  async function sendOne(batch: Uint8Array): Promise<NetlinkReply[]> {
+    if (!open) throw new NetlinkSocketError("send on a closed socket", 0);
+    const w = startWorker();
+    sentFrom = w ? "worker" : "caller";
+    if (!w) return sendBatch(libc, fd, batch, buf);
+    const id = nextId++;
+    return new Promise<NetlinkReply[]>((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      w.postMessage({ kind: "batch", id, bytes: batch } satisfies WorkerRequest);
+    });
+  }
+
   return {
+    get sentFrom() {
+      return sentFrom;
+    },
     send(batch) {
-      if (!open) throw new NetlinkSocketError("send on a closed socket", 0);
-      // Replies of an earlier batch that were never read would be taken for this one's.
-      for (let n = 0; n < 1 << 20; n++) if (Number(libc.recv(fd, buf, buf.length, MSG_DONTWAIT)) < 0) break;
-      for (let attempt = 0; ; attempt++) {
-        if (Number(libc.sendto(fd, batch, batch.length, 0, kernel, 12)) >= 0) break;
-        const e = errno();
-        if (e !== EINTR || attempt >= 8) throw new NetlinkSocketError("sendto", e);
-      }
-      const replies: NetlinkReply[] = [];
-      // Bounded by what the receive buffer can hold: each datagram holds at least one reply.
-      for (let n = 0; n < RECEIVE_BUFFER; n++) {
-        const got = Number(libc.recv(fd, buf, buf.length, MSG_DONTWAIT));
-        if (got < 0) {
-          const e = errno();
-          if (e === EAGAIN) break;
-          if (e === EINTR) continue;
-          throw new NetlinkSocketError("recv", e);
-        }
-        replies.push(...readReplies(buf, got));
-      }
-      return replies;
+      const result = queue.then(() => sendOne(batch));
+      queue = result.catch(() => undefined);
+      return result;
     },
     close() {
-      if (open) libc.close(fd);
+      if (!open) return;
       open = false;
+      worker?.terminate();
+      worker = undefined;
+      failAll(new NetlinkSocketError("socket closed", 0));
+      libc.close(fd);
     },
   };
 }

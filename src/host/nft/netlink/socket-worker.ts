@@ -1,0 +1,50 @@
+// The worker thread that owns the sends: the kernel commits a batch inside the send call (at
+// 45,000 Services its check of the table takes 60-200 ms), which on the main thread would hold
+// up the HTTP servers and everything else for that long. It is given the socket's descriptor
+// (opened by socket.ts in the namespace it was asked for) and answers each batch with the
+// kernel's replies or the socket's failure.
+
+import { type Libc, loadLibc, NetlinkSocketError, sendBatch } from "./socket-io.ts";
+
+/** What the worker is sent: the descriptor once, then batches. */
+export type WorkerRequest =
+  | { readonly kind: "fd"; readonly fd: number }
+  | { readonly kind: "batch"; readonly id: number; readonly bytes: Uint8Array };
+
+/** What it answers for each batch (or once, when libc cannot be loaded: id -1). */
+export type WorkerReply =
+  | { readonly id: number; readonly replies: import("./wire.ts").NetlinkReply[] }
+  | { readonly id: number; readonly failure: { readonly call: string; readonly errno: number } };
+
+const scope = globalThis as unknown as {
+  onmessage: ((e: MessageEvent<WorkerRequest>) => void) | null;
+  postMessage(m: WorkerReply): void;
+};
+
+let fd = -1;
+let libc: Libc | undefined;
+const buf = new Uint8Array(1 << 16);
+const loading = loadLibc();
+
+scope.onmessage = async (e) => {
+  const req = e.data;
+  if (req.kind === "fd") {
+    fd = req.fd;
+    return;
+  }
+  const loaded = libc ?? (await loading);
+  if (typeof loaded === "string") {
+    scope.postMessage({ id: req.id, failure: { call: `worker: ${loaded}`, errno: 0 } });
+    return;
+  }
+  libc = loaded;
+  try {
+    scope.postMessage({ id: req.id, replies: sendBatch(libc, fd, req.bytes, buf) });
+  } catch (err) {
+    const failure =
+      err instanceof NetlinkSocketError
+        ? { call: err.call, errno: err.errno }
+        : { call: String(err), errno: 0 };
+    scope.postMessage({ id: req.id, failure });
+  }
+};
