@@ -34,6 +34,8 @@ export interface ApiRunSpec {
   readonly objects?: readonly { readonly kind: FakeKind; readonly obj: KObject }[];
   readonly mode?: E2eProxyMode;
   readonly extraArgs?: readonly string[];
+  /** Extra environment for the binary. */
+  readonly env?: Record<string, string>;
 }
 
 /**
@@ -53,6 +55,7 @@ export async function setUpApiRun(h: ApiHarness, spec: ApiRunSpec): Promise<void
     nodeName: spec.node.name,
     ...(spec.mode ? { mode: spec.mode } : {}),
     extraArgs: spec.extraArgs ?? [],
+    ...(spec.env ? { env: spec.env } : {}),
   });
   // waitForOutput stretches its limit by timeScale() itself.
   await h.kubeProxy.waitForOutput(/Memory after the first sync/, 30_000);
