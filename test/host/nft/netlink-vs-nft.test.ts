@@ -78,7 +78,8 @@ async function normalTable(exec: Exec, family: IPFamily): Promise<unknown[]> {
     if (Array.isArray(v)) return v.map(strip);
     if (v && typeof v === "object") {
       const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) if (k !== "handle") out[k] = strip(x);
+      // Handles are numbered per table; an element's expiry is the time left.
+      for (const [k, x] of Object.entries(v)) if (k !== "handle" && k !== "expires") out[k] = strip(x);
       return out;
     }
     return v;
@@ -103,7 +104,7 @@ async function kernelDump(exec: Exec, family: IPFamily): Promise<string[]> {
   });
   return res.stdout
     .split("\n")
-    .map((l) => l.replace(/\bhandle \d+/g, "").trimEnd())
+    .map((l) => l.replace(/\bhandle \d+/g, "").replace(/ expires \S+/g, "").trimEnd())
     .filter((l) => l !== "")
     .sort();
 }
@@ -234,13 +235,36 @@ for (const c of CASES) {
         await step((cl) => cl.remove(service("ns1", "a", ip(1)), slice("a", [])));
         clock.advance(2000);
         await step(() => {});
-        // Session affinity and source ranges: sets made and anonymous sets, left to nft.
+        // Session affinity: address sets made over netlink too; source ranges (an anonymous
+        // set) left to nft.
+        const before = { ...netlinkClient!.sent };
         await step(
           apply(
             service("ns1", "e", { ...ip(5), sessionAffinity: "ClientIP" }),
             slice("e", [ep(c.pod(50)), ep(c.pod(51))]),
           ),
         );
+        expect(netlinkClient!.sent).toEqual({ netlink: before.netlink + 1, nft: before.nft });
+        // A client recorded in each affinity set reads back the same: the key's byte order was
+        // written as nft writes it.
+        for (const side of [nftSide, netlinkSide]) {
+          const sets = await side.ns.exec.run({
+            cmd: "nft",
+            args: ["--json", "list", "sets", nftFamily(c.family)],
+          });
+          const names = (JSON.parse(sets.stdout) as { nftables: { set?: { name: string } }[] }).nftables
+            .map((e) => e.set?.name)
+            .filter((n): n is string => n?.startsWith("affinity-") ?? false);
+          expect(names.length).toBe(2);
+          for (const name of names) {
+            const added = await side.ns.exec.run({
+              cmd: "nft",
+              args: ["add", "element", nftFamily(c.family), "kube-proxy", name, `{ ${c.pod(99)} }`],
+            });
+            expect(added.stderr).toBe("");
+          }
+        }
+        await step(() => {});
         await step(
           apply(
             service(
@@ -256,6 +280,7 @@ for (const c of CASES) {
             slice("f", [ep(c.pod(60))]),
           ),
         );
+        expect(netlinkClient!.sent).toEqual({ netlink: before.netlink + 1, nft: before.nft + 1 });
         // Back to a plain endpoint change after them.
         await step(apply(slice("e", [ep(c.pod(50))])));
         await step(apply(slice("c", [ep(c.pod(30), { node: NODE }), ep(c.pod(32))])));

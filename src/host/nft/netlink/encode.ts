@@ -1,12 +1,13 @@
 // A transaction's operations as one nf_tables netlink batch, message for message what nft 1.0.6
 // sends for the same text: chains added, flushed and deleted; rules of the shapes statements.ts
-// reads; elements of sets and verdict maps whose types are known; sets and maps flushed or
-// deleted. Base chains, tables and new sets are left to nft: encodeBatch answers undefined
-// for a transaction holding anything it does not write, and nothing of it is sent. Pure.
+// reads; elements of sets and verdict maps whose types are known; address sets (session
+// affinity) made; sets and maps flushed or deleted. Tables, base chains, maps and other sets are
+// left to nft: encodeBatch answers undefined for a transaction holding anything it does not
+// write, and nothing of it is sent. Pure.
 
 import type { IPFamily } from "../../../util/net/family.ts";
 import { nftCommentText } from "../script-text.ts";
-import type { NftElement, NftOperation } from "../types.ts";
+import type { NftElement, NftOperation, NftSet } from "../types.ts";
 import {
   type Expr,
   elementKey,
@@ -24,12 +25,30 @@ import {
   nftMessageType,
 } from "./wire.ts";
 
-const MSG = { NEWCHAIN: 3, DELCHAIN: 5, NEWRULE: 6, DELRULE: 8, DELSET: 11, NEWSETELEM: 12, DELSETELEM: 14 };
+const MSG = {
+  NEWCHAIN: 3,
+  DELCHAIN: 5,
+  NEWRULE: 6,
+  DELRULE: 8,
+  NEWSET: 9,
+  DELSET: 11,
+  NEWSETELEM: 12,
+  DELSETELEM: 14,
+};
 const NFPROTO = { IPv4: 2, IPv6: 10 } as const;
 const LIST_ELEM = 1;
 const CHAIN = { TABLE: 1, NAME: 3, USERDATA: 12 };
 const RULE = { TABLE: 1, CHAIN: 2, EXPRESSIONS: 4, USERDATA: 7 };
-const SET = { TABLE: 1, NAME: 2 };
+const SET = { TABLE: 1, NAME: 2, FLAGS: 3, KEY_TYPE: 4, KEY_LEN: 5, ID: 10, TIMEOUT: 11, USERDATA: 13 };
+/** Set flags nft writes for "timeout" and "dynamic". */
+const SET_FLAGS: Readonly<Record<string, number>> = { timeout: 0x10, dynamic: 0x20 };
+/** nft's datatype numbers and lengths of the address sets a partial sync makes (session affinity). */
+const ADDRESS_SET_TYPES: Readonly<Record<string, { type: number; len: number }>> = {
+  ipv4_addr: { type: 7, len: 4 },
+  ipv6_addr: { type: 8, len: 16 },
+};
+/** The set userdata nft 1.0.6 writes for an address set: the key's byte order (type 0), big-endian (2). */
+const ADDRESS_SET_USERDATA = Uint8Array.of(0, 4, 2, 0, 0, 0);
 const ELEMS = { TABLE: 1, SET: 2, ELEMENTS: 3 };
 const ELEM = { KEY: 1, DATA: 2, USERDATA: 6 };
 const DATA = { VALUE: 1, VERDICT: 2 };
@@ -158,11 +177,36 @@ function elementBytes(e: NftElement, types: ContainerTypes, withValue: boolean):
 /** One message of the batch, or undefined when the operation is not one written here. */
 type MessageFor = (w: MessageWriter, seq: number, flags: number) => void;
 
+/**
+ * A named address set as nft 1.0.6 makes it (`{ type ipv4_addr ; flags dynamic,timeout ; timeout
+ * Ns ; }`), or undefined for any other set. Its userdata is exactly 1.0.6's, which every nft reads.
+ */
+function newAddressSet(o: NftSet, setId: number): ((w: MessageWriter) => void) | undefined {
+  const key = o.type === undefined ? undefined : ADDRESS_SET_TYPES[o.type];
+  if (!key || o.comment !== undefined) return undefined;
+  let flags = 0;
+  for (const f of o.flags ?? []) {
+    const bit = SET_FLAGS[f];
+    if (bit === undefined) return undefined;
+    flags |= bit;
+  }
+  const timeout = o.timeoutSeconds;
+  if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout > 0 && timeout <= 2 ** 32))
+    return undefined;
+  return (w) => {
+    w.str(SET.NAME, o.name).be32(SET.FLAGS, flags).be32(SET.KEY_TYPE, key.type).be32(SET.KEY_LEN, key.len);
+    w.be32(SET.ID, setId);
+    if (timeout !== undefined) w.be64(SET.TIMEOUT, timeout * 1000);
+    w.attr(SET.USERDATA, ADDRESS_SET_USERDATA);
+  };
+}
+
 function messageFor(
   op: NftOperation,
   family: IPFamily,
   table: string,
   types: ContainerTypes,
+  setId: number,
 ): MessageFor | undefined {
   const nfproto = NFPROTO[family];
   const { verb, object: o } = op;
@@ -204,8 +248,16 @@ function messageFor(
     }
     case "set":
     case "map": {
-      if (verb === "add") return undefined;
       const name = o.name;
+      if (verb === "add") {
+        const body = o.kind === "set" ? newAddressSet(o, setId) : undefined;
+        if (!body) return undefined;
+        return (w, seq, flags) =>
+          w.message(nftMessageType(MSG.NEWSET), flags | NLM_F_CREATE, seq, nfproto, 0, (w) => {
+            w.str(SET.TABLE, table);
+            body(w);
+          });
+      }
       // A flush is an element delete naming no element.
       if (verb === "flush")
         return (w, seq, flags) =>
@@ -260,7 +312,8 @@ export function encodeBatch(
 ): EncodedBatch | undefined {
   const messages: MessageFor[] = [];
   for (const op of ops) {
-    const m = messageFor(op, family, table, types);
+    // Every set made in the batch gets an id of its own, as nft numbers them.
+    const m = messageFor(op, family, table, types, messages.length + 1);
     if (!m) return undefined;
     messages.push(m);
   }

@@ -83,6 +83,13 @@ export class MessageWriter {
     return this.attr(type, data);
   }
 
+  /** A 64-bit nf_tables integer (timeouts in ms), big-endian. */
+  be64(type: number, value: number): this {
+    const data = new Uint8Array(8);
+    new DataView(data.buffer).setBigUint64(0, BigInt(value), false);
+    return this.attr(type, data);
+  }
+
   nest(type: number, body: (w: this) => void): this {
     const start = this.off;
     this.room(4);
