@@ -113,4 +113,9 @@ export interface NftTransactionLike {
   pieces?(): Iterable<string>;
   /** Nothing to apply: no operations and no part still to be produced (else: size is 0). */
   isEmpty?(): boolean;
+  /**
+   * The typed operations, when the transaction kept them (a client that writes netlink sends
+   * those instead of the text); undefined when it did not.
+   */
+  operations?(): readonly NftOperation[] | undefined;
 }

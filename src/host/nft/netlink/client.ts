@@ -37,11 +37,6 @@ const ERRNO_TEXT: Readonly<Record<number, string>> = {
 
 const errnoText = (errno: number): string => ERRNO_TEXT[errno] ?? `errno ${errno}`;
 
-/** A transaction this client can send over netlink: it kept its operations. */
-interface KeepsOperations extends NftTransactionLike {
-  operations?(): readonly NftOperation[] | undefined;
-}
-
 export interface NetlinkNftClientOptions {
   /** The client everything not sent over netlink goes to (bound to the same table). */
   readonly nft: NftClient;
@@ -78,7 +73,7 @@ export function createNetlinkNftClient(opts: NetlinkNftClientOptions): NetlinkNf
     throw new NftError(["(netlink batch)"], 1, stderr, index >= 0 ? input : undefined);
   }
 
-  async function run(tx: KeepsOperations): Promise<void> {
+  async function run(tx: NftTransactionLike): Promise<void> {
     if (tx.isEmpty?.() ?? tx.size === 0) return;
     const ops = tx.operations?.();
     const acked = ops !== undefined && ops.length <= ACKED_MESSAGES;
