@@ -50,7 +50,13 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createRealExec } from "../src/exec/runner.ts";
+import { createNftClient } from "../src/host/nft/client.ts";
+import { createNetlinkNftClient } from "../src/host/nft/netlink/client.ts";
+import { netfilterSocketOpener } from "../src/host/nft/netlink/socket.ts";
+import { NftTransaction } from "../src/host/nft/transaction.ts";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "../src/k8s/objects.ts";
+import { containerTypes, familyWords } from "../src/modes/nftables/setup.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";
 import { tempDir } from "../test/support/binary.ts";
 import { startNodeApi } from "../test/support/e2e-apiserver.ts";
@@ -62,6 +68,7 @@ import type { KObject } from "../test/support/fake-apiserver.ts";
 import { imageNftProgram, pathWithNft, suiteNftProgram } from "../test/support/image-nft.ts";
 import { inKernelVm, timeScale } from "../test/support/kernel-vm.ts";
 import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
+import { inNetns } from "../test/support/netns-enter.ts";
 import { capturingNftablesProxier, median, Namespace, runBench } from "./bench-support.ts";
 
 export type BenchMode = "iptables" | "nftables" | "ipvs";
@@ -389,6 +396,8 @@ interface RunResult {
   changeFloorMs: number;
   /** nftables: the floor of the table as `nft list` prints it (NaN in iptables mode). */
   listedFloorMs: number;
+  /** nftables: the same small change sent over netlink, as partial syncs are (NaN otherwise). */
+  netlinkChangeFloorMs: number;
   /** ipvs mode: the floors by tool, and the binary's own steps of the first sync and the change. */
   ipvs?: { floors: IpvsFloors; firstSteps?: IpvsSteps; changeSteps?: IpvsSteps };
 }
@@ -405,6 +414,7 @@ interface Floors {
   fullFloorMs: number;
   changeFloorMs: number;
   listedFloorMs?: number;
+  netlinkChangeFloorMs?: number;
 }
 
 /** iptables-legacy-restore of the node's tables into an empty namespace; one small restore on top. */
@@ -501,8 +511,52 @@ async function nftFloors(topo: Topology, server: Parameters<typeof ownNftPayload
     if (u.code !== 0) throw new Error(`change floor cleanup: ${u.stderr.slice(0, 500)}`);
   }
   const changeFloorMs = median(changeTimes);
+  const netlinkChangeFloorMs = await netlinkChangeFloor(topo);
   const fullFloorMs = timedInFreshNs([{ argv: nft, stdin: await ownNftPayload(server), timed: true }]);
-  return { fullFloorMs, changeFloorMs, listedFloorMs };
+  return { fullFloorMs, changeFloorMs, listedFloorMs, netlinkChangeFloorMs };
+}
+
+/**
+ * The same small change as one netlink batch into the node's table, as the binary sends a
+ * partial sync (its client, a socket opened in the node's namespace): what is left is the
+ * kernel's own commit. Median of 3, each one's objects removed after it.
+ */
+async function netlinkChangeFloor(topo: Topology): Promise<number> {
+  const opener = await netfilterSocketOpener();
+  if (typeof opener === "string") throw new Error(`netlink change floor: ${opener}`);
+  const socket = inNetns(topo.nsName("node"), opener);
+  if (typeof socket === "string") throw new Error(`netlink change floor: ${socket}`);
+  try {
+    const types = containerTypes(familyWords("IPv4"));
+    const client = createNetlinkNftClient({
+      nft: createNftClient({ exec: createRealExec(), family: "ip", table: "kube-proxy" }),
+      family: "IPv4",
+      socket,
+      containerTypes: (n) => types.get(n),
+    });
+    const key = ["198.19.255.201", "tcp", "80"];
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const chain = `service-bench-nl${i}`;
+      const tx = new NftTransaction("ip", "kube-proxy", { keepOperations: true })
+        .add({ kind: "chain", name: chain })
+        .add({ kind: "rule", chain, rule: "meta l4proto tcp dnat to 198.19.255.202:8080" })
+        .add({ kind: "element", container: "service-ips", key, value: [`goto ${chain}`] });
+      const t = performance.now();
+      await client.run(tx);
+      times.push(performance.now() - t);
+      await client.run(
+        new NftTransaction("ip", "kube-proxy", { keepOperations: true })
+          .delete({ kind: "element", container: "service-ips", key })
+          .flush({ kind: "chain", name: chain })
+          .delete({ kind: "chain", name: chain }),
+      );
+    }
+    if (client.sent.nft !== 0) throw new Error("netlink change floor: a batch went to nft");
+    return median(times);
+  } finally {
+    socket.close();
+  }
 }
 
 /** The paced changes' Services, without endpoints: created before the binary starts. */
@@ -948,7 +1002,7 @@ process.exit(1)`;
 
     // Floors: the same tables into an empty namespace, then one small change on top.
     const ipvsFloorsRun = o.mode === "ipvs" ? await ipvsFloors(topo) : undefined;
-    const { fullFloorMs, changeFloorMs, listedFloorMs } =
+    const { fullFloorMs, changeFloorMs, listedFloorMs, netlinkChangeFloorMs }: Floors =
       ipvsFloorsRun ??
       (o.mode === "iptables" ? await iptablesFloors(topo) : await nftFloors(topo, api.server));
     const ipvsFirst = o.mode === "ipvs" ? ipvsPhasesFrom(kp.stderr(), started) : undefined;
@@ -975,6 +1029,7 @@ process.exit(1)`;
       fullFloorMs,
       changeFloorMs,
       listedFloorMs: listedFloorMs ?? Number.NaN,
+      netlinkChangeFloorMs: netlinkChangeFloorMs ?? Number.NaN,
       ...(ipvsFloorsRun
         ? {
             ipvs: {
@@ -1065,7 +1120,7 @@ function chooseNft(choice: string | undefined): string {
 function printRun(mode: BenchMode, services: number, r: number, res: RunResult, o: ApiBenchOptions): void {
   const label = `  ${mode} ${services} x ${o.endpoints} run ${r + 1}`;
   console.log(
-    `${label}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms${mode === "nftables" ? ` for its own payload, ${Math.round(res.listedFloorMs)} ms for the table as listed` : ""}), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
+    `${label}: first sync ${Math.round(res.firstSyncMs)} ms (floor ${Math.round(res.fullFloorMs)} ms${mode === "nftables" ? ` for its own payload, ${Math.round(res.listedFloorMs)} ms for the table as listed` : ""}), change ${Math.round(res.changeMs)} ms (floor ${Math.round(res.changeFloorMs)} ms${mode === "nftables" ? ` through nft, ${Math.round(res.netlinkChangeFloorMs)} ms over netlink` : ""}), peak RSS ${Math.round(res.peakRssMiB)} MiB`,
   );
   const p = res.phases;
   if (res.ipvs) printIpvsRun(res);
@@ -1076,7 +1131,7 @@ function printRun(mode: BenchMode, services: number, r: number, res: RunResult, 
   const c = res.changePhases;
   if (c && !res.ipvs)
     console.log(
-      `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> ${mode === "iptables" ? "restored" : "nft -f done"} ${c.restoredMs} ms`,
+      `    change phases: created -> sync start ${c.syncStartMs} ms, -> computed ${c.computedMs} ms, -> ${mode === "iptables" ? "restored" : "written"} ${c.restoredMs} ms`,
     );
   if (o.rssTrace) console.log(`  steady RSS (after the change) ${Math.round(res.steadyRssMiB)} MiB`);
   if (o.changes)
@@ -1103,7 +1158,7 @@ function summarise(
         ? "floor (ipset + ipvsadm + ip -batch + iptables restores)"
         : "nft -f floor of its own payload";
   console.log(
-    `${mode} ${services} x ${o.endpoints} (median of ${runs.length}): first sync ${Math.round(m("firstSyncMs"))} ms from start = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the ${floorName} ${Math.round(m("fullFloorMs"))} ms, the sync itself ${Math.round(m("firstSyncOwnMs"))} ms = ${(m("firstSyncOwnMs") / m("fullFloorMs")).toFixed(2)} x; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms); peak RSS ${Math.round(m("peakRssMiB"))} MiB; full resync ${Math.round(m("resyncMs"))} ms, peak RSS with it ${Math.round(m("resyncPeakRssMiB"))} MiB`,
+    `${mode} ${services} x ${o.endpoints} (median of ${runs.length}): first sync ${Math.round(m("firstSyncMs"))} ms from start = ${(m("firstSyncMs") / m("fullFloorMs")).toFixed(2)} x the ${floorName} ${Math.round(m("fullFloorMs"))} ms, the sync itself ${Math.round(m("firstSyncOwnMs"))} ms = ${(m("firstSyncOwnMs") / m("fullFloorMs")).toFixed(2)} x; one change -> traffic ${Math.round(m("changeMs"))} ms (change floor ${Math.round(m("changeFloorMs"))} ms${mode === "nftables" ? ` through nft, ${Math.round(m("netlinkChangeFloorMs"))} ms over netlink` : ""}); peak RSS ${Math.round(m("peakRssMiB"))} MiB; full resync ${Math.round(m("resyncMs"))} ms, peak RSS with it ${Math.round(m("resyncPeakRssMiB"))} MiB`,
   );
   if (mode === "ipvs") printIpvsSummary(services, o, runs);
   if (o.changes)
