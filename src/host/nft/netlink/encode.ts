@@ -79,6 +79,31 @@ function comment(text: string): Uint8Array {
   return out;
 }
 
+/** Each expression's attributes (NFTA_<EXPR>_*), by the names nf_tables.h gives them. */
+const A = {
+  payload: { DREG: 1, BASE: 2, OFFSET: 3, LEN: 4 },
+  meta: { DREG: 1, KEY: 2, SREG: 3 },
+  cmp: { SREG: 1, OP: 2, DATA: 3 },
+  bitwise: { SREG: 1, DREG: 2, LEN: 3, MASK: 4, XOR: 5 },
+  immediate: { DREG: 1, DATA: 2 },
+  numgen: { DREG: 1, MODULUS: 2, TYPE: 3, OFFSET: 4 },
+  fib: { DREG: 1, RESULT: 2, FLAGS: 3 },
+  lookup: { SET: 1, SREG: 2, FLAGS: 5 },
+  dynset: { SET_NAME: 1, OP: 3, SREG_KEY: 4 },
+  nat: { TYPE: 1, FAMILY: 2, REG_ADDR_MIN: 3, REG_PROTO_MIN: 5, FLAGS: 7 },
+} as const;
+/** Every load and compare uses register 1 (NFT_REG_1); a DNAT's port is in register 2. */
+const REG = { VERDICT: 0, R1: 1, R2: 2 };
+const CMP_EQ = 0;
+const CMP_NEQ = 1;
+const NUMGEN_RANDOM = 1;
+const FIB_RESULT_ADDRTYPE = 3;
+const LOOKUP_INVERTED = 1;
+const DYNSET_UPDATE = 1;
+const NAT_DNAT = 1;
+/** NF_NAT_RANGE_PROTO_SPECIFIED: the DNAT names a port (nft sends only this flag). */
+const NAT_PROTO_SPECIFIED = 2;
+
 function writeExpr(w: MessageWriter, e: Expr): void {
   const data = (type: number, bytes: Uint8Array) => w.nest(type, (w) => w.attr(DATA.VALUE, bytes));
   const named = (name: string, body: () => void) =>
@@ -87,52 +112,72 @@ function writeExpr(w: MessageWriter, e: Expr): void {
       w.nest(EXPR.DATA, body);
     });
   switch (e.kind) {
-    case "payload":
-      return void named("payload", () => w.be32(1, 1).be32(2, e.base).be32(3, e.offset).be32(4, e.len));
+    case "payload": {
+      const a = A.payload;
+      return void named("payload", () =>
+        w.be32(a.DREG, REG.R1).be32(a.BASE, e.base).be32(a.OFFSET, e.offset).be32(a.LEN, e.len),
+      );
+    }
     case "meta":
-      return void named("meta", () => w.be32(2, e.key).be32(1, 1));
+      // The key first, as nft orders them.
+      return void named("meta", () => w.be32(A.meta.KEY, e.key).be32(A.meta.DREG, REG.R1));
     case "meta-set":
-      return void named("meta", () => w.be32(2, e.key).be32(3, 1));
+      return void named("meta", () => w.be32(A.meta.KEY, e.key).be32(A.meta.SREG, REG.R1));
     case "cmp":
       return void named("cmp", () => {
-        w.be32(1, 1).be32(2, e.neq ? 1 : 0);
-        data(3, e.data);
+        w.be32(A.cmp.SREG, REG.R1).be32(A.cmp.OP, e.neq ? CMP_NEQ : CMP_EQ);
+        data(A.cmp.DATA, e.data);
       });
-    case "bitwise":
+    case "bitwise": {
+      const a = A.bitwise;
       return void named("bitwise", () => {
-        w.be32(1, 1).be32(2, 1).be32(3, e.mask.length);
-        data(4, e.mask);
-        data(5, e.xor);
+        w.be32(a.SREG, REG.R1).be32(a.DREG, REG.R1).be32(a.LEN, e.mask.length);
+        data(a.MASK, e.mask);
+        data(a.XOR, e.xor);
       });
+    }
     case "immediate":
       return void named("immediate", () => {
-        w.be32(1, e.reg);
-        data(2, e.data);
+        w.be32(A.immediate.DREG, e.reg);
+        data(A.immediate.DATA, e.data);
       });
     case "verdict":
       return void named("immediate", () => {
-        w.be32(1, 0);
-        writeVerdict(w, 2, e.code, e.chain);
+        w.be32(A.immediate.DREG, REG.VERDICT);
+        writeVerdict(w, A.immediate.DATA, e.code, e.chain);
       });
-    case "numgen":
-      // Random (type 1), offset 0.
-      return void named("numgen", () => w.be32(1, 1).be32(2, e.modulus).be32(3, 1).be32(4, 0));
+    case "numgen": {
+      const a = A.numgen;
+      return void named("numgen", () =>
+        w.be32(a.DREG, REG.R1).be32(a.MODULUS, e.modulus).be32(a.TYPE, NUMGEN_RANDOM).be32(a.OFFSET, 0),
+      );
+    }
     case "fib":
-      // The address type (result 3) into register 1.
-      return void named("fib", () => w.be32(1, 1).be32(2, 3).be32(3, e.flags));
+      return void named("fib", () =>
+        w.be32(A.fib.DREG, REG.R1).be32(A.fib.RESULT, FIB_RESULT_ADDRTYPE).be32(A.fib.FLAGS, e.flags),
+      );
     case "lookup":
       return void named("lookup", () => {
-        w.str(1, e.set).be32(2, 1);
-        if (e.inverted) w.be32(5, 1);
+        w.str(A.lookup.SET, e.set).be32(A.lookup.SREG, REG.R1);
+        if (e.inverted) w.be32(A.lookup.FLAGS, LOOKUP_INVERTED);
       });
-    case "dynset-update":
-      // Operation 1 is update; the key in register 1.
-      return void named("dynset", () => w.str(1, e.set).be32(3, 1).be32(4, 1));
-    case "dnat":
-      // Address in register 1, port in 2; the port is given (flags: proto specified).
-      return void named("nat", () =>
-        w.be32(1, 1).be32(2, NFPROTO[e.family]).be32(3, 1).be32(5, 2).be32(7, 2),
+    case "dynset-update": {
+      const a = A.dynset;
+      return void named("dynset", () =>
+        w.str(a.SET_NAME, e.set).be32(a.OP, DYNSET_UPDATE).be32(a.SREG_KEY, REG.R1),
       );
+    }
+    case "dnat": {
+      const a = A.nat;
+      return void named("nat", () =>
+        w
+          .be32(a.TYPE, NAT_DNAT)
+          .be32(a.FAMILY, NFPROTO[e.family])
+          .be32(a.REG_ADDR_MIN, REG.R1)
+          .be32(a.REG_PROTO_MIN, REG.R2)
+          .be32(a.FLAGS, NAT_PROTO_SPECIFIED),
+      );
+    }
   }
 }
 
