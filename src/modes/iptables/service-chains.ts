@@ -183,7 +183,8 @@ export function serviceChainNames(names: ServicePortNames, plan: ServicePlan): s
 
 /**
  * How many lines writeServiceChainRules writes for the port, worked out from the plan without
- * writing them: the rule-count metrics and the sync's log give it before the restore.
+ * writing them: the rule-count metrics and the sync's log give it before the restore. It follows
+ * the writers above rule for rule (test/modes/iptables/deferred-chains.test.ts compares them).
  */
 export function serviceChainRuleCount(
   svc: FamilyServicePort,
