@@ -38,22 +38,27 @@ export class ChainDeclarations implements LineSink {
   }
 
   /**
-   * The `:NAME - [0:0]` lines in the names' present order, in blocks joined by newlines (none
-   * when nothing was declared), each block made when it is asked for.
+   * The `:NAME - [0:0]` lines in the names' present order, each ended by a newline, in pieces
+   * of a block of lines each, made as they are asked for.
    */
-  *lineBlocks(): Generator<string> {
+  *linePieces(): Generator<string> {
+    yield* this.runs(true);
+  }
+
+  /** order(minChains), then the lines in blocks joined by newlines (none when nothing was declared). */
+  blocks(minChains = MIN_CHAINS_TO_ORDER): string[] {
+    this.order(minChains);
+    return [...this.runs(false)];
+  }
+
+  private *runs(ended: boolean): Generator<string> {
     const lines: string[] = [];
     for (let from = 0; from < this.names.length; from += BLOCK_LINES) {
       lines.length = 0;
       const to = Math.min(this.names.length, from + BLOCK_LINES);
       for (let i = from; i < to; i++) lines.push(`:${this.names[i]} - [0:0]`);
+      if (ended) lines.push("");
       yield lines.join("\n");
     }
-  }
-
-  /** order(minChains), then every block of lineBlocks(). */
-  blocks(minChains = MIN_CHAINS_TO_ORDER): string[] {
-    this.order(minChains);
-    return [...this.lineBlocks()];
   }
 }

@@ -76,10 +76,10 @@ const DEFERRED_LINES_PER_COLLECTION = 32_768;
 
 /**
  * A section's lines as what was pushed (strings held elsewhere anyway, such as a port's kept
- * text: referenced, not copied) and deferred writers, in order. blocks() makes the text as it is
- * read: the same blocks LineBlocks would hold, but only one of them exists at a time. Reading
- * again makes them again, so the writers must write the same lines each time (what they write
- * from stays unchanged until the sync that made them ends).
+ * text: referenced, not copied) and deferred writers, in order. pieces() makes the text as it is
+ * read, a block of lines at a time, so only one block exists at a time. Reading again makes it
+ * again, so the writers must write the same lines each time (what they write from stays
+ * unchanged until the sync that made them ends).
  */
 export class DeferredLineBlocks implements LineSink {
   private readonly parts: (string | DeferredLines)[] = [];
@@ -95,7 +95,7 @@ export class DeferredLineBlocks implements LineSink {
     for (const e of entries) this.push(e);
   }
 
-  /** Appends lines written only when blocks() reaches them. */
+  /** Appends lines written only when pieces() reaches them. */
   defer(lines: DeferredLines): void {
     this.deferred += lines.lines;
     this.parts.push(lines);
@@ -111,8 +111,13 @@ export class DeferredLineBlocks implements LineSink {
     return this.deferred;
   }
 
-  /** The blocks, as LineBlocks.joinedBlocks() gives them, each made when it is asked for. */
-  *blocks(): Generator<string> {
+  /**
+   * The section's text, every line ended by a newline, in pieces made as they are asked for: a
+   * run of lines joined with its newlines, or a long entry as it is and then a newline. Each
+   * piece is a block of work for the reader: a writer of the pieces that makes the next one
+   * while the reader takes the last keeps both busy.
+   */
+  *pieces(): Generator<string> {
     const run: string[] = [];
     let written = 0;
     for (const part of this.parts) {
@@ -124,18 +129,20 @@ export class DeferredLineBlocks implements LineSink {
           collectYoungGarbage();
         }
       } else if (part.length >= OWN_BLOCK_CHARS) {
-        if (run.length > 0) yield joined(run);
+        if (run.length > 0) yield ended(run);
         yield part;
+        yield "\n";
         continue;
       } else run.push(part);
-      if (run.length >= BLOCK_ENTRIES) yield joined(run);
+      if (run.length >= BLOCK_ENTRIES) yield ended(run);
     }
-    if (run.length > 0) yield joined(run);
+    if (run.length > 0) yield ended(run);
   }
 }
 
-/** The run's lines joined by newlines; the run is emptied for the next block. */
-function joined(run: string[]): string {
+/** The run's lines, each ended by a newline, as one string; the run is emptied for the next. */
+function ended(run: string[]): string {
+  run.push("");
   const text = run.join("\n");
   run.length = 0;
   return text;

@@ -466,14 +466,14 @@ export class RuleSetBuilder {
     const edit = this.filterEdit(req, out, filterDigest, fixedFilterDigest);
     const filterSection = edit.kind === "whole" ? filterBlocks : edit.kind === "appends" ? edit.appends : [];
     const filter = ["*filter", ...filterSection, "COMMIT"];
-    const declarations = { blocks: () => out.natChains.lineBlocks() };
+    const declarations = { pieces: () => out.natChains.linePieces() };
     const nat = ["*nat", declarations, out.natRules, "COMMIT"];
     // Each COMMIT is its own commit, in input order. A big filter table goes last: the nat rules
     // that send new endpoints their traffic are in while it is still being rewritten (its rules
     // match only traffic nat did not DNAT, so until then they stand aside).
     const natFirst = edit.kind === "whole" && filterRuleLines >= this.filterLinesForEdits;
-    // The blocks as they are, a newline between each two: no copy of the whole input is made.
-    const payload = new NewlineSeparated(natFirst ? [...nat, ...filter, ""] : [...filter, ...nat, ""]);
+    // The blocks as they are, each ended by a newline: no copy of the whole input is made.
+    const payload = new NewlineEnded(natFirst ? [...nat, ...filter] : [...filter, ...nat]);
     return {
       payload,
       filterRuleLines,
@@ -524,25 +524,28 @@ export class RuleSetBuilder {
   }
 }
 
-/** Blocks made as they are read (a section's deferred lines, its chain declarations). */
-interface DeferredBlocks {
-  blocks(): Iterable<string>;
+/** Lines made as they are read (a section's deferred lines, its chain declarations). */
+interface DeferredText {
+  /** Their text, each line ended by a newline, in pieces. */
+  pieces(): Iterable<string>;
 }
 
 /**
- * The pieces of the parts' blocks joined by newlines, without joining them: each block, then a
- * newline piece. A part is a block, or blocks made as they are read.
+ * The text of the parts, each ended by a newline, in pieces, without joining them: a block (one
+ * or more lines) and then a newline piece, or the pieces of lines made as they are read. Those
+ * come with their newlines: each piece the tool is given is then a block of lines, made while
+ * the tool reads the one before (a newline piece between two made blocks would have the next
+ * block made only once the tool had read the last).
  */
-class NewlineSeparated implements Iterable<string> {
-  constructor(private readonly parts: readonly (string | DeferredBlocks)[]) {}
+class NewlineEnded implements Iterable<string> {
+  constructor(private readonly parts: readonly (string | DeferredText)[]) {}
 
   *[Symbol.iterator](): Generator<string> {
-    let first = true;
     for (const part of this.parts) {
-      for (const block of typeof part === "string" ? [part] : part.blocks()) {
-        if (!first) yield "\n";
-        first = false;
-        if (block !== "") yield block;
+      if (typeof part !== "string") yield* part.pieces();
+      else {
+        if (part !== "") yield part;
+        yield "\n";
       }
     }
   }

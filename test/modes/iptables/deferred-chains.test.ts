@@ -102,7 +102,7 @@ describe("DeferredLineBlocks", () => {
     },
   });
 
-  test("reads as LineBlocks holding the same lines, across block boundaries and long entries", () => {
+  test("reads as LineBlocks holding the same lines, each ended by a newline, across blocks and long entries", () => {
     expect(long.length).toBeGreaterThanOrEqual(OWN_BLOCK_CHARS);
     const deferred = new DeferredLineBlocks();
     const joined = new LineBlocks();
@@ -119,17 +119,20 @@ describe("DeferredLineBlocks", () => {
     }
     expect(deferred.length).toBe(602);
     expect(deferred.deferredLines).toBe(4500);
-    const want = joined.joinedBlocks().join("\n");
-    expect([...deferred.blocks()].join("\n")).toBe(want);
-    expect([...deferred.blocks()].join("\n")).toBe(want);
-    // A long entry is still a block of its own, the very string pushed.
-    expect([...deferred.blocks()].filter((b) => b === long)).toHaveLength(2);
+    const want = `${joined.joinedBlocks().join("\n")}\n`;
+    const pieces = [...deferred.pieces()];
+    expect(pieces.join("")).toBe(want);
+    expect([...deferred.pieces()].join("")).toBe(want);
+    // A long entry is still a piece of its own, the very string pushed, and then its newline.
+    expect(pieces.filter((b) => b === long)).toHaveLength(2);
+    // Otherwise each piece is a block of lines with their newlines, never a newline alone.
+    expect(pieces.filter((b, i) => b === "\n" && pieces[i - 1] !== long)).toEqual([]);
   });
 
-  test("nothing pushed, or only writers that write nothing: no blocks", () => {
+  test("nothing pushed, or only writers that write nothing: no text", () => {
     const d = new DeferredLineBlocks();
-    expect([...d.blocks()]).toEqual([]);
+    expect([...d.pieces()]).toEqual([]);
     d.defer(writer("X", 0));
-    expect([...d.blocks()]).toEqual([]);
+    expect([...d.pieces()]).toEqual([]);
   });
 });
