@@ -144,10 +144,12 @@ export function createIptablesClient(opts: IptablesClientOptions): IptablesClien
       if (ro.noFlush) args.push("--noflush");
       if (ro.counters) args.push("--counters");
       // Pieces go to the tool as they are (an array is an iterable of them): never joined here.
+      // Pieces made as they are read have no length before they are read.
+      const bytes = restoreInputLength(data);
       log.v(4).info("Running iptables-restore", {
         command: cmds.restore,
         args,
-        bytes: restoreInputLength(data),
+        ...(bytes === undefined ? {} : { bytes }),
       });
       const res = await exec.run({ cmd: cmds.restore, args, stdin: data, timeoutMs });
       if (res.code !== 0) throw new IptablesRestoreError(cmds.restore, args, res.code, res.stderr, data);

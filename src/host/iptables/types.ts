@@ -12,18 +12,23 @@ export type RulePosition = "prepend" | "append";
 /**
  * An iptables-restore input: one text, or its pieces in order (concatenated, with nothing added
  * between them, they are the text). Pieces let a big input go to the tool without ever being
- * one string: a sync's blocks are written as they are.
+ * one string: a sync's blocks are written as they are, and may be made only as they are read.
+ * Pieces that are not an array must give the same text each time they are read.
  */
-export type RestoreInput = string | readonly string[];
+export type RestoreInput = string | Iterable<string>;
 
 /** The whole input as one text (a copy when it comes in pieces: for tests and small inputs). */
 export function restoreInputText(input: RestoreInput): string {
   return inputText(input);
 }
 
-/** The input's length in UTF-16 code units, as `restoreInputText(input).length`. */
-export function restoreInputLength(input: RestoreInput): number {
+/**
+ * The input's length in UTF-16 code units, as `restoreInputText(input).length`; undefined for
+ * pieces made as they are read (counting would make them all).
+ */
+export function restoreInputLength(input: RestoreInput): number | undefined {
   if (typeof input === "string") return input.length;
+  if (!Array.isArray(input)) return undefined;
   let n = 0;
   for (const piece of input) n += piece.length;
   return n;

@@ -2,6 +2,10 @@
 // of thousands of short lines, and each one held as its own string (often a rope of its
 // parts) costs several times its text; here lines are joined into blocks as they come, so a
 // sync holds little more than the characters of its output, and the blocks are the payload.
+// The nat section holds less still (DeferredLineBlocks): most of its lines are the ports' own
+// chains, which are written only as the restore reads them, block by block.
+
+import { collectYoungGarbage } from "../../runtime.ts";
 
 /** Entries per block: few blocks per payload, and only a short run of loose lines at a time. */
 const BLOCK_ENTRIES = 2048;
@@ -59,4 +63,87 @@ export class LineBlocks implements LineSink {
     this.blocks.push(this.pending.join("\n"));
     this.pending = [];
   }
+}
+
+/** Lines not made yet: how many there will be, and how to write them. */
+export interface DeferredLines {
+  readonly lines: number;
+  write(sink: LineSink): void;
+}
+
+/** Deferred lines written between two young-generation collections (each leaves garbage). */
+const DEFERRED_LINES_PER_COLLECTION = 32_768;
+
+/**
+ * A section's lines as what was pushed (strings held elsewhere anyway, such as a port's kept
+ * text: referenced, not copied) and deferred writers, in order. pieces() makes the text as it is
+ * read, a block of lines at a time, so only one block exists at a time. Reading again makes it
+ * again, so the writers must write the same lines each time (what they write from stays
+ * unchanged until the sync that made them ends).
+ */
+export class DeferredLineBlocks implements LineSink {
+  private readonly parts: (string | DeferredLines)[] = [];
+  private count = 0;
+  private deferred = 0;
+
+  push(entry: string): void {
+    this.count++;
+    this.parts.push(entry);
+  }
+
+  pushAll(entries: readonly string[]): void {
+    for (const e of entries) this.push(e);
+  }
+
+  /** Appends lines written only when pieces() reaches them. */
+  defer(lines: DeferredLines): void {
+    this.deferred += lines.lines;
+    this.parts.push(lines);
+  }
+
+  /** Entries pushed so far (deferred lines not included). */
+  get length(): number {
+    return this.count;
+  }
+
+  /** The lines the deferred writers will write. */
+  get deferredLines(): number {
+    return this.deferred;
+  }
+
+  /**
+   * The section's text, every line ended by a newline, in pieces made as they are asked for: a
+   * run of lines joined with its newlines, or a long entry as it is and then a newline. Each
+   * piece is a block of work for the reader: a writer of the pieces that makes the next one
+   * while the reader takes the last keeps both busy.
+   */
+  *pieces(): Generator<string> {
+    const run: string[] = [];
+    let written = 0;
+    for (const part of this.parts) {
+      if (typeof part !== "string") {
+        part.write(run);
+        written += part.lines;
+        if (written >= DEFERRED_LINES_PER_COLLECTION) {
+          written = 0;
+          collectYoungGarbage();
+        }
+      } else if (part.length >= OWN_BLOCK_CHARS) {
+        if (run.length > 0) yield ended(run);
+        yield part;
+        yield "\n";
+        continue;
+      } else run.push(part);
+      if (run.length >= BLOCK_ENTRIES) yield ended(run);
+    }
+    if (run.length > 0) yield ended(run);
+  }
+}
+
+/** The run's lines, each ended by a newline, as one string; the run is emptied for the next. */
+function ended(run: string[]): string {
+  run.push("");
+  const text = run.join("\n");
+  run.length = 0;
+  return text;
 }

@@ -494,9 +494,10 @@ export class IptablesProxier implements Proxier {
 }
 
 /**
- * A big sync leaves its payload (the blocks it is made of) and its own garbage behind (~70 MB at
- * 10k x 10), and while the proxier waits for changes nothing allocates, so nothing would
- * collect them. Collected once the sync has returned and they are out of reach.
+ * A big sync leaves its payload (the blocks made as the restore read them, and what they were
+ * made from) and its own garbage behind (tens of MB at 10k x 10), and while the proxier waits
+ * for changes nothing allocates, so nothing would collect them. Collected once the sync has
+ * returned and they are out of reach.
  */
 function collectAfterThisSync(): void {
   const timer = setTimeout(collectGarbage, 0) as { unref?: () => void };

@@ -1,13 +1,19 @@
 // Renders one service port: plans it, writes its top-level rules (kept as text for reuse by
-// later partial syncs) and its own chains straight into the sync's output, in upstream's order
-// (the port's KUBE-SERVICES/KUBE-NODEPORTS lines first, then its chains).
+// later partial syncs), declares its own chains and defers their rules to the sync's output, in
+// upstream's order (the port's KUBE-SERVICES/KUBE-NODEPORTS lines first, then its chains). The
+// chain rules are most of a big payload: made only when the restore reads them, they never
+// exist all at once.
 
 import type { TopologyContext } from "../../proxy/topology.ts";
 import { flatString } from "../../util/flat-string.ts";
-import type { LineSink } from "./line-blocks.ts";
+import type { DeferredLines, LineSink } from "./line-blocks.ts";
 import { type PortInputs, type PortState, portExtras } from "./port-state.ts";
-import type { ChainRuleSettings, ChainSink } from "./service-chains.ts";
-import { writeServiceChains } from "./service-chains.ts";
+import {
+  type ChainRuleSettings,
+  serviceChainNames,
+  serviceChainRuleCount,
+  writeServiceChainRules,
+} from "./service-chains.ts";
 import { planServicePort } from "./service-plan.ts";
 import { type EntryRuleSettings, writeEntryRules } from "./service-rules.ts";
 
@@ -16,7 +22,7 @@ export interface RenderOutput {
   readonly filterRules: LineSink;
   /** Names of the nat chains declared. */
   readonly natChains: LineSink;
-  readonly natRules: LineSink;
+  readonly natRules: LineSink & { defer(lines: DeferredLines): void };
   filterExtraLines: number;
   natExtraLines: number;
 }
@@ -52,9 +58,13 @@ export function renderPort(
     out.natRules.push(natText);
     out.natExtraLines += scratchNat.length - 1;
   }
-  const before = out.natRules.length;
-  const sink: ChainSink = { chains: out.natChains, rules: out.natRules, active: [] };
-  writeServiceChains(view, names, plan, chainSettings, sink);
+  const activeChains = serviceChainNames(names, plan);
+  for (const chain of activeChains) out.natChains.push(chain);
+  const chainRuleLines = serviceChainRuleCount(view, plan, chainSettings);
+  out.natRules.defer({
+    lines: chainRuleLines,
+    write: (sink) => writeServiceChainRules(view, names, plan, chainSettings, sink),
+  });
   // Made by spreading what is kept of the inputs: JSC lays such an object out tighter than a
   // literal of the same fields (~136 against ~168 bytes), and there is one per service port.
   const { view: _view, endpoints: _endpoints, ...kept } = inputs;
@@ -62,8 +72,8 @@ export function renderPort(
     ...kept,
     natText,
     natLines: scratchNat.length,
-    chainRuleLines: out.natRules.length - before,
-    activeChains: sink.active,
+    chainRuleLines,
+    activeChains,
     extras: portExtras({
       filterText,
       filterLines: scratchFilter.length,

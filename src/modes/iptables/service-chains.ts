@@ -1,6 +1,8 @@
 // The chains private to one service port: KUBE-EXT- (external destinations), KUBE-FW-
 // (source ranges), KUBE-SVC-/KUBE-SVL- (pick an endpoint, Cluster or Local policy) and one
 // KUBE-SEP- per endpoint (DNAT). A partial sync writes these only for service ports that changed.
+// Their names and the number of their rules are known from the plan alone, so a sync can declare
+// the chains and count the rules first and write the rules later, as the restore reads them.
 
 import { bareComment, comment } from "../../host/iptables/restore-text.ts";
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
@@ -31,11 +33,6 @@ export interface ChainSink {
   readonly active: string[];
 }
 
-function declare(out: ChainSink, chain: string): void {
-  out.chains.push(chain);
-  out.active.push(chain);
-}
-
 /**
  * "-m comment --comment TEXT " or nothing in large-cluster mode (trailing blank included); the
  * text quoted, or bare where upstream writes it bare.
@@ -51,14 +48,14 @@ function writeInternalMasquerade(
   names: ServicePortNames,
   plan: ServicePlan,
   settings: ChainRuleSettings,
-  out: ChainSink,
+  out: LineSink,
 ) {
   if (!plan.hasInternalEndpoints) return;
   const p = names.protocol;
   const head = `-A ${plan.internalTrafficChain} -m comment --comment ${comment(`${names.nameString} cluster IP`)} -m ${p} -p ${p} -d ${svc.clusterIP} --dport ${svc.port}`;
-  if (settings.masqueradeAll) out.rules.push(`${head} -j ${KUBE_MARK_MASQ}`);
+  if (settings.masqueradeAll) out.push(`${head} -j ${KUBE_MARK_MASQ}`);
   else if (settings.localDetector.implemented) {
-    out.rules.push(`${head} ${settings.localDetector.ifNotLocal.join(" ")} -j ${KUBE_MARK_MASQ}`);
+    out.push(`${head} ${settings.localDetector.ifNotLocal.join(" ")} -j ${KUBE_MARK_MASQ}`);
   }
 }
 
@@ -67,15 +64,14 @@ function writeExternalChain(
   names: ServicePortNames,
   plan: ServicePlan,
   settings: ChainRuleSettings,
-  out: ChainSink,
+  out: LineSink,
 ) {
   if (!plan.usesExternalTrafficChain) return;
   const ext = names.chains.ext;
   const name = names.nameString;
-  declare(out, ext);
   if (!svc.externalPolicyLocal) {
     // Cluster policy may send the packet to another node: masquerade so replies come back.
-    out.rules.push(
+    out.push(
       `-A ${ext} -m comment --comment ${comment(`masquerade traffic for ${name} external destinations`)} -j ${KUBE_MARK_MASQ}`,
     );
   } else {
@@ -83,20 +79,20 @@ function writeExternalChain(
     if (settings.localDetector.implemented) {
       // Pods reaching an external IP behave as if they went out to the LB and came back.
       const local = settings.localDetector.ifLocal.join(" ");
-      out.rules.push(
+      out.push(
         `-A ${ext} -m comment --comment ${comment(`pod traffic for ${name} external destinations`)} ${local} -j ${cluster}`,
       );
     }
     // The host's own traffic has a local source address (maybe the LB IP): masquerade and
     // send it through Cluster policy.
-    out.rules.push(
+    out.push(
       `-A ${ext} -m comment --comment ${comment(`masquerade LOCAL traffic for ${name} external destinations`)} -m addrtype --src-type LOCAL -j ${KUBE_MARK_MASQ}`,
     );
-    out.rules.push(
+    out.push(
       `-A ${ext} -m comment --comment ${comment(`route LOCAL traffic for ${name} external destinations`)} -m addrtype --src-type LOCAL -j ${cluster}`,
     );
   }
-  if (plan.hasExternalEndpoints) out.rules.push(`-A ${ext} -j ${plan.externalPolicyChain}`);
+  if (plan.hasExternalEndpoints) out.push(`-A ${ext} -j ${plan.externalPolicyChain}`);
 }
 
 function writeFirewallChain(
@@ -104,21 +100,17 @@ function writeFirewallChain(
   names: ServicePortNames,
   plan: ServicePlan,
   settings: ChainRuleSettings,
-  out: ChainSink,
+  out: LineSink,
 ) {
   if (!plan.usesFirewallChain) return;
   const { fw, ext } = names.chains;
-  declare(out, fw);
   const head = `-A ${fw} -m comment --comment ${comment(`${names.nameString} loadbalancer IP`)}`;
-  let allowFromNode = false;
-  for (const cidr of svc.loadBalancerSourceRanges) {
-    out.rules.push(`${head} -s ${cidr} -j ${ext}`);
-    if (settings.nodeIP && cidrContains(cidr, settings.nodeIP)) allowFromNode = true;
-  }
+  for (const cidr of svc.loadBalancerSourceRanges) out.push(`${head} -s ${cidr} -j ${ext}`);
   // A VIP bound on the node loops the node's own requests back with the VIP as source.
-  if (allowFromNode) for (const ip of svc.loadBalancerVIPs) out.rules.push(`${head} -s ${ip} -j ${ext}`);
+  if (rangesHoldNode(svc, settings))
+    for (const ip of svc.loadBalancerVIPs) out.push(`${head} -s ${ip} -j ${ext}`);
   // Falling off the end means no DNAT; KUBE-PROXY-FIREWALL drops it in the filter table.
-  out.rules.push(
+  out.push(
     `-A ${fw} -m comment --comment ${comment(`other traffic to ${names.nameString} will be dropped by KUBE-PROXY-FIREWALL`)}`,
   );
 }
@@ -130,7 +122,7 @@ export function writeServiceToEndpointRules(
   chain: string,
   endpoints: readonly EndpointInfo[],
   settings: ChainRuleSettings,
-  out: ChainSink,
+  out: LineSink,
 ): void {
   const name = names.nameString;
   if (svc.sessionAffinity.type === "ClientIP") {
@@ -138,9 +130,7 @@ export function writeServiceToEndpointRules(
     for (const ep of endpoints) {
       const sep = names.endpointChain(ep);
       const text = endpointComment(settings, `${name} -> ${ep.endpoint}`);
-      out.rules.push(
-        `-A ${chain} ${text}-m recent --name ${sep} --rcheck --seconds ${seconds} --reap -j ${sep}`,
-      );
+      out.push(`-A ${chain} ${text}-m recent --name ${sep} --rcheck --seconds ${seconds} --reap -j ${sep}`);
     }
   }
   const n = endpoints.length;
@@ -149,7 +139,7 @@ export function writeServiceToEndpointRules(
     const text = endpointComment(settings, `${name} -> ${ep.endpoint}`);
     const chance =
       i < n - 1 ? `-m statistic --mode random --probability ${settings.probabilities.get(n - i)} ` : "";
-    out.rules.push(`-A ${chain} ${text}${chance}-j ${names.endpointChain(ep)}`);
+    out.push(`-A ${chain} ${text}${chance}-j ${names.endpointChain(ep)}`);
   }
 }
 
@@ -158,22 +148,87 @@ function writeEndpointChains(
   names: ServicePortNames,
   plan: ServicePlan,
   settings: ChainRuleSettings,
-  out: ChainSink,
+  out: LineSink,
 ) {
   const p = names.protocol;
   const text = endpointComment(settings, names.nameString, true);
   const affinity = svc.sessionAffinity.type === "ClientIP";
   for (const ep of plan.allReachableEndpoints) {
     const sep = names.endpointChain(ep);
-    declare(out, sep);
     // Hairpin: a pod reaching itself through the service must be masqueraded.
-    out.rules.push(`-A ${sep} ${text}-s ${ep.ip} -j ${KUBE_MARK_MASQ}`);
+    out.push(`-A ${sep} ${text}-s ${ep.ip} -j ${KUBE_MARK_MASQ}`);
     const recent = affinity ? `-m recent --name ${sep} --set ` : "";
-    out.rules.push(`-A ${sep} ${text}${recent}-m ${p} -p ${p} -j DNAT --to-destination ${ep.endpoint}`);
+    out.push(`-A ${sep} ${text}${recent}-m ${p} -p ${p} -j DNAT --to-destination ${ep.endpoint}`);
   }
 }
 
-/** Every chain private to the service port, in upstream's order. */
+/** Whether a source range holds this node's IP: the node may then reach its own LB VIPs. */
+function rangesHoldNode(svc: FamilyServicePort, settings: ChainRuleSettings): boolean {
+  const nodeIP = settings.nodeIP;
+  if (!nodeIP) return false;
+  for (const cidr of svc.loadBalancerSourceRanges) if (cidrContains(cidr, nodeIP)) return true;
+  return false;
+}
+
+/** The chains private to the service port, in the order upstream declares them. */
+export function serviceChainNames(names: ServicePortNames, plan: ServicePlan): string[] {
+  const out: string[] = [];
+  if (plan.usesExternalTrafficChain) out.push(names.chains.ext);
+  if (plan.usesFirewallChain) out.push(names.chains.fw);
+  if (plan.usesClusterPolicyChain) out.push(names.chains.svc);
+  if (plan.usesLocalPolicyChain) out.push(names.chains.svl);
+  for (const ep of plan.allReachableEndpoints) out.push(names.endpointChain(ep));
+  return out;
+}
+
+/**
+ * How many lines writeServiceChainRules writes for the port, worked out from the plan without
+ * writing them: the rule-count metrics and the sync's log give it before the restore. It follows
+ * the writers above rule for rule (test/modes/iptables/deferred-chains.test.ts compares them).
+ */
+export function serviceChainRuleCount(
+  svc: FamilyServicePort,
+  plan: ServicePlan,
+  settings: ChainRuleSettings,
+): number {
+  let n = 0;
+  if (plan.hasInternalEndpoints && (settings.masqueradeAll || settings.localDetector.implemented)) n++;
+  if (plan.usesExternalTrafficChain) {
+    if (!svc.externalPolicyLocal) n++;
+    else n += settings.localDetector.implemented ? 3 : 2;
+    if (plan.hasExternalEndpoints) n++;
+  }
+  if (plan.usesFirewallChain) {
+    n += svc.loadBalancerSourceRanges.length + 1;
+    if (rangesHoldNode(svc, settings)) n += svc.loadBalancerVIPs.length;
+  }
+  const perEndpoint = svc.sessionAffinity.type === "ClientIP" ? 2 : 1;
+  if (plan.usesClusterPolicyChain) n += perEndpoint * plan.clusterEndpoints.length;
+  if (plan.usesLocalPolicyChain) n += perEndpoint * plan.localEndpoints.length;
+  return n + 2 * plan.allReachableEndpoints.length;
+}
+
+/** The rules of every chain private to the service port, in upstream's order. */
+export function writeServiceChainRules(
+  svc: FamilyServicePort,
+  names: ServicePortNames,
+  plan: ServicePlan,
+  settings: ChainRuleSettings,
+  out: LineSink,
+): void {
+  writeInternalMasquerade(svc, names, plan, settings, out);
+  writeExternalChain(svc, names, plan, settings, out);
+  writeFirewallChain(svc, names, plan, settings, out);
+  if (plan.usesClusterPolicyChain) {
+    writeServiceToEndpointRules(svc, names, names.chains.svc, plan.clusterEndpoints, settings, out);
+  }
+  if (plan.usesLocalPolicyChain) {
+    writeServiceToEndpointRules(svc, names, names.chains.svl, plan.localEndpoints, settings, out);
+  }
+  writeEndpointChains(svc, names, plan, settings, out);
+}
+
+/** Every chain private to the service port, declared and written at once, in upstream's order. */
 export function writeServiceChains(
   svc: FamilyServicePort,
   names: ServicePortNames,
@@ -181,17 +236,9 @@ export function writeServiceChains(
   settings: ChainRuleSettings,
   out: ChainSink,
 ): void {
-  writeInternalMasquerade(svc, names, plan, settings, out);
-  writeExternalChain(svc, names, plan, settings, out);
-  writeFirewallChain(svc, names, plan, settings, out);
-  if (plan.usesClusterPolicyChain) {
-    declare(out, names.chains.svc);
-    writeServiceToEndpointRules(svc, names, names.chains.svc, plan.clusterEndpoints, settings, out);
+  for (const chain of serviceChainNames(names, plan)) {
+    out.chains.push(chain);
+    out.active.push(chain);
   }
-  if (plan.usesLocalPolicyChain) {
-    const local = names.chains.svl;
-    declare(out, local);
-    writeServiceToEndpointRules(svc, names, local, plan.localEndpoints, settings, out);
-  }
-  writeEndpointChains(svc, names, plan, settings, out);
+  writeServiceChainRules(svc, names, plan, settings, out.rules);
 }

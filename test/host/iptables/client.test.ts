@@ -164,6 +164,41 @@ describe("client against FakeIptables", () => {
         expect(err.context.map((l: { text: string }) => l.text)).toContain("-A KUBE-SVC-A -j KUBE-SEP-GONE");
       });
 
+      test("pieces made as they are read restore as their text; a rejection reads them again for its context", async () => {
+        // A line at a time, made on each read, counting the reads.
+        const madeAsRead = (lines: readonly string[]) => {
+          const input = {
+            reads: 0,
+            *[Symbol.iterator]() {
+              input.reads++;
+              for (const line of lines) yield `${line}\n`;
+            },
+          };
+          return input;
+        };
+        const bad = ["*nat", ":KUBE-SVC-A - [0:0]", "-A KUBE-SVC-A -j KUBE-SEP-GONE", "COMMIT"];
+        const made = madeAsRead(bad);
+        const err = await setup(backend)
+          .client.restoreAll(made, { noFlush: true, counters: false })
+          .catch((e) => e);
+        const whole = await setup(backend)
+          .client.restoreAll(`${bad.join("\n")}\n`, { noFlush: true, counters: false })
+          .catch((e) => e);
+        expect(err).toBeInstanceOf(IptablesRestoreError);
+        expect(err.line).toBe(whole.line);
+        expect(err.context).toEqual(whole.context);
+        expect(made.reads).toBe(2);
+        const { fake, client } = setup(backend);
+        await client.restoreAll(
+          madeAsRead(["*nat", ":KUBE-SVC-A - [0:0]", "-A KUBE-SVC-A -j ACCEPT", "COMMIT"]),
+          {
+            noFlush: true,
+            counters: false,
+          },
+        );
+        expect(fake.rules("nat", "KUBE-SVC-A")).toEqual(["-j ACCEPT"]);
+      });
+
       test("failNextRestore injects one failure at a chosen line", async () => {
         const { fake, client } = setup(backend);
         fake.failNextRestore(2, "synthetic");
