@@ -496,8 +496,12 @@ export class IpvsProxier implements Proxier {
       }
     };
     // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
-    if (batches.ipsets.lines > 0)
-      await attempt("Failed to sync ipsets", "ipset", () => this.deps.ipset.restore(ipsetScript()));
+    if (batches.ipsets.lines > 0) {
+      const lines = batches.ipsets.lines;
+      await attempt("Failed to sync ipsets", "ipset", () =>
+        this.deps.ipset.restore(ipsetScript(), { lines }),
+      );
+    }
     if (changes.length > 0)
       await attempt("Failed to apply IPVS changes", "ipvs", () => this.deps.ipvs.apply(changes));
     if (binds.add.length > 0 || binds.remove.length > 0) {
