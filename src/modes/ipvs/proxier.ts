@@ -217,6 +217,8 @@ export class IpvsProxier implements Proxier {
   private readonly lastSetSpecs = new Map<string, IpsetSetSpec>();
   private steps = noSteps();
   private stats: IpvsSyncStats | undefined;
+  /** prepare()'s baseline, settled to whether it succeeded; the next full sync consumes it. */
+  private preparedBaseline: Promise<boolean> | undefined;
 
   constructor(private readonly deps: IpvsProxierDeps) {
     this.family = deps.family;
@@ -248,6 +250,35 @@ export class IpvsProxier implements Proxier {
   /** Forces the next sync to re-ensure the dummy device, chains and jump rules. */
   requestFullSync(): void {
     this.book.requestFullSync();
+  }
+
+  /**
+   * The first full sync's baseline (kube-ipvs0, our chains, the jumps into them), made while the
+   * cluster is listed: in an emulated guest those thirty-odd process spawns per family took 7 to
+   * 10 s of the first sync. A failure is logged and the first sync tries again.
+   */
+  prepare(): Promise<void> {
+    this.preparedBaseline ??= this.queue.run(async () => {
+      try {
+        await this.ensureBaseline();
+        return true;
+      } catch (err) {
+        this.log.error("Failed to prepare the ipvs baseline; the first sync tries again", {
+          ipFamily: this.family,
+          err: errText(err),
+        });
+        return false;
+      }
+    });
+    return this.preparedBaseline.then(() => {});
+  }
+
+  /** Whether prepare() made the baseline (once: later full syncs make it again). */
+  private async takePreparedBaseline(): Promise<boolean> {
+    const prepared = this.preparedBaseline;
+    if (!prepared) return false;
+    this.preparedBaseline = Promise.resolve(false);
+    return prepared;
   }
 
   /** Stops the periodic graceful-termination check. */
@@ -314,7 +345,9 @@ export class IpvsProxier implements Proxier {
     this.log.v(3).info("Syncing ipvs proxier rules", { ipFamily: this.family, fullSync });
     let counts: SyncCounts | undefined;
     try {
-      if (fullSync) await this.timed("baseline", () => this.ensureBaseline());
+      if (fullSync && !(await this.takePreparedBaseline())) {
+        await this.timed("baseline", () => this.ensureBaseline());
+      }
       await this.configureTimeoutsOnce();
       counts = await this.reconcile(input, fullSync, start);
       this.book.synced(fullSync, start);

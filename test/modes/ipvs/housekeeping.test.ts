@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { createConntrackClient } from "../../../src/host/conntrack/client.ts";
 import { type ConntrackFlow, FakeConntrack, flow } from "../../../src/host/conntrack/testing/fake.ts";
 import { FULL_SYNC_PERIOD_MS } from "../../../src/proxy/proxier.ts";
@@ -69,6 +70,44 @@ describe("full syncs", () => {
     await s.sync();
     expect(s.proxier.lastSyncStats()?.fullSync).toBe(true);
     expect(ensureCalls(s)).toBe(3 * afterFirst);
+  });
+
+  test("prepare makes the baseline before the first sync, which then does not make it again", async () => {
+    const s = setup();
+    await s.proxier.prepare();
+    expect(ensureCalls(s)).toBe(10);
+    expect(s.host.net.addresses("kube-ipvs0")).toEqual([]);
+    expect(s.host.ipt.IPv4.rules("filter", "INPUT")).toContain(
+      '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER',
+    );
+    await s.proxier.prepare();
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.fullSync).toBe(true);
+    expect(ensureCalls(s)).toBe(10);
+    // Later full syncs make it again.
+    s.proxier.requestFullSync();
+    await s.sync();
+    expect(ensureCalls(s)).toBe(20);
+  });
+
+  test("a prepare that failed leaves the baseline to the first sync", async () => {
+    const s = setup();
+    const ip = s.host.exec;
+    let refuse = true;
+    const real = (req: Parameters<typeof ip.run>[0]) => s.host.net.install(new FakeExec()).run(req);
+    ip.on("ip", (req) =>
+      refuse && req.args[0] === "link"
+        ? { code: 2, stdout: "", stderr: "RTNETLINK answers: Operation not permitted\n" }
+        : real(req),
+    );
+    await s.proxier.prepare();
+    refuse = false;
+    await s.sync();
+    expect(ensureCalls(s)).toBe(10 + 1);
+    expect(s.host.ipt.IPv4.rules("filter", "INPUT")).toContain(
+      '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER',
+    );
+    expect(s.host.net.addresses("kube-ipvs0")).toEqual([]);
   });
 
   test("a deleted jump rule comes back with the next full sync", async () => {
