@@ -528,19 +528,32 @@ export class IpvsProxier implements Proxier {
         failures.push(err);
       }
     };
-    // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
-    if (batches.ipsets.lines > 0) {
+    const syncSets = async () => {
+      if (batches.ipsets.lines === 0) return;
       const lines = batches.ipsets.lines;
       await attempt("Failed to sync ipsets", "ipset", () =>
         this.deps.ipset.restore(ipsetScript(), { lines }),
       );
-    }
-    if (changes.length > 0)
-      await attempt("Failed to apply IPVS changes", "ipvs", () => this.deps.ipvs.apply(changes));
-    if (binds.add.length > 0 || binds.remove.length > 0) {
-      await attempt("Failed to bind service addresses", "bind", () =>
-        this.deps.netlink.bindAddresses(DUMMY_DEVICE, binds.add, binds.remove),
-      );
+    };
+    const syncIpvs = async () => {
+      if (changes.length > 0)
+        await attempt("Failed to apply IPVS changes", "ipvs", () => this.deps.ipvs.apply(changes));
+      if (binds.add.length > 0 || binds.remove.length > 0) {
+        await attempt("Failed to bind service addresses", "bind", () =>
+          this.deps.netlink.bindAddresses(DUMMY_DEVICE, binds.add, binds.remove),
+        );
+      }
+    };
+    // Sets before the iptables rules, which name them (iptables-restore refuses a missing set).
+    // A partial sync (a change: the path to traffic) writes IPVS first, as upstream does, and
+    // the sets after; a full reconcile writes the sets first, so the kernel's sets, which the
+    // script is made from, are not held while the whole IPVS input is written.
+    if (batches.full) {
+      await syncSets();
+      await syncIpvs();
+    } else {
+      await syncIpvs();
+      await syncSets();
     }
     await attempt("Failed to execute iptables-restore", "iptables", async () => {
       try {

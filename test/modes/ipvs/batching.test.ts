@@ -155,3 +155,32 @@ describe("batching", () => {
     expect(quietStats).toMatchObject({ recomputedPorts: 0, ipvsRestoreLines: 0, ipsetRestoreLines: 0 });
   });
 });
+
+describe("write order", () => {
+  const writes = (calls: readonly ExecRequest[]) =>
+    calls
+      .map((c) => `${c.cmd} ${c.args[0]}`)
+      .filter(
+        (w) => ["ipset restore", "ipvsadm --restore", "ip -force"].includes(w) || w.endsWith("-restore -w"),
+      );
+
+  test("a full reconcile writes the sets first; a change writes IPVS first, then the sets, then iptables", async () => {
+    const s = setup();
+    populate(s, 3);
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.reconcile).toBe("full");
+    const full = writes(s.host.exec.calls);
+    expect(full.slice(0, 3)).toEqual(["ipset restore", "ipvsadm --restore", "ip -force"]);
+    const mark = s.host.exec.calls.length;
+    // A new local endpoint: a real server and a KUBE-LOOP-BACK member.
+    s.cluster.apply(
+      endpointSlice("ns", "svc1", [ep("10.0.1.99", { node: "node-a" }), ...endpointsOf(1, 10)]),
+    );
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.reconcile).toBe("partial");
+    expect(writes(s.host.exec.calls.slice(mark)).slice(0, 2)).toEqual(["ipvsadm --restore", "ipset restore"]);
+    expect(s.host.exec.calls.at(-1)?.cmd).toBe("iptables-nft-restore");
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toContain("10.0.1.99:8080 w1");
+    expect(s.host.ipset.entries("KUBE-LOOP-BACK")).toContain("10.0.1.99,tcp:8080,10.0.1.99");
+  });
+});
