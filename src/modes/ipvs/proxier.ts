@@ -260,7 +260,7 @@ export class IpvsProxier implements Proxier {
   prepare(): Promise<void> {
     this.preparedBaseline ??= this.queue.run(async () => {
       try {
-        await this.ensureBaseline();
+        await this.ensureBaseline(true);
         return true;
       } catch (err) {
         this.log.error("Failed to prepare the ipvs baseline; the first sync tries again", {
@@ -645,17 +645,28 @@ export class IpvsProxier implements Proxier {
     return ips.filter((ip) => !isLoopbackLenient(ip));
   }
 
-  /** The dummy device, our chains and the jumps into them: full syncs only. */
-  private async ensureBaseline(): Promise<void> {
+  /**
+   * The dummy device, our chains and the jumps into them: full syncs only. With
+   * `trustCreatedChains` (a real run's prepare, where -N's answer is the kernel's; a dry run
+   * only records -N), a jump to a chain -N just created is inserted without checking for it.
+   */
+  private async ensureBaseline(trustCreatedChains = false): Promise<void> {
     await this.host(() => this.deps.netlink.ensureDummyDevice(DUMMY_DEVICE));
     const ipt = this.deps.iptables;
     const chains = [
       ...NAT_CHAINS.map((chain) => ({ table: "nat" as const, chain })),
       ...FILTER_CHAINS.map((chain) => ({ table: "filter" as const, chain })),
     ];
-    for (const { table, chain } of chains) await this.host(() => ipt.ensureChain(table, chain));
+    const created = new Set<string>();
+    for (const { table, chain } of chains) {
+      if (!(await this.host(() => ipt.ensureChain(table, chain)))) created.add(`${table} ${chain}`);
+    }
     for (const j of IPVS_JUMP_CHAINS) {
-      await this.host(() => ipt.ensureRule(JUMP_POSITION, j.table, j.srcChain, jumpRuleArgs(j)));
+      // No rule can jump to a chain that did not exist: a jump to one just created is absent.
+      const absent = trustCreatedChains && created.has(`${j.table} ${j.dstChain}`);
+      await this.host(() =>
+        ipt.ensureRule(JUMP_POSITION, j.table, j.srcChain, jumpRuleArgs(j), absent ? { absent } : undefined),
+      );
     }
   }
 

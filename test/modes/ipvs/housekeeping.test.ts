@@ -75,19 +75,34 @@ describe("full syncs", () => {
   test("prepare makes the baseline before the first sync, which then does not make it again", async () => {
     const s = setup();
     await s.proxier.prepare();
-    expect(ensureCalls(s)).toBe(10);
+    // On a fresh node every chain is new, so no jump into one can exist: none is checked for.
+    expect(ensureCalls(s)).toBe(1);
     expect(s.host.net.addresses("kube-ipvs0")).toEqual([]);
+    const jumps = () => [
+      ...s.host.ipt.IPv4.rules("filter", "INPUT"),
+      ...s.host.ipt.IPv4.rules("filter", "FORWARD"),
+      ...s.host.ipt.IPv4.rules("filter", "OUTPUT"),
+      ...s.host.ipt.IPv4.rules("nat", "OUTPUT"),
+      ...s.host.ipt.IPv4.rules("nat", "PREROUTING"),
+      ...s.host.ipt.IPv4.rules("nat", "POSTROUTING"),
+    ];
+    expect(jumps()).toHaveLength(9);
     expect(s.host.ipt.IPv4.rules("filter", "INPUT")).toContain(
       '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER',
     );
     await s.proxier.prepare();
     await s.sync();
     expect(s.proxier.lastSyncStats()?.fullSync).toBe(true);
-    expect(ensureCalls(s)).toBe(10);
-    // Later full syncs make it again.
+    expect(ensureCalls(s)).toBe(1);
+    // Later full syncs make it again, checking each jump.
     s.proxier.requestFullSync();
     await s.sync();
-    expect(ensureCalls(s)).toBe(20);
+    expect(ensureCalls(s)).toBe(11);
+    // A restart over the chains checks every jump and adds none twice.
+    const again = setup({ host: s.host });
+    await again.proxier.prepare();
+    expect(ensureCalls(s)).toBe(21);
+    expect(jumps()).toHaveLength(9);
   });
 
   test("a prepare that failed leaves the baseline to the first sync", async () => {
@@ -103,7 +118,8 @@ describe("full syncs", () => {
     await s.proxier.prepare();
     refuse = false;
     await s.sync();
-    expect(ensureCalls(s)).toBe(10 + 1);
+    // The first sync's own baseline checks every jump.
+    expect(ensureCalls(s)).toBe(1 + 10);
     expect(s.host.ipt.IPv4.rules("filter", "INPUT")).toContain(
       '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER',
     );
