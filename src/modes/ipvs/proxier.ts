@@ -123,7 +123,10 @@ export interface IpvsSyncStats {
   readonly ipsetRestoreLines: number;
   readonly ipBatchLines: number;
   readonly iptablesRestoreBytes: number;
-  /** Where the time went, in order: each step's own milliseconds (host steps and planning). */
+  /**
+   * Where the time went, in order: each step's own milliseconds (host steps and planning). In a
+   * full reconcile the ipset step runs alongside the ipvs and bind steps.
+   */
   readonly steps: Readonly<Record<SyncStep, number>>;
 }
 
@@ -508,49 +511,61 @@ export class IpvsProxier implements Proxier {
 
   /**
    * Writes every batch, each even if an earlier one failed (they are independent enough that
-   * partial progress beats none); the first failure is rethrown so the runner retries.
+   * partial progress beats none); the first failure (in the order sets, IPVS, binds, iptables)
+   * is rethrown so the runner retries.
+   *
+   * The sets go before the iptables rules, which name them (iptables-restore refuses a missing
+   * set). A full reconcile writes the sets and IPVS (then the binds) at once: separate kernel
+   * tables, each tool busy for seconds on a big sync. A partial sync (a change: the path to
+   * traffic) writes IPVS and the binds first, as upstream does, then the sets.
    */
   private async write(batches: Batches, rules: string): Promise<void> {
     const { changes, binds } = batches;
-    // The ipset script is let go as it is handed over: it is not held while the IPVS input is
-    // rendered.
+    // The ipset script is let go as it is handed over: it is not held once ipset has read it.
     const ipsetScript = () => {
       const { script } = batches.ipsets;
       batches.ipsets = { ...batches.ipsets, script: [] };
       return script;
     };
-    const failures: unknown[] = [];
-    const attempt = async (what: string, step: SyncStep, op: () => Promise<void>) => {
+    const failed: Partial<Record<"ipset" | "ipvs" | "bind" | "iptables", unknown>> = {};
+    // Host time is counted by the caller when attempts overlap.
+    const attempt = async (
+      what: string,
+      step: keyof typeof failed,
+      op: () => Promise<void>,
+      overlap = false,
+    ) => {
       try {
-        await this.timed(step, () => this.host(op));
+        await this.timed(step, () => (overlap ? op() : this.host(op)));
       } catch (err) {
         this.log.error(what, restoreFailureFields(err));
-        failures.push(err);
+        failed[step] = err;
       }
     };
-    const syncSets = async () => {
+    const syncSets = async (overlap?: boolean) => {
       if (batches.ipsets.lines === 0) return;
       const lines = batches.ipsets.lines;
-      await attempt("Failed to sync ipsets", "ipset", () =>
-        this.deps.ipset.restore(ipsetScript(), { lines }),
+      await attempt(
+        "Failed to sync ipsets",
+        "ipset",
+        () => this.deps.ipset.restore(ipsetScript(), { lines }),
+        overlap,
       );
     };
-    const syncIpvs = async () => {
+    const syncIpvs = async (overlap?: boolean) => {
       if (changes.length > 0)
-        await attempt("Failed to apply IPVS changes", "ipvs", () => this.deps.ipvs.apply(changes));
+        await attempt("Failed to apply IPVS changes", "ipvs", () => this.deps.ipvs.apply(changes), overlap);
       if (binds.add.length > 0 || binds.remove.length > 0) {
-        await attempt("Failed to bind service addresses", "bind", () =>
-          this.deps.netlink.bindAddresses(DUMMY_DEVICE, binds.add, binds.remove),
+        await attempt(
+          "Failed to bind service addresses",
+          "bind",
+          () => this.deps.netlink.bindAddresses(DUMMY_DEVICE, binds.add, binds.remove),
+          overlap,
         );
       }
     };
-    // Sets before the iptables rules, which name them (iptables-restore refuses a missing set).
-    // A partial sync (a change: the path to traffic) writes IPVS first, as upstream does, and
-    // the sets after; a full reconcile writes the sets first, so the kernel's sets, which the
-    // script is made from, are not held while the whole IPVS input is written.
     if (batches.full) {
-      await syncSets();
-      await syncIpvs();
+      await this.host(() => Promise.all([syncSets(true), syncIpvs(true)]));
     } else {
       await syncIpvs();
       await syncSets();
@@ -563,7 +578,7 @@ export class IpvsProxier implements Proxier {
         throw err;
       }
     });
-    if (failures.length > 0) throw failures[0];
+    for (const step of ["ipset", "ipvs", "bind", "iptables"] as const) if (step in failed) throw failed[step];
   }
 
   /** Awaits a host tool, accounting the wait as host time (not the proxier's compute). */

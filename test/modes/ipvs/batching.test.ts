@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import type { ExecRequest } from "../../../src/exec/types.ts";
 import { boundAddresses, endpointSlice, ep, realsOf, type Setup, service, setup } from "./harness.ts";
 
@@ -164,7 +165,7 @@ describe("write order", () => {
         (w) => ["ipset restore", "ipvsadm --restore", "ip -force"].includes(w) || w.endsWith("-restore -w"),
       );
 
-  test("a full reconcile writes the sets first; a change writes IPVS first, then the sets, then iptables", async () => {
+  test("a full reconcile starts the sets and IPVS together; a change writes IPVS first, then the sets, then iptables", async () => {
     const s = setup();
     populate(s, 3);
     await s.sync();
@@ -183,4 +184,27 @@ describe("write order", () => {
     expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toContain("10.0.1.99:8080 w1");
     expect(s.host.ipset.entries("KUBE-LOOP-BACK")).toContain("10.0.1.99,tcp:8080,10.0.1.99");
   });
+});
+
+test("a full reconcile has IPVS written while ipset restore is still running", async () => {
+  const s = setup();
+  populate(s, 3);
+  let ipvsStarted!: () => void;
+  const started = new Promise<void>((resolve) => {
+    ipvsStarted = resolve;
+  });
+  const ipset = s.host.ipset.install(new FakeExec());
+  const ipvs = s.host.ipvs.install(new FakeExec());
+  s.host.exec.on("ipvsadm", (req) => {
+    if (req.args[0] === "--restore") ipvsStarted();
+    return ipvs.run(req);
+  });
+  // The restore of the sets finishes only once IPVS is being written.
+  s.host.exec.on("ipset", async (req) => {
+    if (req.args[0] === "restore") await started;
+    return ipset.run(req);
+  });
+  await s.sync();
+  expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toHaveLength(10);
+  expect(s.host.ipset.entries("KUBE-CLUSTER-IP")).toHaveLength(3);
 });
