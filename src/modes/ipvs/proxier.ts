@@ -40,7 +40,9 @@ import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { type IpsetSyncPlan, planIpsets } from "./ipset-sync.ts";
 import { SET_IDS, type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
 import {
+  declaresOurChains,
   FILTER_CHAINS,
+  freshBaselineRestore,
   IPVS_JUMP_CHAINS,
   JUMP_POSITION,
   NAT_CHAINS,
@@ -661,12 +663,14 @@ export class IpvsProxier implements Proxier {
   }
 
   /**
-   * The dummy device, our chains and the jumps into them: full syncs only. With
-   * `trustCreatedChains` (a real run's prepare, where -N's answer is the kernel's; a dry run
-   * only records -N), a jump to a chain -N just created is inserted without checking for it.
+   * The dummy device, our chains and the jumps into them: full syncs only, or prepare() (a real
+   * run, where -N's answer is the kernel's; a dry run only records it). prepare() on a node with
+   * none of our chains makes them and the jumps with one iptables-restore (every spawn costs);
+   * otherwise, a jump to a chain -N just created is inserted without checking for it first.
    */
-  private async ensureBaseline(trustCreatedChains = false): Promise<void> {
+  private async ensureBaseline(prepare = false): Promise<void> {
     await this.host(() => this.deps.netlink.ensureDummyDevice(DUMMY_DEVICE));
+    if (prepare && (await this.freshBaseline())) return;
     const ipt = this.deps.iptables;
     const chains = [
       ...NAT_CHAINS.map((chain) => ({ table: "nat" as const, chain })),
@@ -678,10 +682,30 @@ export class IpvsProxier implements Proxier {
     }
     for (const j of IPVS_JUMP_CHAINS) {
       // No rule can jump to a chain that did not exist: a jump to one just created is absent.
-      const absent = trustCreatedChains && created.has(`${j.table} ${j.dstChain}`);
+      const absent = prepare && created.has(`${j.table} ${j.dstChain}`);
       await this.host(() =>
         ipt.ensureRule(JUMP_POSITION, j.table, j.srcChain, jumpRuleArgs(j), absent ? { absent } : undefined),
       );
+    }
+  }
+
+  /** On a node without our chains, makes them and the jumps into them in one restore. */
+  private async freshBaseline(): Promise<boolean> {
+    const ipt = this.deps.iptables;
+    try {
+      const only = { linesStartingWith: ":" };
+      const [nat, filter] = await this.host(() =>
+        Promise.all([ipt.save("nat", only), ipt.save("filter", only)]),
+      );
+      if (declaresOurChains("nat", nat) || declaresOurChains("filter", filter)) return false;
+      await this.host(() => ipt.restoreAll(freshBaselineRestore(), { noFlush: true, counters: false }));
+      return true;
+    } catch (err) {
+      this.log.info("Could not make the chains in one restore; making them one by one", {
+        ipFamily: this.family,
+        err: errText(err),
+      });
+      return false;
     }
   }
 

@@ -75,8 +75,12 @@ describe("full syncs", () => {
   test("prepare makes the baseline before the first sync, which then does not make it again", async () => {
     const s = setup();
     await s.proxier.prepare();
-    // On a fresh node every chain is new, so no jump into one can exist: none is checked for.
+    // On a fresh node every chain is new, so no jump into one can exist: chains and jumps go in
+    // one restore, with nothing checked one by one.
     expect(ensureCalls(s)).toBe(1);
+    const iptables = s.host.exec.calls.filter((c) => c.cmd.startsWith("iptables-nft"));
+    expect(iptables.filter((c) => c.cmd === "iptables-nft-restore")).toHaveLength(1);
+    expect(iptables.filter((c) => c.args.includes("-N") || c.args.includes("-I"))).toEqual([]);
     expect(s.host.net.addresses("kube-ipvs0")).toEqual([]);
     const jumps = () => [
       ...s.host.ipt.IPv4.rules("filter", "INPUT"),
@@ -103,6 +107,28 @@ describe("full syncs", () => {
     await again.proxier.prepare();
     expect(ensureCalls(s)).toBe(21);
     expect(jumps()).toHaveLength(9);
+  });
+
+  test("prepare's one restore leaves the tables as the first sync's chain-by-chain baseline does", async () => {
+    const prepared = setup();
+    await prepared.proxier.prepare();
+    await prepared.sync();
+    const plain = setup();
+    await plain.sync();
+    expect(prepared.host.ipt.IPv4.save()).toBe(plain.host.ipt.IPv4.save());
+  });
+
+  test("prepare on a node that has one of our chains makes the rest one by one, checking its jump", async () => {
+    const s = setup();
+    s.host.ipt.IPv4.load("*filter\n:KUBE-FORWARD - [0:0]\nCOMMIT\n");
+    await s.proxier.prepare();
+    const checks = s.host.exec.calls.filter((c) => c.args.includes("-C"));
+    expect(checks.map((c) => c.args.at(-1))).toEqual(["KUBE-FORWARD"]);
+    await s.sync();
+    expect(s.host.ipt.IPv4.rules("filter", "FORWARD")).toEqual([
+      '-m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL',
+      '-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
+    ]);
   });
 
   test("a prepare that failed leaves the baseline to the first sync", async () => {
