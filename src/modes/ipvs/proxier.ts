@@ -16,7 +16,7 @@ import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/
 import type { ProxyConfig } from "../../config/types.ts";
 import type { IpsetClient, IpsetSet, IpsetSetSpec } from "../../host/ipset/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
-import type { IpvsChanges, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
+import type { IpvsChanges, IpvsClient, IpvsService, RealServer } from "../../host/ipvs/types.ts";
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
@@ -56,6 +56,8 @@ import { SerialQueue } from "./serial.ts";
 import {
   DEFAULT_SCHEDULER,
   type RealServers,
+  realId,
+  SERVING_WEIGHT,
   schedulerFlags,
   type VirtualServerSettings,
   virtualServerOrder,
@@ -460,7 +462,9 @@ export class IpvsProxier implements Proxier {
    * read found them (or as we create them), which a successful sync left in the kernel.
    */
   private async readScoped(scope: SyncScope): Promise<KernelView> {
-    const services = await this.host(() => this.deps.ipvs.readServices([...scope.virtualServers.values()]));
+    const services =
+      this.rememberedServices(scope) ??
+      (await this.host(() => this.deps.ipvs.readServices([...scope.virtualServers.values()])));
     const sets = new Map<string, IpsetSet>();
     for (const id of SET_IDS) {
       const { spec } = this.sets[id];
@@ -471,6 +475,40 @@ export class IpvsProxier implements Proxier {
     }
     const addresses = [...scope.heldBinds].map((address) => ({ device: DUMMY_DEVICE, address }));
     return { services, sets, addresses };
+  }
+
+  /**
+   * The scope's virtual servers as the last successful sync left them in the kernel, when this
+   * sync only adds to them or drops them whole: then no connection count is needed, and a change
+   * on the path to traffic spares an ipvsadm call. Undefined (read the kernel) when any real
+   * server would go (its connections decide how), is draining, or a virtual server is in scope
+   * for another reason. Drift behind our back makes a write fail, and the retry reads it all.
+   */
+  private rememberedServices(scope: SyncScope): IpvsService[] | undefined {
+    const out: IpvsService[] = [];
+    for (const key of scope.virtualServers.keys()) {
+      const held = scope.heldVirtualServers.get(key);
+      if (held === undefined || this.graceful.hasAny(key)) return undefined;
+      if (held === null) continue;
+      const wanted = this.plans.state.virtualServers.get(key);
+      if (wanted) {
+        const ids = new Set<string>();
+        for (const r of wanted.reals) ids.add(realId(r));
+        for (const r of held.reals) if (!ids.has(realId(r))) return undefined;
+      }
+      const reals: RealServer[] = [];
+      for (const r of held.reals) {
+        reals.push({
+          address: r.address,
+          port: r.port,
+          weight: SERVING_WEIGHT,
+          activeConnections: 0,
+          inactiveConnections: 0,
+        });
+      }
+      out.push({ server: held, reals });
+    }
+    return out;
   }
 
   /**

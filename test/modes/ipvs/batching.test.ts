@@ -208,3 +208,52 @@ test("a full reconcile has IPVS written while ipset restore is still running", a
   expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toHaveLength(10);
   expect(s.host.ipset.entries("KUBE-CLUSTER-IP")).toHaveLength(3);
 });
+
+describe("partial syncs that only add", () => {
+  const lists = (calls: readonly ExecRequest[]) =>
+    calls.filter((c) => c.cmd === "ipvsadm" && c.args[0] === "-L").length;
+
+  test("a new endpoint or a new Service is written without listing IPVS; a gone endpoint is listed first", async () => {
+    const s = setup();
+    populate(s, 3);
+    await s.sync();
+    let mark = s.host.exec.calls.length;
+    s.cluster.apply(
+      endpointSlice("ns", "svc1", [...endpointsOf(1, 10), ep("10.0.1.99", { node: "node-b" })]),
+    );
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.reconcile).toBe("partial");
+    expect(lists(s.host.exec.calls.slice(mark))).toBe(0);
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toContain("10.0.1.99:8080 w1");
+
+    mark = s.host.exec.calls.length;
+    s.cluster.apply(
+      service("ns", "new", { clusterIP: "198.51.101.9" }),
+      endpointSlice("ns", "new", [ep("10.9.9.9")]),
+    );
+    await s.sync();
+    expect(lists(s.host.exec.calls.slice(mark))).toBe(0);
+    expect(realsOf(s.host, "TCP", "198.51.101.9", 80)).toEqual(["10.9.9.9:8080 w1"]);
+
+    // A real server that goes needs the kernel's connection counts.
+    mark = s.host.exec.calls.length;
+    s.cluster.apply(endpointSlice("ns", "svc1", endpointsOf(1, 10)));
+    await s.sync();
+    expect(lists(s.host.exec.calls.slice(mark))).toBe(1);
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).not.toContain("10.0.1.99:8080 w1");
+  });
+
+  test("a virtual server deleted behind our back fails the adding sync, and the retry restores it", async () => {
+    const s = setup();
+    populate(s, 3);
+    await s.sync();
+    s.host.ipvs.load("-D -t 198.51.100.2:80\n");
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toBeUndefined();
+    s.cluster.apply(
+      endpointSlice("ns", "svc1", [...endpointsOf(1, 10), ep("10.0.1.99", { node: "node-b" })]),
+    );
+    await expect(s.sync()).rejects.toThrow();
+    await s.sync();
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toHaveLength(11);
+  });
+});
