@@ -954,7 +954,20 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
     const lastSync = await scrapeLastSync(topo);
     if (lastSync === undefined) throw new Error("first sync logged, but /metrics has no last-sync timestamp");
 
-    // One endpoint over watch -> the first connect that reaches the pod.
+    // One endpoint over watch -> the first connect that reaches the pod. The probe is started,
+    // and refused once, before the change: its own start-up (most of a second in an emulated
+    // guest) is not the change's.
+    // New connections (new conntrack flows) every 10 ms, refused until the rule is in.
+    const probe = `const net=require("net");const began=Date.now();let told=false;
+const once=()=>new Promise((res)=>{const s=net.connect({host:"${PROBE_VIP}",port:80});
+const t=setTimeout(()=>{s.destroy();res(false)},300);
+s.on("connect",()=>{clearTimeout(t);s.destroy();res(true)});s.on("error",()=>{clearTimeout(t);res(false)})});
+for(let i=0;i<30000;i++){if(await once()){console.log(Date.now());process.exit(0)}
+if(!told){told=true;console.log("refused")}
+if(Date.now()-began>${300_000 * WAIT_SCALE})break;await new Promise((r)=>setTimeout(r,10))}
+process.exit(1)`;
+    const prober = topo.spawnDaemon("node", [process.execPath, "-e", probe]);
+    await prober.waitForOutput(/^refused$/m, 120_000 * WAIT_SCALE);
     const changed = Date.now();
     api.server.create("EndpointSlice", {
       apiVersion: "discovery.k8s.io/v1",
@@ -964,19 +977,9 @@ async function oneRun(services: number, endpoints: number, o: ApiBenchOptions): 
       endpoints: [{ addresses: [PROBE_POD.ip], conditions: { ready: true }, nodeName: NODE_NAME }],
       ports: [{ name: "http", port: 8080, protocol: "TCP" }],
     });
-    // New connections (new conntrack flows) every 10 ms, refused until the rule is in.
-    const probe = `const net=require("net");
-const once=()=>new Promise((res)=>{const s=net.connect({host:"${PROBE_VIP}",port:80});
-const t=setTimeout(()=>{s.destroy();res(false)},300);
-s.on("connect",()=>{clearTimeout(t);s.destroy();res(true)});s.on("error",()=>{clearTimeout(t);res(false)})});
-for(let i=0;i<30000;i++){if(await once()){console.log(Date.now());process.exit(0)}
-if(Date.now()-${changed}>${300_000 * WAIT_SCALE})break;await new Promise((r)=>setTimeout(r,10))}
-process.exit(1)`;
-    const flowed = await topo.run("node", [process.execPath, "-e", probe], {
-      timeoutMs: 320_000 * WAIT_SCALE,
-    });
-    if (flowed.code !== 0) throw new Error(`traffic never flowed to the new endpoint: ${flowed.stderr}`);
-    const changeMs = Number(flowed.stdout.trim()) - changed;
+    if ((await prober.exited) !== 0)
+      throw new Error(`traffic never flowed to the new endpoint: ${prober.stderr()}`);
+    const changeMs = Number(prober.stdout().trim().split("\n").at(-1)) - changed;
     const peakRssMiB = (hwmKiB(kp.pid) ?? Number.NaN) / 1024;
     const steadyRssMiB = (statusKiB(kp.pid, "VmRSS") ?? Number.NaN) / 1024;
     const pacedMs = await pacedChanges(topo, api.server, o.changes ?? 0, o.changeGapMs ?? 3000);

@@ -65,9 +65,10 @@ export interface IpsetClient {
    * add/del lines for one set as one batch, and a batch cut short by a syntax error is dropped),
    * so callers re-read with listSets() before trusting their picture of the kernel. A big
    * script can come as whole-line pieces, each newline-terminated, written one after another
-   * (made as they are read, if the caller likes: then it must not be empty).
+   * (made as they are read, if the caller likes: then it must not be empty, and `size.lines`
+   * says how many lines it has, for the run's bound; a text or an array is counted).
    */
-  restore(script: ExecInput): Promise<void>;
+  restore(script: ExecInput, size?: { readonly lines?: number }): Promise<void>;
   /** Destroys a set; missing is not an error. */
   destroy(name: string): Promise<void>;
 }

@@ -184,8 +184,8 @@ export function createIptablesClient(opts: IptablesClientOptions): IptablesClien
       throw err;
     },
 
-    async ensureRule(position: RulePosition, table, chain, args) {
-      if (await checkRule(table, chain, args)) return true;
+    async ensureRule(position: RulePosition, table, chain, args, known) {
+      if (!known?.absent && (await checkRule(table, chain, args))) return true;
       const res = await iptables([position === "prepend" ? "-I" : "-A", chain, "-t", table, ...args]);
       if (res.code !== 0) throw fail(res);
       return false;

@@ -59,8 +59,18 @@ export interface IptablesClient {
   flushChain(table: Table, chain: string): Promise<void>;
   /** Deletes an (empty, unreferenced) chain; missing is not an error. */
   deleteChain(table: Table, chain: string): Promise<void>;
-  /** `-C` then `-I`/`-A`; resolves true when the rule already existed. */
-  ensureRule(position: RulePosition, table: Table, chain: string, args: readonly string[]): Promise<boolean>;
+  /**
+   * `-C` then `-I`/`-A`; resolves true when the rule already existed. `known.absent` skips the
+   * `-C` when the caller knows the rule cannot exist (it jumps to a chain just created: no rule
+   * can name a chain that did not exist).
+   */
+  ensureRule(
+    position: RulePosition,
+    table: Table,
+    chain: string,
+    args: readonly string[],
+    known?: { readonly absent?: boolean },
+  ): Promise<boolean>;
   /** Deletes the rule if present; missing is not an error. */
   deleteRule(table: Table, chain: string, args: readonly string[]): Promise<void>;
   /** e.g. "1.8.9". */

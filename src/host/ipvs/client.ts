@@ -8,6 +8,7 @@
 
 import { type Exec, type ExecInput, type ExecResult, inputText } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
+import { boundFor, ReadAllowance, type ToolBound } from "../tool-bound.ts";
 import { IpvsError, type IpvsLineFailure, isUnavailableMessage } from "./errors.ts";
 import { parseIpvsList, restoreInput, serviceArgs } from "./format.ts";
 import { type IpvsadmCommand, MAX_TIMEOUT, parseIpvsadmArgs, restoreLineWords } from "./syntax.ts";
@@ -18,11 +19,18 @@ export interface IpvsClientOptions {
   logger?: Logger;
   /** Program to run (default "ipvsadm"). */
   command?: string;
-  /** Bound on every run. */
+  /** Bound on every run, for a small input or output. */
   timeoutMs?: number;
+  /** Added to the bound of a restore or a whole-table listing per 1,000 lines read or expected. */
+  perThousandLinesMs?: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+/**
+ * `ipvsadm --restore` took 39 s for 110,000 lines and a listing of them 10.5 s in an emulated
+ * guest; over ten times that leaves room for a loaded node.
+ */
+export const IPVSADM_PER_THOUSAND_LINES_MS = 5_000;
 
 export const LIST_ARGS: readonly string[] = ["-L", "-n", "--exact"];
 export const RESTORE_ARGS: readonly string[] = ["--restore"];
@@ -131,9 +139,17 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
   const { exec } = opts;
   const log = (opts.logger ?? nullLogger).named("ipvs");
   const command = opts.command ?? "ipvsadm";
-  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const bound: ToolBound = {
+    baseMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    perThousandLinesMs: opts.perThousandLinesMs ?? IPVSADM_PER_THOUSAND_LINES_MS,
+  };
+  const reads = new ReadAllowance(bound);
 
-  async function run(args: readonly string[], stdin?: ExecInput): Promise<ExecResult> {
+  async function run(
+    args: readonly string[],
+    stdin?: ExecInput,
+    timeoutMs = bound.baseMs,
+  ): Promise<ExecResult> {
     return exec.run({ cmd: command, args, timeoutMs, ...(stdin !== undefined ? { stdin } : {}) });
   }
 
@@ -163,7 +179,10 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
 
   return {
     async read(): Promise<IpvsService[]> {
-      const res = await run(LIST_ARGS);
+      const ms = reads.nextMs();
+      const res = await run(LIST_ARGS, undefined, ms);
+      if (res.timedOut) reads.timedOut(ms);
+      else reads.read(res.stdout);
       if (res.code !== 0) throw failure(LIST_ARGS, res, "listing IPVS services");
       return parseIpvsList(res.stdout);
     },
@@ -185,7 +204,8 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
       // Whole lines in pieces, made as ipvsadm reads them: the input never exists whole.
       const input = restoreInput(changes);
       log.v(4).info("Running ipvsadm --restore", { lines: changes.length });
-      const res = await run(RESTORE_ARGS, input);
+      const res = await run(RESTORE_ARGS, input, boundFor(bound, changes.length));
+      reads.wrote(changes.length);
       const refused = messages(res.stderr);
       if (res.code === 0 && refused.length === 0) return;
       if (res.code === 127 || isUnavailableMessage(res.stderr) || res.timedOut) {

@@ -10,6 +10,7 @@ import type { Exec, ExecResult } from "../../exec/types.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
 import { canonicalIPInet, isIPv6LinkLocal, isLoopback } from "../../util/net/address.ts";
 import { type FamilyNumber, familyNumber, type IPFamily, maxPrefixLen } from "../../util/net/family.ts";
+import { boundFor, ReadAllowance, type ToolBound } from "../tool-bound.ts";
 import { NetlinkError, parseBatchFailures } from "./errors.ts";
 import { hostPrefix, ifName } from "./ip-text.ts";
 import type { InterfaceAddress, NetlinkClient } from "./types.ts";
@@ -17,11 +18,15 @@ import type { InterfaceAddress, NetlinkClient } from "./types.ts";
 export interface NetlinkClientOptions {
   exec: Exec;
   logger?: Logger;
-  /** Bound on every run. */
+  /** Bound on every run, for a small input or output. */
   timeoutMs?: number;
+  /** Added to the bound of a batch or an address listing per 1,000 lines read or expected. */
+  perThousandLinesMs?: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** `ip -batch` bound 10,000 addresses in some 8 s in an emulated guest. */
+export const IP_PER_THOUSAND_LINES_MS = 5_000;
 
 /** One address of `ip -o addr show` output. */
 export interface AddrLine {
@@ -78,15 +83,23 @@ const ALREADY_GONE = /Address not found|address not found|Cannot assign requeste
 export function createNetlinkClient(opts: NetlinkClientOptions): NetlinkClient {
   const { exec } = opts;
   const log = (opts.logger ?? nullLogger).named("netlink");
-  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const bound: ToolBound = {
+    baseMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    perThousandLinesMs: opts.perThousandLinesMs ?? IP_PER_THOUSAND_LINES_MS,
+  };
+  // Address listings grow with the addresses bound on the dummy device.
+  const reads = new ReadAllowance(bound);
 
-  const run = (args: string[], stdin?: string): Promise<ExecResult> =>
+  const run = (args: string[], stdin?: string, timeoutMs = bound.baseMs): Promise<ExecResult> =>
     exec.run({ cmd: "ip", args, timeoutMs, ...(stdin !== undefined ? { stdin } : {}) });
   const fail = (args: string[], res: ExecResult) =>
     new NetlinkError("ip", args, res.code, res.timedOut ? "timed out" : res.stderr || res.stdout);
 
   async function show(args: string[]): Promise<AddrLine[]> {
-    const res = await run(args);
+    const ms = reads.nextMs();
+    const res = await run(args, undefined, ms);
+    if (res.timedOut) reads.timedOut(ms);
+    else reads.read(res.stdout);
     if (res.code !== 0) throw fail(args, res);
     return parseIpAddrShow(res.stdout);
   }
@@ -122,7 +135,9 @@ export function createNetlinkClient(opts: NetlinkClientOptions): NetlinkClient {
       const input = renderBindBatch(device, add, remove);
       const args = ["-force", "-batch", "-"];
       log.v(4).info("Running ip -batch", { device, bind: add.length, unbind: remove.length });
-      const res = await run(args, input);
+      const lines = add.length + remove.length;
+      const res = await run(args, input, boundFor(bound, lines));
+      reads.wrote(add.length);
       if (res.code === 0) return;
       const failures = parseBatchFailures(res.stderr, input);
       const real = failures.filter((f) => {

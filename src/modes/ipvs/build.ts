@@ -12,15 +12,17 @@ import type { Logger } from "../../log/logger.ts";
 import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
+import type { Proxier } from "../../proxy/proxier.ts";
 import { concatListings, type Listing } from "../../util/listing.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import type { ModeBuildOptions } from "../types.ts";
 import { IpvsProxier, type VirtualServerView } from "./proxier.ts";
+import { SharedKernelReads } from "./shared-reads.ts";
 
 export interface IpvsMode {
   readonly families: IPFamily[];
   readonly proxiers: IpvsProxier[];
-  readonly proxier: MultiFamilyProxier;
+  readonly proxier: Proxier;
   /** What the last sync programmed (the --dry-run `ipvs.virtualServers`). */
   virtualServers(): Listing<VirtualServerView>;
   stop(): void;
@@ -63,12 +65,12 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
   const ipset = createIpsetClient({ exec: o.exec });
   const netlink = createNetlinkClient({ exec: o.exec, logger: o.log });
   const conntrack = createConntrackClient({ exec: o.exec, logger: o.log });
+  // Two families read each table once per sync round between them.
+  const shared = families.length > 1 ? new SharedKernelReads({ ipvs, ipset, netlink }, families) : undefined;
   const proxiers = families.map(
     (family) =>
       new IpvsProxier({
-        ipvs,
-        ipset,
-        netlink,
+        ...(shared ? shared.forFamily(family) : { ipvs, ipset, netlink }),
         iptables: createIptablesClient({ exec: o.exec, family, backend, logger: o.log }),
         conntrack,
         config: o.config,
@@ -82,10 +84,24 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
       }),
   );
   o.log.info("Proxying IP families", { families: families.join(",") });
+  const multi = new MultiFamilyProxier(proxiers);
+  const proxier: Proxier = shared
+    ? {
+        async sync(input) {
+          shared.beginRound();
+          try {
+            await multi.sync(input);
+          } finally {
+            shared.endRound();
+          }
+        },
+        prepare: () => multi.prepare(),
+      }
+    : multi;
   return {
     families,
     proxiers,
-    proxier: new MultiFamilyProxier(proxiers),
+    proxier,
     virtualServers: () => concatListings(proxiers.map((p) => p.virtualServerListing())),
     stop: () => {
       for (const p of proxiers) p.stop();

@@ -3,11 +3,12 @@
 // filtering, and the filters that keep VIPs from exposing host ports. Its size does not depend
 // on the number of Services — the sets carry that — so it is rewritten whole on every sync.
 
-import { comment } from "../../host/iptables/restore-text.ts";
+import { chainName, comment } from "../../host/iptables/restore-text.ts";
 import type { RulePosition, Table } from "../../host/iptables/types.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import {
   chainLine,
+  chainsInSave,
   KUBE_FORWARD,
   KUBE_MARK_MASQ,
   KUBE_POSTROUTING,
@@ -57,6 +58,34 @@ export const IPVS_JUMP_CHAINS: readonly JumpChain[] = [
 
 /** Jump rules are prepended, as upstream's EnsureRule(Prepend, ...) does. */
 export const JUMP_POSITION: RulePosition = "prepend";
+
+/** Whether one table's iptables-save output (its ":CHAIN" lines will do) declares a chain of ours. */
+export function declaresOurChains(table: Table, save: string): boolean {
+  const ours = new Set(table === "nat" ? NAT_CHAINS : table === "filter" ? FILTER_CHAINS : []);
+  return chainsInSave(save).some((chain) => ours.has(chain));
+}
+
+/**
+ * The baseline of a node that has none of our chains, as one `iptables-restore --noflush`
+ * input: our chains declared (so created), then the jumps into them in the order, and at the
+ * position, ensureRule would add them. None can exist already: no rule can jump to a chain
+ * that does not exist.
+ */
+export function freshBaselineRestore(): string {
+  const verb = JUMP_POSITION === "prepend" ? "-I" : "-A";
+  const jumpLine = (j: JumpChain) => {
+    const args = [...j.extraArgs];
+    if (j.comment !== "") args.push("-m", "comment", "--comment", comment(j.comment));
+    return `${verb} ${chainName(j.srcChain)} ${[...args, "-j", chainName(j.dstChain)].join(" ")}`;
+  };
+  const table = (name: Table, chains: readonly string[]) => [
+    `*${name}`,
+    ...chains.map(chainLine),
+    ...IPVS_JUMP_CHAINS.filter((j) => j.table === name).map(jumpLine),
+    "COMMIT",
+  ];
+  return [...table("nat", NAT_CHAINS), ...table("filter", FILTER_CHAINS), ""].join("\n");
+}
 
 function jump(table: Table, src: string, dst: string, comment: string): JumpChain {
   return { table, srcChain: src, dstChain: dst, comment, extraArgs: [] };

@@ -16,7 +16,7 @@ import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/
 import type { ProxyConfig } from "../../config/types.ts";
 import type { IpsetClient, IpsetSet, IpsetSetSpec } from "../../host/ipset/types.ts";
 import type { IptablesClient } from "../../host/iptables/types.ts";
-import type { IpvsChanges, IpvsClient, IpvsService } from "../../host/ipvs/types.ts";
+import type { IpvsChanges, IpvsClient, IpvsService, RealServer } from "../../host/ipvs/types.ts";
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
@@ -40,7 +40,9 @@ import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { type IpsetSyncPlan, planIpsets } from "./ipset-sync.ts";
 import { SET_IDS, type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
 import {
+  declaresOurChains,
   FILTER_CHAINS,
+  freshBaselineRestore,
   IPVS_JUMP_CHAINS,
   JUMP_POSITION,
   NAT_CHAINS,
@@ -54,6 +56,8 @@ import { SerialQueue } from "./serial.ts";
 import {
   DEFAULT_SCHEDULER,
   type RealServers,
+  realId,
+  SERVING_WEIGHT,
   schedulerFlags,
   type VirtualServerSettings,
   virtualServerOrder,
@@ -123,7 +127,10 @@ export interface IpvsSyncStats {
   readonly ipsetRestoreLines: number;
   readonly ipBatchLines: number;
   readonly iptablesRestoreBytes: number;
-  /** Where the time went, in order: each step's own milliseconds (host steps and planning). */
+  /**
+   * Where the time went, in order: each step's own milliseconds (host steps and planning). In a
+   * full reconcile the ipset step runs alongside the ipvs and bind steps.
+   */
   readonly steps: Readonly<Record<SyncStep, number>>;
 }
 
@@ -217,6 +224,8 @@ export class IpvsProxier implements Proxier {
   private readonly lastSetSpecs = new Map<string, IpsetSetSpec>();
   private steps = noSteps();
   private stats: IpvsSyncStats | undefined;
+  /** prepare()'s baseline, settled to whether it succeeded; the next full sync consumes it. */
+  private preparedBaseline: Promise<boolean> | undefined;
 
   constructor(private readonly deps: IpvsProxierDeps) {
     this.family = deps.family;
@@ -248,6 +257,35 @@ export class IpvsProxier implements Proxier {
   /** Forces the next sync to re-ensure the dummy device, chains and jump rules. */
   requestFullSync(): void {
     this.book.requestFullSync();
+  }
+
+  /**
+   * The first full sync's baseline (kube-ipvs0, our chains, the jumps into them), made while the
+   * cluster is listed: in an emulated guest those thirty-odd process spawns per family took 7 to
+   * 10 s of the first sync. A failure is logged and the first sync tries again.
+   */
+  prepare(): Promise<void> {
+    this.preparedBaseline ??= this.queue.run(async () => {
+      try {
+        await this.ensureBaseline(true);
+        return true;
+      } catch (err) {
+        this.log.error("Failed to prepare the ipvs baseline; the first sync tries again", {
+          ipFamily: this.family,
+          err: errText(err),
+        });
+        return false;
+      }
+    });
+    return this.preparedBaseline.then(() => {});
+  }
+
+  /** Whether prepare() made the baseline (once: later full syncs make it again). */
+  private async takePreparedBaseline(): Promise<boolean> {
+    const prepared = this.preparedBaseline;
+    if (!prepared) return false;
+    this.preparedBaseline = Promise.resolve(false);
+    return prepared;
   }
 
   /** Stops the periodic graceful-termination check. */
@@ -314,7 +352,9 @@ export class IpvsProxier implements Proxier {
     this.log.v(3).info("Syncing ipvs proxier rules", { ipFamily: this.family, fullSync });
     let counts: SyncCounts | undefined;
     try {
-      if (fullSync) await this.timed("baseline", () => this.ensureBaseline());
+      if (fullSync && !(await this.takePreparedBaseline())) {
+        await this.timed("baseline", () => this.ensureBaseline());
+      }
       await this.configureTimeoutsOnce();
       counts = await this.reconcile(input, fullSync, start);
       this.book.synced(fullSync, start);
@@ -422,7 +462,9 @@ export class IpvsProxier implements Proxier {
    * read found them (or as we create them), which a successful sync left in the kernel.
    */
   private async readScoped(scope: SyncScope): Promise<KernelView> {
-    const services = await this.host(() => this.deps.ipvs.readServices([...scope.virtualServers.values()]));
+    const services =
+      this.rememberedServices(scope) ??
+      (await this.host(() => this.deps.ipvs.readServices([...scope.virtualServers.values()])));
     const sets = new Map<string, IpsetSet>();
     for (const id of SET_IDS) {
       const { spec } = this.sets[id];
@@ -433,6 +475,40 @@ export class IpvsProxier implements Proxier {
     }
     const addresses = [...scope.heldBinds].map((address) => ({ device: DUMMY_DEVICE, address }));
     return { services, sets, addresses };
+  }
+
+  /**
+   * The scope's virtual servers as the last successful sync left them in the kernel, when this
+   * sync only adds to them or drops them whole: then no connection count is needed, and a change
+   * on the path to traffic spares an ipvsadm call. Undefined (read the kernel) when any real
+   * server would go (its connections decide how), is draining, or a virtual server is in scope
+   * for another reason. Drift behind our back makes a write fail, and the retry reads it all.
+   */
+  private rememberedServices(scope: SyncScope): IpvsService[] | undefined {
+    const out: IpvsService[] = [];
+    for (const key of scope.virtualServers.keys()) {
+      const held = scope.heldVirtualServers.get(key);
+      if (held === undefined || this.graceful.hasAny(key)) return undefined;
+      if (held === null) continue;
+      const wanted = this.plans.state.virtualServers.get(key);
+      if (wanted) {
+        const ids = new Set<string>();
+        for (const r of wanted.reals) ids.add(realId(r));
+        for (const r of held.reals) if (!ids.has(realId(r))) return undefined;
+      }
+      const reals: RealServer[] = [];
+      for (const r of held.reals) {
+        reals.push({
+          address: r.address,
+          port: r.port,
+          weight: SERVING_WEIGHT,
+          activeConnections: 0,
+          inactiveConnections: 0,
+        });
+      }
+      out.push({ server: held, reals });
+    }
+    return out;
   }
 
   /**
@@ -475,35 +551,64 @@ export class IpvsProxier implements Proxier {
 
   /**
    * Writes every batch, each even if an earlier one failed (they are independent enough that
-   * partial progress beats none); the first failure is rethrown so the runner retries.
+   * partial progress beats none); the first failure (in the order sets, IPVS, binds, iptables)
+   * is rethrown so the runner retries.
+   *
+   * The sets go before the iptables rules, which name them (iptables-restore refuses a missing
+   * set). A full reconcile writes the sets and IPVS (then the binds) at once: separate kernel
+   * tables, each tool busy for seconds on a big sync. A partial sync (a change: the path to
+   * traffic) writes IPVS and the binds first, as upstream does, then the sets.
    */
   private async write(batches: Batches, rules: string): Promise<void> {
     const { changes, binds } = batches;
-    // The ipset script is let go as it is handed over: it is not held while the IPVS input is
-    // rendered.
+    // The ipset script is let go as it is handed over: it is not held once ipset has read it.
     const ipsetScript = () => {
       const { script } = batches.ipsets;
       batches.ipsets = { ...batches.ipsets, script: [] };
       return script;
     };
-    const failures: unknown[] = [];
-    const attempt = async (what: string, step: SyncStep, op: () => Promise<void>) => {
+    const failed: Partial<Record<"ipset" | "ipvs" | "bind" | "iptables", unknown>> = {};
+    // Host time is counted by the caller when attempts overlap.
+    const attempt = async (
+      what: string,
+      step: keyof typeof failed,
+      op: () => Promise<void>,
+      overlap = false,
+    ) => {
       try {
-        await this.timed(step, () => this.host(op));
+        await this.timed(step, () => (overlap ? op() : this.host(op)));
       } catch (err) {
         this.log.error(what, restoreFailureFields(err));
-        failures.push(err);
+        failed[step] = err;
       }
     };
-    // Sets first: the iptables rules name them, and iptables-restore refuses a missing set.
-    if (batches.ipsets.lines > 0)
-      await attempt("Failed to sync ipsets", "ipset", () => this.deps.ipset.restore(ipsetScript()));
-    if (changes.length > 0)
-      await attempt("Failed to apply IPVS changes", "ipvs", () => this.deps.ipvs.apply(changes));
-    if (binds.add.length > 0 || binds.remove.length > 0) {
-      await attempt("Failed to bind service addresses", "bind", () =>
-        this.deps.netlink.bindAddresses(DUMMY_DEVICE, binds.add, binds.remove),
+    const syncSets = async (overlap?: boolean) => {
+      if (batches.ipsets.lines === 0) return;
+      const lines = batches.ipsets.lines;
+      await attempt(
+        "Failed to sync ipsets",
+        "ipset",
+        () => this.deps.ipset.restore(ipsetScript(), { lines }),
+        overlap,
       );
+    };
+    const syncIpvs = async (overlap?: boolean) => {
+      if (changes.length > 0)
+        await attempt("Failed to apply IPVS changes", "ipvs", () => this.deps.ipvs.apply(changes), overlap);
+      if (binds.add.length > 0 || binds.remove.length > 0) {
+        await attempt(
+          "Failed to bind service addresses",
+          "bind",
+          () => this.deps.netlink.bindAddresses(DUMMY_DEVICE, binds.add, binds.remove),
+          overlap,
+        );
+      }
+    };
+    if (batches.full) {
+      await this.host(() => Promise.all([syncSets(true), syncIpvs(true)]));
+    } else {
+      await syncIpvs();
+      await syncSets();
     }
     await attempt("Failed to execute iptables-restore", "iptables", async () => {
       try {
@@ -513,7 +618,7 @@ export class IpvsProxier implements Proxier {
         throw err;
       }
     });
-    if (failures.length > 0) throw failures[0];
+    for (const step of ["ipset", "ipvs", "bind", "iptables"] as const) if (step in failed) throw failed[step];
   }
 
   /** Awaits a host tool, accounting the wait as host time (not the proxier's compute). */
@@ -595,17 +700,50 @@ export class IpvsProxier implements Proxier {
     return ips.filter((ip) => !isLoopbackLenient(ip));
   }
 
-  /** The dummy device, our chains and the jumps into them: full syncs only. */
-  private async ensureBaseline(): Promise<void> {
+  /**
+   * The dummy device, our chains and the jumps into them: full syncs only, or prepare() (a real
+   * run, where -N's answer is the kernel's; a dry run only records it). prepare() on a node with
+   * none of our chains makes them and the jumps with one iptables-restore (every spawn costs);
+   * otherwise, a jump to a chain -N just created is inserted without checking for it first.
+   */
+  private async ensureBaseline(prepare = false): Promise<void> {
     await this.host(() => this.deps.netlink.ensureDummyDevice(DUMMY_DEVICE));
+    if (prepare && (await this.freshBaseline())) return;
     const ipt = this.deps.iptables;
     const chains = [
       ...NAT_CHAINS.map((chain) => ({ table: "nat" as const, chain })),
       ...FILTER_CHAINS.map((chain) => ({ table: "filter" as const, chain })),
     ];
-    for (const { table, chain } of chains) await this.host(() => ipt.ensureChain(table, chain));
+    const created = new Set<string>();
+    for (const { table, chain } of chains) {
+      if (!(await this.host(() => ipt.ensureChain(table, chain)))) created.add(`${table} ${chain}`);
+    }
     for (const j of IPVS_JUMP_CHAINS) {
-      await this.host(() => ipt.ensureRule(JUMP_POSITION, j.table, j.srcChain, jumpRuleArgs(j)));
+      // No rule can jump to a chain that did not exist: a jump to one just created is absent.
+      const absent = prepare && created.has(`${j.table} ${j.dstChain}`);
+      await this.host(() =>
+        ipt.ensureRule(JUMP_POSITION, j.table, j.srcChain, jumpRuleArgs(j), absent ? { absent } : undefined),
+      );
+    }
+  }
+
+  /** On a node without our chains, makes them and the jumps into them in one restore. */
+  private async freshBaseline(): Promise<boolean> {
+    const ipt = this.deps.iptables;
+    try {
+      const only = { linesStartingWith: ":" };
+      const [nat, filter] = await this.host(() =>
+        Promise.all([ipt.save("nat", only), ipt.save("filter", only)]),
+      );
+      if (declaresOurChains("nat", nat) || declaresOurChains("filter", filter)) return false;
+      await this.host(() => ipt.restoreAll(freshBaselineRestore(), { noFlush: true, counters: false }));
+      return true;
+    } catch (err) {
+      this.log.info("Could not make the chains in one restore; making them one by one", {
+        ipFamily: this.family,
+        err: errText(err),
+      });
+      return false;
     }
   }
 

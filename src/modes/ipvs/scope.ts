@@ -14,6 +14,7 @@ import type { VirtualServerKey } from "../../host/ipvs/types.ts";
 import type { DesiredState } from "./desired-state.ts";
 import type { SetId } from "./ipsets.ts";
 import { forEachMember, type PortPlan } from "./port-plan.ts";
+import type { DesiredVirtualServer } from "./virtual-servers.ts";
 
 export class SyncScope {
   /** Virtual server keys ("198.51.100.1,tcp:80"), each with its parts. */
@@ -27,6 +28,11 @@ export class SyncScope {
   readonly heldEntries = new Map<SetId, Set<string>>();
   /** Of `bindAddresses`, those `before` held when first touched. */
   readonly heldBinds = new Set<string>();
+  /**
+   * Of `virtualServers` touched by a plan, the one `before` held under each key when first
+   * touched (null: none). Plans are never changed once made, so this is how it was programmed.
+   */
+  readonly heldVirtualServers = new Map<string, DesiredVirtualServer | null>();
 
   /**
    * `before`: the desired state as the replan found it; plans are touched before the state
@@ -36,7 +42,12 @@ export class SyncScope {
 
   /** Records everything a plan wants (call with a port's old plan and its new one). */
   touch(plan: PortPlan): void {
-    plan.forEachVirtualServer((vs) => this.addVirtualServer(vs.key, vs));
+    plan.forEachVirtualServer((vs) => {
+      if (!this.virtualServers.has(vs.key) && this.before) {
+        this.heldVirtualServers.set(vs.key, this.before.virtualServers.get(vs.key) ?? null);
+      }
+      this.addVirtualServer(vs.key, vs);
+    });
     forEachMember(
       plan,
       (set, entry) => this.addEntry(set, entry),

@@ -366,3 +366,53 @@ describe("IpsetClient set operations against FakeIpset", () => {
     await expect(client.listSets()).rejects.toBeInstanceOf(IpsetError);
   });
 });
+
+describe("createIpsetClient bounds", () => {
+  const CREATE_S = "create s hash:ip family inet hashsize 1024 maxelem 65536\n";
+  const timeouts = (exec: FakeExec, verb: string) =>
+    exec
+      .callsTo("ipset")
+      .filter((c) => c.args[0] === verb)
+      .map((c) => c.timeoutMs);
+
+  test("a restore's bound grows with its lines, counted or as its maker says", async () => {
+    const exec = createFakeIpset().install();
+    const client = createIpsetClient({ exec, timeoutMs: 1000, perThousandLinesMs: 100 });
+    const members = Array.from({ length: 2500 }, (_, i) => `add s 10.0.${i >> 8}.${i & 255}\n`);
+    await client.restore([CREATE_S, ...members]);
+    await client.restore(["add s 10.9.0.1\n"].values(), { lines: 1 });
+    await client.restore(["add s 10.9.0.2\n"].values());
+    expect(timeouts(exec, "restore")).toEqual([1200, 1000, 1000]);
+  });
+
+  test("a save expects the lines of the last save plus those restored since", async () => {
+    const exec = createFakeIpset().install();
+    const client = createIpsetClient({ exec, timeoutMs: 1000, perThousandLinesMs: 100 });
+    await client.listSets();
+    const members = Array.from({ length: 1500 }, (_, i) => `add s 10.0.${i >> 8}.${i & 255}\n`);
+    await client.restore([CREATE_S, ...members]);
+    const sets = await client.listSets();
+    expect(sets.get("s")?.entries.size).toBe(1500);
+    await client.listSets();
+    expect(timeouts(exec, "save")).toEqual([1000, 1100, 1100]);
+  });
+
+  test("a save that timed out is given twice as long the next time", async () => {
+    let slow = true;
+    const fake = createFakeIpset();
+    const inner = fake.install();
+    const exec = new FakeExec({
+      ipset: (req) =>
+        slow && req.args[0] === "save"
+          ? { code: 124, stdout: "", stderr: "", timedOut: true }
+          : inner.run(req),
+    });
+    const client = createIpsetClient({ exec, timeoutMs: 1000, perThousandLinesMs: 100 });
+    await expect(client.listSets()).rejects.toThrow(IpsetError);
+    await expect(client.listSets()).rejects.toThrow(IpsetError);
+    slow = false;
+    await client.listSets();
+    await client.listSets();
+    expect(timeouts(exec, "save")).toEqual([1000, 2000, 4000, 1000]);
+  });
+});

@@ -66,6 +66,20 @@ describe("client against FakeIptables", () => {
         expect(fake.rules("nat", "KUBE-POSTROUTING")).toEqual(["-j RETURN"]);
       });
 
+      test("ensureRule of a rule known to be absent inserts it without checking", async () => {
+        const { fake, exec, client } = setup(backend);
+        await client.ensureChain("nat", "KUBE-SERVICES");
+        const before = exec.calls.length;
+        const jump = ["-m", "comment", "--comment", "kubernetes service portals", "-j", "KUBE-SERVICES"];
+        expect(await client.ensureRule("prepend", "nat", "OUTPUT", jump, { absent: true })).toBe(false);
+        expect(exec.calls.slice(before).map((c) => c.args.find((a) => a === "-C" || a === "-I"))).toEqual([
+          "-I",
+        ]);
+        expect(fake.rules("nat", "OUTPUT")).toEqual([
+          '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+        ]);
+      });
+
       test("flushChain empties; deleteChain removes and ignores a missing chain", async () => {
         const { fake, client } = setup(backend);
         await client.ensureChain("filter", "KUBE-FW");

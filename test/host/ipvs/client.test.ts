@@ -284,3 +284,51 @@ describe("ipvsadm's version warning", () => {
     await client.apply([{ op: "delete-service", key: web }]);
   });
 });
+
+describe("IpvsClient bounds", () => {
+  const timeouts = (exec: FakeExec, first: string) =>
+    exec
+      .callsTo("ipvsadm")
+      .filter((c) => c.args[0] === first)
+      .map((c) => c.timeoutMs);
+  const many: IpvsChange[] = [
+    { op: "add-service", server: server(web) },
+    ...Array.from(
+      { length: 2499 },
+      (_, i): IpvsChange => ({
+        op: "add-real",
+        key: web,
+        real: { address: `10.244.${i >> 8}.${i & 255}`, port: 8080, weight: 1 },
+      }),
+    ),
+  ];
+
+  test("a restore's bound grows with its lines; a listing expects the last one's plus those written since", async () => {
+    const fake = new FakeIpvs();
+    const exec = fake.install();
+    const client = createIpvsClient({ exec, timeoutMs: 1000, perThousandLinesMs: 100 });
+    await client.read();
+    await client.apply(many);
+    expect((await client.read())[0]?.reals.length).toBe(2499);
+    await client.apply(initial.slice(3));
+    await client.read();
+    expect(timeouts(exec, "--restore")).toEqual([1200, 1000]);
+    expect(timeouts(exec, "-L")).toEqual([1000, 1200, 1200]);
+  });
+
+  test("a listing that timed out is given twice as long the next time", async () => {
+    let slow = true;
+    const inner = new FakeIpvs().install();
+    const exec = new FakeExec({
+      ipvsadm: (req) =>
+        slow && req.args[0] === "-L" ? { code: 124, stdout: "", stderr: "", timedOut: true } : inner.run(req),
+    });
+    const client = createIpvsClient({ exec, timeoutMs: 1000, perThousandLinesMs: 100 });
+    expect((await thrown(client.read())).message).toContain("timed out");
+    expect((await thrown(client.read())).message).toContain("timed out");
+    slow = false;
+    await client.read();
+    await client.read();
+    expect(timeouts(exec, "-L")).toEqual([1000, 2000, 4000, 1000]);
+  });
+});

@@ -179,3 +179,25 @@ describe("NetlinkClient against FakeNetlink", () => {
     );
   });
 });
+
+describe("NetlinkClient bounds", () => {
+  test("a batch's bound grows with its lines; an address listing expects the last one's plus the binds since", async () => {
+    const fake = new FakeNetlink();
+    const exec = fake.install();
+    const client = createNetlinkClient({ exec, timeoutMs: 1000, perThousandLinesMs: 100 });
+    await client.ensureDummyDevice("kube-ipvs0");
+    const add = Array.from({ length: 1500 }, (_, i) => `10.96.${i >> 8}.${i & 255}`);
+    await client.allAddresses();
+    await client.bindAddresses("kube-ipvs0", add, []);
+    expect(await client.listAddresses("kube-ipvs0")).toHaveLength(1500);
+    await client.bindAddresses("kube-ipvs0", ["10.97.0.1"], add.slice(0, 10));
+    await client.allAddresses();
+    const bounds = (what: string) =>
+      exec
+        .callsTo("ip")
+        .filter((c) => c.args.includes(what))
+        .map((c) => c.timeoutMs);
+    expect(bounds("-batch")).toEqual([1100, 1000]);
+    expect(bounds("show")).toEqual([1000, 1100, 1100]);
+  });
+});

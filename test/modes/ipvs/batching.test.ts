@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import type { ExecRequest } from "../../../src/exec/types.ts";
 import { boundAddresses, endpointSlice, ep, realsOf, type Setup, service, setup } from "./harness.ts";
 
@@ -153,5 +154,106 @@ describe("batching", () => {
       ipBatchLines: 0,
     });
     expect(quietStats).toMatchObject({ recomputedPorts: 0, ipvsRestoreLines: 0, ipsetRestoreLines: 0 });
+  });
+});
+
+describe("write order", () => {
+  const writes = (calls: readonly ExecRequest[]) =>
+    calls
+      .map((c) => `${c.cmd} ${c.args[0]}`)
+      .filter(
+        (w) => ["ipset restore", "ipvsadm --restore", "ip -force"].includes(w) || w.endsWith("-restore -w"),
+      );
+
+  test("a full reconcile starts the sets and IPVS together; a change writes IPVS first, then the sets, then iptables", async () => {
+    const s = setup();
+    populate(s, 3);
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.reconcile).toBe("full");
+    const full = writes(s.host.exec.calls);
+    expect(full.slice(0, 3)).toEqual(["ipset restore", "ipvsadm --restore", "ip -force"]);
+    const mark = s.host.exec.calls.length;
+    // A new local endpoint: a real server and a KUBE-LOOP-BACK member.
+    s.cluster.apply(
+      endpointSlice("ns", "svc1", [ep("10.0.1.99", { node: "node-a" }), ...endpointsOf(1, 10)]),
+    );
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.reconcile).toBe("partial");
+    expect(writes(s.host.exec.calls.slice(mark)).slice(0, 2)).toEqual(["ipvsadm --restore", "ipset restore"]);
+    expect(s.host.exec.calls.at(-1)?.cmd).toBe("iptables-nft-restore");
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toContain("10.0.1.99:8080 w1");
+    expect(s.host.ipset.entries("KUBE-LOOP-BACK")).toContain("10.0.1.99,tcp:8080,10.0.1.99");
+  });
+});
+
+test("a full reconcile has IPVS written while ipset restore is still running", async () => {
+  const s = setup();
+  populate(s, 3);
+  let ipvsStarted!: () => void;
+  const started = new Promise<void>((resolve) => {
+    ipvsStarted = resolve;
+  });
+  const ipset = s.host.ipset.install(new FakeExec());
+  const ipvs = s.host.ipvs.install(new FakeExec());
+  s.host.exec.on("ipvsadm", (req) => {
+    if (req.args[0] === "--restore") ipvsStarted();
+    return ipvs.run(req);
+  });
+  // The restore of the sets finishes only once IPVS is being written.
+  s.host.exec.on("ipset", async (req) => {
+    if (req.args[0] === "restore") await started;
+    return ipset.run(req);
+  });
+  await s.sync();
+  expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toHaveLength(10);
+  expect(s.host.ipset.entries("KUBE-CLUSTER-IP")).toHaveLength(3);
+});
+
+describe("partial syncs that only add", () => {
+  const lists = (calls: readonly ExecRequest[]) =>
+    calls.filter((c) => c.cmd === "ipvsadm" && c.args[0] === "-L").length;
+
+  test("a new endpoint or a new Service is written without listing IPVS; a gone endpoint is listed first", async () => {
+    const s = setup();
+    populate(s, 3);
+    await s.sync();
+    let mark = s.host.exec.calls.length;
+    s.cluster.apply(
+      endpointSlice("ns", "svc1", [...endpointsOf(1, 10), ep("10.0.1.99", { node: "node-b" })]),
+    );
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.reconcile).toBe("partial");
+    expect(lists(s.host.exec.calls.slice(mark))).toBe(0);
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toContain("10.0.1.99:8080 w1");
+
+    mark = s.host.exec.calls.length;
+    s.cluster.apply(
+      service("ns", "new", { clusterIP: "198.51.101.9" }),
+      endpointSlice("ns", "new", [ep("10.9.9.9")]),
+    );
+    await s.sync();
+    expect(lists(s.host.exec.calls.slice(mark))).toBe(0);
+    expect(realsOf(s.host, "TCP", "198.51.101.9", 80)).toEqual(["10.9.9.9:8080 w1"]);
+
+    // A real server that goes needs the kernel's connection counts.
+    mark = s.host.exec.calls.length;
+    s.cluster.apply(endpointSlice("ns", "svc1", endpointsOf(1, 10)));
+    await s.sync();
+    expect(lists(s.host.exec.calls.slice(mark))).toBe(1);
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).not.toContain("10.0.1.99:8080 w1");
+  });
+
+  test("a virtual server deleted behind our back fails the adding sync, and the retry restores it", async () => {
+    const s = setup();
+    populate(s, 3);
+    await s.sync();
+    s.host.ipvs.load("-D -t 198.51.100.2:80\n");
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toBeUndefined();
+    s.cluster.apply(
+      endpointSlice("ns", "svc1", [...endpointsOf(1, 10), ep("10.0.1.99", { node: "node-b" })]),
+    );
+    await expect(s.sync()).rejects.toThrow();
+    await s.sync();
+    expect(realsOf(s.host, "TCP", "198.51.100.2", 80)).toHaveLength(11);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { FakeExec } from "../../../src/exec/testing/fake.ts";
 import { createConntrackClient } from "../../../src/host/conntrack/client.ts";
 import { type ConntrackFlow, FakeConntrack, flow } from "../../../src/host/conntrack/testing/fake.ts";
 import { FULL_SYNC_PERIOD_MS } from "../../../src/proxy/proxier.ts";
@@ -69,6 +70,86 @@ describe("full syncs", () => {
     await s.sync();
     expect(s.proxier.lastSyncStats()?.fullSync).toBe(true);
     expect(ensureCalls(s)).toBe(3 * afterFirst);
+  });
+
+  test("prepare makes the baseline before the first sync, which then does not make it again", async () => {
+    const s = setup();
+    await s.proxier.prepare();
+    // On a fresh node every chain is new, so no jump into one can exist: chains and jumps go in
+    // one restore, with nothing checked one by one.
+    expect(ensureCalls(s)).toBe(1);
+    const iptables = s.host.exec.calls.filter((c) => c.cmd.startsWith("iptables-nft"));
+    expect(iptables.filter((c) => c.cmd === "iptables-nft-restore")).toHaveLength(1);
+    expect(iptables.filter((c) => c.args.includes("-N") || c.args.includes("-I"))).toEqual([]);
+    expect(s.host.net.addresses("kube-ipvs0")).toEqual([]);
+    const jumps = () => [
+      ...s.host.ipt.IPv4.rules("filter", "INPUT"),
+      ...s.host.ipt.IPv4.rules("filter", "FORWARD"),
+      ...s.host.ipt.IPv4.rules("filter", "OUTPUT"),
+      ...s.host.ipt.IPv4.rules("nat", "OUTPUT"),
+      ...s.host.ipt.IPv4.rules("nat", "PREROUTING"),
+      ...s.host.ipt.IPv4.rules("nat", "POSTROUTING"),
+    ];
+    expect(jumps()).toHaveLength(9);
+    expect(s.host.ipt.IPv4.rules("filter", "INPUT")).toContain(
+      '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER',
+    );
+    await s.proxier.prepare();
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.fullSync).toBe(true);
+    expect(ensureCalls(s)).toBe(1);
+    // Later full syncs make it again, checking each jump.
+    s.proxier.requestFullSync();
+    await s.sync();
+    expect(ensureCalls(s)).toBe(11);
+    // A restart over the chains checks every jump and adds none twice.
+    const again = setup({ host: s.host });
+    await again.proxier.prepare();
+    expect(ensureCalls(s)).toBe(21);
+    expect(jumps()).toHaveLength(9);
+  });
+
+  test("prepare's one restore leaves the tables as the first sync's chain-by-chain baseline does", async () => {
+    const prepared = setup();
+    await prepared.proxier.prepare();
+    await prepared.sync();
+    const plain = setup();
+    await plain.sync();
+    expect(prepared.host.ipt.IPv4.save()).toBe(plain.host.ipt.IPv4.save());
+  });
+
+  test("prepare on a node that has one of our chains makes the rest one by one, checking its jump", async () => {
+    const s = setup();
+    s.host.ipt.IPv4.load("*filter\n:KUBE-FORWARD - [0:0]\nCOMMIT\n");
+    await s.proxier.prepare();
+    const checks = s.host.exec.calls.filter((c) => c.args.includes("-C"));
+    expect(checks.map((c) => c.args.at(-1))).toEqual(["KUBE-FORWARD"]);
+    await s.sync();
+    expect(s.host.ipt.IPv4.rules("filter", "FORWARD")).toEqual([
+      '-m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL',
+      '-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD',
+    ]);
+  });
+
+  test("a prepare that failed leaves the baseline to the first sync", async () => {
+    const s = setup();
+    const ip = s.host.exec;
+    let refuse = true;
+    const real = (req: Parameters<typeof ip.run>[0]) => s.host.net.install(new FakeExec()).run(req);
+    ip.on("ip", (req) =>
+      refuse && req.args[0] === "link"
+        ? { code: 2, stdout: "", stderr: "RTNETLINK answers: Operation not permitted\n" }
+        : real(req),
+    );
+    await s.proxier.prepare();
+    refuse = false;
+    await s.sync();
+    // The first sync's own baseline checks every jump.
+    expect(ensureCalls(s)).toBe(1 + 10);
+    expect(s.host.ipt.IPv4.rules("filter", "INPUT")).toContain(
+      '-m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER',
+    );
+    expect(s.host.net.addresses("kube-ipvs0")).toEqual([]);
   });
 
   test("a deleted jump rule comes back with the next full sync", async () => {
