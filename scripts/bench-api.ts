@@ -52,11 +52,9 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createRealExec } from "../src/exec/runner.ts";
 import { createNftClient } from "../src/host/nft/client.ts";
-import { createNetlinkNftClient } from "../src/host/nft/netlink/client.ts";
-import { netfilterSocketOpener } from "../src/host/nft/netlink/socket.ts";
 import { NftTransaction } from "../src/host/nft/transaction.ts";
 import type { EndpointSliceObject, NodeObject, ServiceObject } from "../src/k8s/objects.ts";
-import { containerTypes, familyWords } from "../src/modes/nftables/setup.ts";
+import { overNetlink } from "../src/modes/nftables/build.ts";
 import { SyncController } from "../src/proxy/sync-controller.ts";
 import { tempDir } from "../test/support/binary.ts";
 import { startNodeApi } from "../test/support/e2e-apiserver.ts";
@@ -68,7 +66,7 @@ import type { KObject } from "../test/support/fake-apiserver.ts";
 import { imageNftProgram, pathWithNft, suiteNftProgram } from "../test/support/image-nft.ts";
 import { inKernelVm, timeScale } from "../test/support/kernel-vm.ts";
 import { ADDR, createTopology, type Topology } from "../test/support/netns.ts";
-import { inNetns } from "../test/support/netns-enter.ts";
+import { netfilterSocketIn } from "../test/support/netns-enter.ts";
 import { capturingNftablesProxier, median, Namespace, runBench } from "./bench-support.ts";
 
 export type BenchMode = "iptables" | "nftables" | "ipvs";
@@ -522,18 +520,10 @@ async function nftFloors(topo: Topology, server: Parameters<typeof ownNftPayload
  * kernel's own commit. Median of 3, each one's objects removed after it.
  */
 async function netlinkChangeFloor(topo: Topology): Promise<number> {
-  const opener = await netfilterSocketOpener();
-  if (typeof opener === "string") throw new Error(`netlink change floor: ${opener}`);
-  const socket = inNetns(topo.nsName("node"), opener);
-  if (typeof socket === "string") throw new Error(`netlink change floor: ${socket}`);
+  const socket = await netfilterSocketIn(topo.nsName("node"));
   try {
-    const types = containerTypes(familyWords("IPv4"));
-    const client = createNetlinkNftClient({
-      nft: createNftClient({ exec: createRealExec(), family: "ip", table: "kube-proxy" }),
-      family: "IPv4",
-      socket,
-      containerTypes: (n) => types.get(n),
-    });
+    const plain = createNftClient({ exec: createRealExec(), family: "ip", table: "kube-proxy" });
+    const client = overNetlink(plain, "IPv4", socket);
     const key = ["198.19.255.201", "tcp", "80"];
     const times: number[] = [];
     for (let i = 0; i < 3; i++) {

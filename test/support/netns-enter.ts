@@ -4,6 +4,7 @@
 
 import { dlopen, FFIType, read } from "bun:ffi";
 import { closeSync, openSync } from "node:fs";
+import { type NetfilterSocket, netfilterSocketOpener } from "../../src/host/nft/netlink/socket.ts";
 
 const CLONE_NEWNET = 0x40000000;
 
@@ -32,4 +33,13 @@ export function inNetns<T>(name: string, fn: () => T): T {
     closeSync(target);
     closeSync(home);
   }
+}
+
+/** A NETLINK_NETFILTER socket opened inside the named namespace (throws when none can be had). */
+export async function netfilterSocketIn(name: string): Promise<NetfilterSocket> {
+  const opener = await netfilterSocketOpener();
+  if (typeof opener === "string") throw new Error(`netlink socket: ${opener}`);
+  const socket = inNetns(name, opener);
+  if (typeof socket === "string") throw new Error(`netlink socket in ${name}: ${socket}`);
+  return socket;
 }

@@ -4,10 +4,11 @@
 
 import { createConntrackClient } from "../../host/conntrack/client.ts";
 import { createNftClient } from "../../host/nft/client.ts";
-import { createNetlinkNftClient } from "../../host/nft/netlink/client.ts";
-import { netfilterSocketOpener } from "../../host/nft/netlink/socket.ts";
+import { createNetlinkNftClient, type NetlinkNftClient } from "../../host/nft/netlink/client.ts";
+import { type NetfilterSocket, netfilterSocketOpener } from "../../host/nft/netlink/socket.ts";
 import { NftTransaction } from "../../host/nft/transaction.ts";
 import type { NftClient } from "../../host/nft/types.ts";
+import type { Logger } from "../../log/logger.ts";
 import { localAddresses } from "../../proxy/local-addresses.ts";
 import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
@@ -68,17 +69,27 @@ async function nftClients(o: ModeBuildOptions, netlink: boolean): Promise<Record
     o.log.info("Writing every nftables transaction with nft: no netlink socket", { reason: socket });
     return clients;
   }
-  const over = (family: IPFamily) => {
-    const types = containerTypes(familyWords(family));
-    return createNetlinkNftClient({
-      nft: clients[family],
-      family,
-      socket,
-      containerTypes: (name) => types.get(name),
-      logger: o.log,
-    });
+  return {
+    IPv4: overNetlink(clients.IPv4, "IPv4", socket, o.log),
+    IPv6: overNetlink(clients.IPv6, "IPv6", socket, o.log),
   };
-  return { IPv4: over("IPv4"), IPv6: over("IPv6") };
+}
+
+/** `nft`'s client for one family's table, its partial syncs sent on `socket`. */
+export function overNetlink(
+  nft: NftClient,
+  family: IPFamily,
+  socket: NetfilterSocket,
+  logger?: Logger,
+): NetlinkNftClient {
+  const types = containerTypes(familyWords(family));
+  return createNetlinkNftClient({
+    nft,
+    family,
+    socket,
+    containerTypes: (name) => types.get(name),
+    ...(logger ? { logger } : {}),
+  });
 }
 
 export async function buildNftablesMode(

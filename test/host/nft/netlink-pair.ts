@@ -8,16 +8,15 @@ import { expect } from "bun:test";
 import { defaultProxyConfig } from "../../../src/config/defaults.ts";
 import type { Exec } from "../../../src/exec/types.ts";
 import { createNftClient } from "../../../src/host/nft/client.ts";
-import { createNetlinkNftClient, type NetlinkNftClient } from "../../../src/host/nft/netlink/client.ts";
-import { type NetfilterSocket, netfilterSocketOpener } from "../../../src/host/nft/netlink/socket.ts";
+import type { NetlinkNftClient } from "../../../src/host/nft/netlink/client.ts";
+import type { NetfilterSocket } from "../../../src/host/nft/netlink/socket.ts";
 import { nullLogger } from "../../../src/log/logger.ts";
-import { nftablesNodePortAddresses } from "../../../src/modes/nftables/build.ts";
+import { nftablesNodePortAddresses, overNetlink } from "../../../src/modes/nftables/build.ts";
 import { NftablesProxier } from "../../../src/modes/nftables/proxier.ts";
-import { containerTypes, familyWords } from "../../../src/modes/nftables/setup.ts";
 import { createMetrics } from "../../../src/proxy/metrics/metrics.ts";
 import { type IPFamily, nftFamily } from "../../../src/util/net/family.ts";
 import type { FakeClock } from "../../../src/util/testing/fake-clock.ts";
-import { inNetns } from "../../support/netns-enter.ts";
+import { netfilterSocketIn } from "../../support/netns-enter.ts";
 import { Cluster, NODE, NODE_IP, NODE_IPV6 } from "../../support/proxy-cluster.ts";
 import { createTestNetns, type TestNetns } from "../iptables/netns.ts";
 
@@ -110,26 +109,16 @@ export interface WriterPair {
 }
 
 export async function createWriterPair(family: IPFamily, clock: FakeClock): Promise<WriterPair> {
-  const opener = await netfilterSocketOpener();
-  if (typeof opener === "string") throw new Error(opener);
   const a = await createTestNetns();
   const b = await createTestNetns();
-  const opened = inNetns(b.name, opener);
-  if (typeof opened === "string") throw new Error(opened);
-  const socket = opened;
-  const types = containerTypes(familyWords(family));
+  const socket = await netfilterSocketIn(b.name);
   let netlinkClient: NetlinkNftClient | undefined;
   const nftSide: Side = { ns: a, cluster: new Cluster(), proxier: proxierOn(a.exec, family, clock) };
   const netlinkSide: Side = {
     ns: b,
     cluster: new Cluster(),
     proxier: proxierOn(b.exec, family, clock, (plain) => {
-      netlinkClient = createNetlinkNftClient({
-        nft: plain,
-        family,
-        socket,
-        containerTypes: (n) => types.get(n),
-      });
+      netlinkClient = overNetlink(plain, family, socket);
       return netlinkClient;
     }),
   };

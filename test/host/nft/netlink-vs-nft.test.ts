@@ -9,15 +9,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createNftClient } from "../../../src/host/nft/client.ts";
 import { NftError } from "../../../src/host/nft/errors.ts";
-import { createNetlinkNftClient, type NetlinkNftClient } from "../../../src/host/nft/netlink/client.ts";
-import { type NetfilterSocket, netfilterSocketOpener } from "../../../src/host/nft/netlink/socket.ts";
+import type { NetlinkNftClient } from "../../../src/host/nft/netlink/client.ts";
+import type { NetfilterSocket } from "../../../src/host/nft/netlink/socket.ts";
 import { NftTransaction } from "../../../src/host/nft/transaction.ts";
 import type { EndpointSliceObject, ServiceObject } from "../../../src/k8s/objects.ts";
-import { containerTypes, familyWords } from "../../../src/modes/nftables/setup.ts";
+import { overNetlink } from "../../../src/modes/nftables/build.ts";
 import { type IPFamily, nftFamily } from "../../../src/util/net/family.ts";
 import { FakeClock } from "../../../src/util/testing/fake-clock.ts";
 import { scaled } from "../../support/kernel-vm.ts";
-import { inNetns } from "../../support/netns-enter.ts";
+import { netfilterSocketIn } from "../../support/netns-enter.ts";
 import { type Cluster, endpointSlice, ep, NODE, service } from "../../support/proxy-cluster.ts";
 import { createTestNetns, type TestNetns } from "../iptables/netns.ts";
 import { createWriterPair, type WriterPair } from "./netlink-pair.ts";
@@ -174,20 +174,13 @@ describe("a batch the kernel refuses (fresh netns)", () => {
   let client: NetlinkNftClient;
 
   beforeAll(async () => {
-    const opener = await netfilterSocketOpener();
-    if (typeof opener === "string") throw new Error(opener);
     ns = await createTestNetns();
-    const opened = inNetns(ns.name, opener);
-    if (typeof opened === "string") throw new Error(opened);
-    socket = opened;
-    const plain = createNftClient({ exec: ns.exec, family: "ip", table: "kube-proxy" });
-    const types = containerTypes(familyWords("IPv4"));
-    client = createNetlinkNftClient({
-      nft: plain,
-      family: "IPv4",
+    socket = await netfilterSocketIn(ns.name);
+    client = overNetlink(
+      createNftClient({ exec: ns.exec, family: "ip", table: "kube-proxy" }),
+      "IPv4",
       socket,
-      containerTypes: (n) => types.get(n),
-    });
+    );
     const res = await ns.exec.run({
       cmd: "nft",
       args: ["-f", "-"],
