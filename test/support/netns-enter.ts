@@ -4,7 +4,12 @@
 
 import { dlopen, FFIType, read } from "bun:ffi";
 import { closeSync, openSync } from "node:fs";
-import { type NetfilterSocket, netfilterSocketOpener } from "../../src/host/nft/netlink/socket.ts";
+import {
+  NETLINK_GENERIC,
+  NETLINK_NETFILTER,
+  type NetlinkSocket,
+  netlinkSocketOpener,
+} from "../../src/host/netlink-socket/socket.ts";
 
 const CLONE_NEWNET = 0x40000000;
 
@@ -36,8 +41,20 @@ export function inNetns<T>(name: string, fn: () => T): T {
 }
 
 /** A NETLINK_NETFILTER socket opened inside the named namespace (throws when none can be had). */
-export async function netfilterSocketIn(name: string): Promise<NetfilterSocket> {
-  const opener = await netfilterSocketOpener();
+export function netfilterSocketIn(name: string): Promise<NetlinkSocket> {
+  return netlinkSocketIn(name, NETLINK_NETFILTER);
+}
+
+/** A NETLINK_GENERIC socket (IPVS) opened inside the named namespace. */
+export function genericSocketIn(name: string): Promise<NetlinkSocket> {
+  return netlinkSocketIn(name, NETLINK_GENERIC);
+}
+
+async function netlinkSocketIn(
+  name: string,
+  protocol: typeof NETLINK_NETFILTER | typeof NETLINK_GENERIC,
+): Promise<NetlinkSocket> {
+  const opener = await netlinkSocketOpener(protocol);
   if (typeof opener === "string") throw new Error(`netlink socket: ${opener}`);
   const socket = inNetns(name, opener);
   if (typeof socket === "string") throw new Error(`netlink socket in ${name}: ${socket}`);

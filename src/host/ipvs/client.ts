@@ -178,6 +178,7 @@ export function createIpvsClient(opts: IpvsClientOptions): IpvsClient {
   }
 
   return {
+    noteWritten: (lines) => reads.wrote(lines),
     async read(): Promise<IpvsService[]> {
       const ms = reads.nextMs();
       const res = await run(LIST_ARGS, undefined, ms);

@@ -237,6 +237,34 @@ class LineRenderer {
   }
 }
 
+/**
+ * Checks every change as a restore line would check it, writing nothing: throws IpvsError(kind
+ * "invalid") for the first one ipvsadm could not be given. A writer that speaks to the kernel
+ * directly (netlink/encode.ts) runs this first, so both writers take exactly the same input.
+ */
+export function checkChanges(changes: IpvsChanges): void {
+  const checker = new LineRenderer(NO_LINES);
+  for (const change of changes) checker.write(change);
+}
+
+/** The changes one line each (a new virtual server's real servers one by one), as copies. */
+export function* changeLines(changes: IpvsChanges): Generator<IpvsChange> {
+  for (const change of changes) {
+    if (change.op !== "add-reals") {
+      yield change;
+      continue;
+    }
+    const { key, reals } = change;
+    const copy = { address: key.address, port: key.port, protocol: key.protocol };
+    for (let i = 0; i < reals.length; i++)
+      yield {
+        op: "add-real",
+        key: copy,
+        real: { address: reals.address(i), port: reals.port(i), weight: reals.weight(i) },
+      };
+  }
+}
+
 /** One change as one `ipvsadm --restore` line. Throws IpvsError(kind "invalid") for bad input. */
 export function renderChange(change: IpvsChange): string {
   const out = new LinePieces();
@@ -267,8 +295,7 @@ export function renderRestorePieces(changes: IpvsChanges): string[] {
  * line as it reads it: an input found bad halfway would leave half of it applied).
  */
 export function restoreInput(changes: IpvsChanges): Iterable<string> {
-  const checker = new LineRenderer(NO_LINES);
-  for (const change of changes) checker.write(change);
+  checkChanges(changes);
   return streamedPieces(function* (out) {
     const renderer = new LineRenderer(out);
     for (const change of changes) {

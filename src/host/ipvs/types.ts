@@ -94,6 +94,11 @@ export interface IpvsClient {
   setTimeouts(t: IpvsTimeouts): Promise<void>;
   /** Removes every virtual server (ipvsadm -C). */
   flush(): Promise<void>;
+  /**
+   * Lines another writer (netlink) put into the table: a reading client sizes its next
+   * whole-table read's time bound by them.
+   */
+  noteWritten?(lines: number): void;
 }
 
 const KEY_PROTOCOL: Readonly<Record<Protocol, string>> = { TCP: "tcp", UDP: "udp", SCTP: "sctp" };

@@ -6,8 +6,10 @@ import { createIpsetClient } from "../../host/ipset/client.ts";
 import { createIptablesClient } from "../../host/iptables/client.ts";
 import { createIpvsClient } from "../../host/ipvs/client.ts";
 import { IpvsError } from "../../host/ipvs/errors.ts";
+import { createNetlinkIpvsClient } from "../../host/ipvs/netlink/client.ts";
 import type { IpvsClient } from "../../host/ipvs/types.ts";
 import { createNetlinkClient } from "../../host/netlink/client.ts";
+import { NETLINK_GENERIC, netlinkSocketOpener } from "../../host/netlink-socket/socket.ts";
 import type { Logger } from "../../log/logger.ts";
 import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
@@ -31,6 +33,27 @@ export interface IpvsMode {
 export interface IpvsModeOptions extends ModeBuildOptions {
   /** Plan on a node whose kernel has no IPVS: its table reads as empty instead of failing. */
   readonly dryRun?: boolean;
+  /** Write IPVS changes over generic netlink when a socket can be had (real runs only). */
+  readonly netlink?: boolean;
+}
+
+/** Set to "0" to write every IPVS change with ipvsadm (the netlink writer is on otherwise). */
+export const IPVS_NETLINK_ENV = "KPTS_IPVS_NETLINK";
+
+/**
+ * ipvsadm's client, its writes sent over netlink when this process can open a generic netlink
+ * socket (the compiled binary, as root); ipvsadm alone otherwise.
+ */
+async function liveIpvsClient(o: IpvsModeOptions): Promise<IpvsClient> {
+  const ipvsadm = createIpvsClient({ exec: o.exec, logger: o.log });
+  if (!o.netlink || o.dryRun || process.env[IPVS_NETLINK_ENV] === "0") return ipvsadm;
+  const opener = await netlinkSocketOpener(NETLINK_GENERIC);
+  const socket = typeof opener === "string" ? opener : opener();
+  if (typeof socket === "string") {
+    o.log.info("Writing IPVS changes with ipvsadm: no netlink socket", { reason: socket });
+    return ipvsadm;
+  }
+  return createNetlinkIpvsClient({ ipvsadm, socket, logger: o.log });
 }
 
 /** Under --dry-run the plan is computed even when the kernel lacks IPVS (the check says so). */
@@ -60,7 +83,7 @@ function emptyWhenUnavailable(client: IpvsClient, log: Logger): IpvsClient {
 export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
   const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend, o.sysctl);
   // One client each: ipvs, ipset and the dummy device are shared by both families' proxiers.
-  const live = createIpvsClient({ exec: o.exec, logger: o.log });
+  const live = await liveIpvsClient(o);
   const ipvs = o.dryRun ? emptyWhenUnavailable(live, o.log) : live;
   const ipset = createIpsetClient({ exec: o.exec });
   const netlink = createNetlinkClient({ exec: o.exec, logger: o.log });

@@ -36,7 +36,7 @@ export const ipvsMode: ModeDefinition<"ipvs"> = {
   sysctls: ipvsSysctls,
 
   async build(o) {
-    const ipvs = await buildIpvsMode(o);
+    const ipvs = await buildIpvsMode({ ...o, netlink: true });
     return {
       families: ipvs.families,
       proxier: ipvs.proxier,

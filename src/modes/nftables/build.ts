@@ -3,9 +3,9 @@
 // `ip6 kube-proxy`, behind one Proxier.
 
 import { createConntrackClient } from "../../host/conntrack/client.ts";
+import { type NetlinkSocket, netlinkSocketOpener } from "../../host/netlink-socket/socket.ts";
 import { createNftClient } from "../../host/nft/client.ts";
 import { createNetlinkNftClient, type NetlinkNftClient } from "../../host/nft/netlink/client.ts";
-import { type NetfilterSocket, netfilterSocketOpener } from "../../host/nft/netlink/socket.ts";
 import { NftTransaction } from "../../host/nft/transaction.ts";
 import type { NftClient } from "../../host/nft/types.ts";
 import type { Logger } from "../../log/logger.ts";
@@ -63,7 +63,7 @@ async function nftClients(o: ModeBuildOptions, netlink: boolean): Promise<Record
     });
   const clients = { IPv4: client("IPv4"), IPv6: client("IPv6") };
   if (!netlink || process.env[NETLINK_ENV] === "0") return clients;
-  const opener = await netfilterSocketOpener();
+  const opener = await netlinkSocketOpener();
   const socket = typeof opener === "string" ? opener : opener();
   if (typeof socket === "string") {
     o.log.info("Writing every nftables transaction with nft: no netlink socket", { reason: socket });
@@ -79,7 +79,7 @@ async function nftClients(o: ModeBuildOptions, netlink: boolean): Promise<Record
 export function overNetlink(
   nft: NftClient,
   family: IPFamily,
-  socket: NetfilterSocket,
+  socket: NetlinkSocket,
   logger?: Logger,
 ): NetlinkNftClient {
   const types = containerTypes(familyWords(family));

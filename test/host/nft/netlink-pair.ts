@@ -7,9 +7,9 @@
 import { expect } from "bun:test";
 import { defaultProxyConfig } from "../../../src/config/defaults.ts";
 import type { Exec } from "../../../src/exec/types.ts";
+import type { NetlinkSocket } from "../../../src/host/netlink-socket/socket.ts";
 import { createNftClient } from "../../../src/host/nft/client.ts";
 import type { NetlinkNftClient } from "../../../src/host/nft/netlink/client.ts";
-import type { NetfilterSocket } from "../../../src/host/nft/netlink/socket.ts";
 import { nullLogger } from "../../../src/log/logger.ts";
 import { nftablesNodePortAddresses, overNetlink } from "../../../src/modes/nftables/build.ts";
 import { NftablesProxier } from "../../../src/modes/nftables/proxier.ts";
@@ -101,7 +101,7 @@ export async function kernelDump(exec: Exec, family: IPFamily): Promise<string[]
 export interface WriterPair {
   readonly nftSide: Side;
   readonly netlinkSide: Side;
-  readonly socket: NetfilterSocket;
+  readonly socket: NetlinkSocket;
   readonly netlinkClient: NetlinkNftClient;
   /** Applies the change to both clusters, syncs both proxiers, and compares the two tables. */
   step(change: (cl: Cluster) => void): Promise<void>;

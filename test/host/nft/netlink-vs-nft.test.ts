@@ -7,10 +7,10 @@
 // affinity (its sets made over netlink), source ranges (left to nft), stale chains deleted a second later.
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { NetlinkSocket } from "../../../src/host/netlink-socket/socket.ts";
 import { createNftClient } from "../../../src/host/nft/client.ts";
 import { NftError } from "../../../src/host/nft/errors.ts";
 import type { NetlinkNftClient } from "../../../src/host/nft/netlink/client.ts";
-import type { NetfilterSocket } from "../../../src/host/nft/netlink/socket.ts";
 import { NftTransaction } from "../../../src/host/nft/transaction.ts";
 import type { EndpointSliceObject, ServiceObject } from "../../../src/k8s/objects.ts";
 import { overNetlink } from "../../../src/modes/nftables/build.ts";
@@ -170,7 +170,7 @@ for (const c of CASES) {
 
 describe("a batch the kernel refuses (fresh netns)", () => {
   let ns: TestNetns;
-  let socket: NetfilterSocket;
+  let socket: NetlinkSocket;
   let client: NetlinkNftClient;
 
   beforeAll(async () => {

@@ -8,11 +8,11 @@
 
 import { type Logger, nullLogger } from "../../../log/logger.ts";
 import type { IPFamily } from "../../../util/net/family.ts";
+import { MAX_BATCH_BYTES, type NetlinkSocket, NetlinkSocketError } from "../../netlink-socket/socket.ts";
 import { NftError } from "../errors.ts";
 import { renderOperation } from "../transaction.ts";
 import type { NftClient, NftOperation, NftTransactionLike } from "../types.ts";
 import { type ContainerTypes, encodeBatch } from "./encode.ts";
-import { MAX_BATCH_BYTES, type NetfilterSocket, NetlinkSocketError } from "./socket.ts";
 import type { NetlinkReply } from "./wire.ts";
 
 /** Above this many messages no acks are asked for: errors alone, as nft does. */
@@ -41,7 +41,7 @@ export interface NetlinkNftClientOptions {
   /** The client everything not sent over netlink goes to (bound to the same table). */
   readonly nft: NftClient;
   readonly family: IPFamily;
-  readonly socket: NetfilterSocket;
+  readonly socket: NetlinkSocket;
   /** The types of the table's sets and maps, by name (elements are written by type). */
   readonly containerTypes: ContainerTypes;
   readonly logger?: Logger;

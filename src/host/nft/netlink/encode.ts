@@ -262,7 +262,7 @@ function messageFor(
       if (verb === "add") {
         const udata = o.comment === undefined ? undefined : comment(o.comment);
         return (w, seq, flags) =>
-          w.message(nftMessageType(MSG.NEWCHAIN), flags | NLM_F_CREATE, seq, nfproto, 0, (w) => {
+          w.nftMessage(nftMessageType(MSG.NEWCHAIN), flags | NLM_F_CREATE, seq, nfproto, 0, (w) => {
             w.str(CHAIN.TABLE, table).str(CHAIN.NAME, name);
             if (udata) w.attr(CHAIN.USERDATA, udata);
           });
@@ -270,7 +270,7 @@ function messageFor(
       // A flush is a rule delete naming only the chain.
       const type = verb === "flush" ? MSG.DELRULE : MSG.DELCHAIN;
       return (w, seq, flags) =>
-        w.message(nftMessageType(type), flags, seq, nfproto, 0, (w) =>
+        w.nftMessage(nftMessageType(type), flags, seq, nfproto, 0, (w) =>
           w
             .str(verb === "flush" ? RULE.TABLE : CHAIN.TABLE, table)
             .str(verb === "flush" ? RULE.CHAIN : CHAIN.NAME, name),
@@ -283,13 +283,20 @@ function messageFor(
       const udata = o.comment === undefined ? undefined : comment(o.comment);
       const chain = o.chain;
       return (w, seq, flags) =>
-        w.message(nftMessageType(MSG.NEWRULE), flags | NLM_F_CREATE | NLM_F_APPEND, seq, nfproto, 0, (w) => {
-          w.str(RULE.TABLE, table).str(RULE.CHAIN, chain);
-          w.nest(RULE.EXPRESSIONS, (w) => {
-            for (const e of exprs) writeExpr(w, e);
-          });
-          if (udata) w.attr(RULE.USERDATA, udata);
-        });
+        w.nftMessage(
+          nftMessageType(MSG.NEWRULE),
+          flags | NLM_F_CREATE | NLM_F_APPEND,
+          seq,
+          nfproto,
+          0,
+          (w) => {
+            w.str(RULE.TABLE, table).str(RULE.CHAIN, chain);
+            w.nest(RULE.EXPRESSIONS, (w) => {
+              for (const e of exprs) writeExpr(w, e);
+            });
+            if (udata) w.attr(RULE.USERDATA, udata);
+          },
+        );
     }
     case "set":
     case "map": {
@@ -298,7 +305,7 @@ function messageFor(
         const body = o.kind === "set" ? newAddressSet(o, setId) : undefined;
         if (!body) return undefined;
         return (w, seq, flags) =>
-          w.message(nftMessageType(MSG.NEWSET), flags | NLM_F_CREATE, seq, nfproto, 0, (w) => {
+          w.nftMessage(nftMessageType(MSG.NEWSET), flags | NLM_F_CREATE, seq, nfproto, 0, (w) => {
             w.str(SET.TABLE, table);
             body(w);
           });
@@ -306,11 +313,11 @@ function messageFor(
       // A flush is an element delete naming no element.
       if (verb === "flush")
         return (w, seq, flags) =>
-          w.message(nftMessageType(MSG.DELSETELEM), flags, seq, nfproto, 0, (w) =>
+          w.nftMessage(nftMessageType(MSG.DELSETELEM), flags, seq, nfproto, 0, (w) =>
             w.str(ELEMS.TABLE, table).str(ELEMS.SET, name),
           );
       return (w, seq, flags) =>
-        w.message(nftMessageType(MSG.DELSET), flags, seq, nfproto, 0, (w) =>
+        w.nftMessage(nftMessageType(MSG.DELSET), flags, seq, nfproto, 0, (w) =>
           w.str(SET.TABLE, table).str(SET.NAME, name),
         );
     }
@@ -321,7 +328,7 @@ function messageFor(
       if (!el) return undefined;
       const set = o.container;
       return (w, seq, flags) =>
-        w.message(
+        w.nftMessage(
           nftMessageType(add ? MSG.NEWSETELEM : MSG.DELSETELEM),
           add ? flags | NLM_F_CREATE : flags,
           seq,

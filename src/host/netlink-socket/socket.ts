@@ -1,18 +1,26 @@
-// The NETLINK_NETFILTER socket the client sends batches on. It is opened on the calling thread
-// (so in that thread's network namespace); the sends run on a worker thread that owns them,
-// since the kernel commits inside the send and this thread's HTTP servers must keep answering
-// meanwhile. Where no worker can be started the sends run here. Only under Bun (the compiled
-// binary): elsewhere, or without libc or the socket, the opener says why and the caller keeps
-// to nft.
+// A netlink socket that a client sends batches on (nf_tables over NETLINK_NETFILTER, IPVS over
+// NETLINK_GENERIC). It is opened on the calling thread (so in that thread's network namespace);
+// the sends run on a worker thread that owns them, since the kernel works inside the send and
+// this thread's HTTP servers must keep answering meanwhile. Where no worker can be started the
+// sends run here. Only under Bun (the compiled binary): elsewhere, or without libc or the
+// socket, the opener says why and the caller keeps to its tool (nft, ipvsadm).
 
-import { type Libc, loadLibc, NetlinkSocketError, openNetfilterFd, sendBatch } from "./socket-io.ts";
-import type { WorkerReply, WorkerRequest } from "./socket-worker.ts";
-import type { NetlinkReply } from "./wire.ts";
+import {
+  type Libc,
+  loadLibc,
+  type NETLINK_GENERIC,
+  NETLINK_NETFILTER,
+  NetlinkSocketError,
+  openNetlinkFd,
+  sendBatch,
+} from "./io.ts";
+import type { NetlinkReply } from "./messages.ts";
+import type { WorkerReply, WorkerRequest } from "./worker.ts";
 
-export { MAX_BATCH_BYTES, NetlinkSocketError } from "./socket-io.ts";
+export { MAX_BATCH_BYTES, NETLINK_GENERIC, NETLINK_NETFILTER, NetlinkSocketError } from "./io.ts";
 
 /** Sends batches one at a time; each answers with the replies the kernel queued for it. */
-export interface NetfilterSocket {
+export interface NetlinkSocket {
   send(batch: Uint8Array): Promise<NetlinkReply[]>;
   /** Where the last batch was sent from: the worker, or the calling thread (none could start). */
   readonly sentFrom: "worker" | "caller" | undefined;
@@ -20,7 +28,7 @@ export interface NetfilterSocket {
 }
 
 /** Opens a socket in the network namespace of the calling thread, or says why it cannot. */
-export type NetfilterSocketOpener = () => NetfilterSocket | string;
+export type NetlinkSocketOpener = () => NetlinkSocket | string;
 
 /**
  * Where the worker's module is: beside this one when run from the sources; in a compiled binary,
@@ -28,21 +36,26 @@ export type NetfilterSocketOpener = () => NetfilterSocket | string;
  */
 function workerURL(): string {
   return import.meta.url.startsWith("file:///$bunfs/")
-    ? "./host/nft/netlink/socket-worker.ts"
-    : new URL("./socket-worker.ts", import.meta.url).href;
+    ? "./host/netlink-socket/worker.ts"
+    : new URL("./worker.ts", import.meta.url).href;
 }
 
-/** Loads libc's socket calls; a string says why they cannot be had here. */
-export async function netfilterSocketOpener(): Promise<NetfilterSocketOpener | string> {
+/**
+ * Loads libc's socket calls and opens sockets of one netlink protocol (NETLINK_NETFILTER by
+ * default); a string says why they cannot be had here.
+ */
+export async function netlinkSocketOpener(
+  protocol: typeof NETLINK_NETFILTER | typeof NETLINK_GENERIC = NETLINK_NETFILTER,
+): Promise<NetlinkSocketOpener | string> {
   const libc = await loadLibc();
   if (typeof libc === "string") return libc;
   return () => {
-    const fd = openNetfilterFd(libc);
+    const fd = openNetlinkFd(libc, protocol);
     return typeof fd === "string" ? fd : socketOn(libc, fd);
   };
 }
 
-function socketOn(libc: Libc, fd: number): NetfilterSocket {
+function socketOn(libc: Libc, fd: number): NetlinkSocket {
   let worker: Worker | undefined;
   let workerFailed = false;
   let nextId = 0;
@@ -51,7 +64,7 @@ function socketOn(libc: Libc, fd: number): NetfilterSocket {
   // One batch at a time, in the order given.
   let queue: Promise<unknown> = Promise.resolve();
   let open = true;
-  let sentFrom: NetfilterSocket["sentFrom"];
+  let sentFrom: NetlinkSocket["sentFrom"];
 
   const failAll = (err: Error) => {
     for (const p of pending.values()) p.reject(err);

@@ -1,17 +1,20 @@
-// The libc side of the NETLINK_NETFILTER socket (bun:ffi): loading the calls, opening and
-// setting up the socket, and one synchronous round: send a batch, read every reply the kernel
-// queued. The kernel runs a batch, commit included, inside the send call, so every reply is there
-// when it returns and is read without waiting. Used by the worker that owns the sends
-// (socket-worker.ts) and, where no worker can be had, by socket.ts on the calling thread.
+// The libc side of a netlink socket (bun:ffi): loading the calls, opening and setting up the
+// socket, and one synchronous round: send a batch, read every reply the kernel queued. The
+// kernel handles every message of a datagram (an nf_tables batch with its commit, a run of IPVS
+// commands) inside the send call, so every reply is there when it returns and is read without
+// waiting. Used by the worker that owns the sends (worker.ts) and, where no worker can be had,
+// by socket.ts on the calling thread.
 
-import { errText } from "../../../util/err-text.ts";
-import { type NetlinkReply, readReplies } from "./wire.ts";
+import { errText } from "../../util/err-text.ts";
+import { type NetlinkReply, readReplies } from "./messages.ts";
 
 const AF_NETLINK = 16;
 const SOCK_RAW = 3;
 const SOCK_NONBLOCK = 0o4000;
 const SOCK_CLOEXEC = 0o2000000;
-const NETLINK_NETFILTER = 12;
+/** The netlink protocols spoken here. */
+export const NETLINK_NETFILTER = 12;
+export const NETLINK_GENERIC = 16;
 const SOL_SOCKET = 1;
 const SO_SNDBUFFORCE = 32;
 const SO_RCVBUFFORCE = 33;
@@ -104,9 +107,9 @@ function sockaddr(): Uint8Array {
  * A socket in the network namespace of the calling thread, ready for batches: its descriptor,
  * or a string saying why there is none.
  */
-export function openNetfilterFd(libc: Libc): number | string {
-  const fd = libc.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_NETFILTER);
-  if (fd < 0) return `socket(AF_NETLINK, NETLINK_NETFILTER): errno ${libc.errno()}`;
+export function openNetlinkFd(libc: Libc, protocol: number): number | string {
+  const fd = libc.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, protocol);
+  if (fd < 0) return `socket(AF_NETLINK, protocol ${protocol}): errno ${libc.errno()}`;
   const option = (level: number, opt: number, value: number): boolean =>
     libc.setsockopt(fd, level, opt, Int32Array.of(value), 4) === 0;
   // Acks echo only the header of the message; errors say which attribute and why.

@@ -1,10 +1,10 @@
-// The worker thread that owns the sends: the kernel commits a batch inside the send call (at
-// 45,000 Services its check of the table takes 60-200 ms), which on the main thread would hold
-// up the HTTP servers and everything else for that long. It is given the socket's descriptor
+// The worker thread that owns the sends: the kernel handles a batch inside the send call (an
+// nf_tables commit at 45,000 Services takes 60-200 ms; thousands of IPVS commands take longer),
+// which on the main thread would hold up the HTTP servers and everything else for that long. It is given the socket's descriptor
 // (opened by socket.ts in the namespace it was asked for) and answers each batch with the
 // kernel's replies or the socket's failure.
 
-import { type Libc, loadLibc, NetlinkSocketError, sendBatch } from "./socket-io.ts";
+import { type Libc, loadLibc, NetlinkSocketError, sendBatch } from "./io.ts";
 
 /** What the worker is sent: the descriptor once, then batches. */
 export type WorkerRequest =
@@ -13,7 +13,7 @@ export type WorkerRequest =
 
 /** What it answers for each batch (or once, when libc cannot be loaded: id -1). */
 export type WorkerReply =
-  | { readonly id: number; readonly replies: import("./wire.ts").NetlinkReply[] }
+  | { readonly id: number; readonly replies: import("./messages.ts").NetlinkReply[] }
   | { readonly id: number; readonly failure: { readonly call: string; readonly errno: number } };
 
 const scope = globalThis as unknown as {
