@@ -414,6 +414,21 @@ describe("ipvs mode: Service traffic through a real IPVS kernel", () => {
     },
   );
 
+  e2eTest(
+    h,
+    "the binary writes IPVS over generic netlink from its worker thread, not with ipvsadm",
+    async () => {
+      const log = h.kubeProxy!.stderr();
+      const writes = log.split("\n").filter((l) => l.includes('"Wrote IPVS changes over netlink"'));
+      expect(writes.length, log.slice(-4000)).toBeGreaterThan(0);
+      expect(
+        writes.every((l) => l.includes('thread="worker"') && l.includes("refused=0")),
+        writes.join("\n"),
+      ).toBe(true);
+      expect(log).not.toContain("Writing IPVS changes with ipvsadm");
+    },
+  );
+
   e2eTest(h, "the daemon keeps running between syncs and has logged no error", async () => {
     expect(h.kubeProxy!.exitCode()).toBeUndefined();
     expect(unexpectedErrorLines(h.kubeProxy!)).toEqual([]);
