@@ -12,14 +12,15 @@ import { createIpvsClient } from "../../src/host/ipvs/client.ts";
 import { IpvsError } from "../../src/host/ipvs/errors.ts";
 import { createNetlinkIpvsClient, type NetlinkIpvsClient } from "../../src/host/ipvs/netlink/client.ts";
 import { CHUNK_MESSAGES } from "../../src/host/ipvs/netlink/encode.ts";
-import type {
-  AddRealsChange,
-  CompactIpvsChanges,
-  IpvsChange,
-  IpvsChanges,
-  IpvsClient,
-  VirtualServer,
-  VirtualServerKey,
+import {
+  type AddRealsChange,
+  type CompactIpvsChanges,
+  IPVS_CHANGE_OPS,
+  type IpvsChange,
+  type IpvsChanges,
+  type IpvsClient,
+  type VirtualServer,
+  type VirtualServerKey,
 } from "../../src/host/ipvs/types.ts";
 import type { NetlinkSocket } from "../../src/host/netlink-socket/socket.ts";
 import { createTestNetns, type TestNetns } from "../host/iptables/netns.ts";
@@ -272,14 +273,7 @@ describe("the IPVS netlink writer matches ipvsadm --restore", () => {
       const genChange: fc.Arbitrary<IpvsChange> = fc
         .record({
           key: fc.constantFrom(...keys),
-          kind: fc.constantFrom(
-            "add-service",
-            "edit-service",
-            "delete-service",
-            "add-real",
-            "edit-real",
-            "delete-real",
-          ),
+          kind: fc.constantFrom(...IPVS_CHANGE_OPS),
           scheduler: fc.constantFrom("rr", "wlc", "sh"),
           timeout: fc.constantFrom(0, 0, 60, 10800),
           real: fc.nat(1),

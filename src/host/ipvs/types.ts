@@ -46,6 +46,16 @@ export type IpvsChange =
       readonly real: { address: string; port: number };
     };
 
+/** Every kind of change, one per kind of restore line (-A, -E, -D, -a, -e, -d). */
+export const IPVS_CHANGE_OPS = [
+  "add-service",
+  "edit-service",
+  "delete-service",
+  "add-real",
+  "edit-real",
+  "delete-real",
+] as const satisfies readonly IpvsChange["op"][];
+
 /** Real servers read by index: a compact list need not hold an object per real server. */
 export interface IndexedReals {
   readonly length: number;

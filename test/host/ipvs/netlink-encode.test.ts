@@ -15,7 +15,13 @@ import {
   familyRequest,
   GENL_ID_CTRL,
 } from "../../../src/host/ipvs/netlink/encode.ts";
-import type { IpvsChange, IpvsChanges, IpvsClient, VirtualServerKey } from "../../../src/host/ipvs/types.ts";
+import {
+  IPVS_CHANGE_OPS,
+  type IpvsChange,
+  type IpvsChanges,
+  type IpvsClient,
+  type VirtualServerKey,
+} from "../../../src/host/ipvs/types.ts";
 import type { NetlinkReply } from "../../../src/host/netlink-socket/messages.ts";
 import { type NetlinkSocket, NetlinkSocketError } from "../../../src/host/netlink-socket/socket.ts";
 
@@ -160,14 +166,7 @@ describe("IPVS netlink messages", () => {
     );
     const change = fc
       .record({
-        op: fc.constantFrom(
-          "add-service",
-          "edit-service",
-          "delete-service",
-          "add-real",
-          "edit-real",
-          "delete-real",
-        ),
+        op: fc.constantFrom(...IPVS_CHANGE_OPS),
         vip: addr,
         real: addr,
         protocol: fc.constantFrom("TCP" as const, "UDP" as const, "SCTP" as const),
