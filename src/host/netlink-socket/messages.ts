@@ -81,14 +81,18 @@ export class NetlinkWriter {
     return this.attr(type, data);
   }
 
-  /** A fixed-width integer in the given byte order. */
+  /** A fixed-width integer in the given byte order, written in place (nothing allocated). */
   int(type: number, bytes: 1 | 2 | 4, value: number, littleEndian: boolean): this {
-    const data = new Uint8Array(bytes);
-    const v = new DataView(data.buffer);
-    if (bytes === 1) v.setUint8(0, value);
-    else if (bytes === 2) v.setUint16(0, value, littleEndian);
-    else v.setUint32(0, value >>> 0, littleEndian);
-    return this.attr(type, data);
+    this.room(8);
+    const at = this.off;
+    this.view.setUint16(at, 4 + bytes, HOST_LE);
+    this.view.setUint16(at + 2, type, HOST_LE);
+    this.view.setUint32(at + 4, 0, HOST_LE);
+    if (bytes === 1) this.view.setUint8(at + 4, value);
+    else if (bytes === 2) this.view.setUint16(at + 4, value, littleEndian);
+    else this.view.setUint32(at + 4, value >>> 0, littleEndian);
+    this.off += 8;
+    return this;
   }
 
   nest(type: number, body: (w: this) => void): this {

@@ -19,6 +19,12 @@ import type { WorkerReply, WorkerRequest } from "./worker.ts";
 
 export { MAX_BATCH_BYTES, NETLINK_GENERIC, NETLINK_NETFILTER, NetlinkSocketError } from "./io.ts";
 
+/**
+ * Batches up to this size reach the worker through one buffer both threads share (copied in),
+ * bigger ones as copies of their own.
+ */
+const SHARED_BATCH_MAX = 4 << 20;
+
 /** Sends batches one at a time; each answers with the replies the kernel queued for it. */
 export interface NetlinkSocket {
   send(batch: Uint8Array): Promise<NetlinkReply[]>;
@@ -65,6 +71,7 @@ function socketOn(libc: Libc, fd: number): NetlinkSocket {
   let queue: Promise<unknown> = Promise.resolve();
   let open = true;
   let sentFrom: NetlinkSocket["sentFrom"];
+  let shared: SharedArrayBuffer | undefined;
 
   const failAll = (err: Error) => {
     for (const p of pending.values()) p.reject(err);
@@ -89,6 +96,7 @@ function socketOn(libc: Libc, fd: number): NetlinkSocket {
         failAll(new NetlinkSocketError(`worker: ${e.message}`, 0));
       };
       w.postMessage({ kind: "fd", fd } satisfies WorkerRequest);
+      shared = undefined;
       // Never what keeps the process alive.
       (w as { unref?: () => void }).unref?.();
       worker = w;
@@ -106,7 +114,19 @@ function socketOn(libc: Libc, fd: number): NetlinkSocket {
     const id = nextId++;
     return new Promise<NetlinkReply[]>((resolve, reject) => {
       pending.set(id, { resolve, reject });
-      w.postMessage({ kind: "batch", id, bytes: batch } satisfies WorkerRequest);
+      if (batch.length > SHARED_BATCH_MAX) {
+        w.postMessage({ kind: "batch", id, bytes: batch } satisfies WorkerRequest);
+        return;
+      }
+      // The worker reads the shared buffer only while this batch is pending: one at a time.
+      if (!shared || shared.byteLength < batch.length) {
+        let size = 1 << 16;
+        while (size < batch.length) size *= 2;
+        shared = new SharedArrayBuffer(size);
+        w.postMessage({ kind: "buffer", buffer: shared } satisfies WorkerRequest);
+      }
+      new Uint8Array(shared).set(batch);
+      w.postMessage({ kind: "shared-batch", id, length: batch.length } satisfies WorkerRequest);
     });
   }
 

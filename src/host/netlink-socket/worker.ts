@@ -6,10 +6,16 @@
 
 import { type Libc, loadLibc, NetlinkSocketError, sendBatch } from "./io.ts";
 
-/** What the worker is sent: the descriptor once, then batches. */
+/**
+ * What the worker is sent: the descriptor once, then batches: a batch's bytes, or its length in
+ * the shared buffer last sent (where the calling thread copies batches that fit, so a first
+ * sync's thousands of sends leave no copies behind in this thread's heap).
+ */
 export type WorkerRequest =
   | { readonly kind: "fd"; readonly fd: number }
-  | { readonly kind: "batch"; readonly id: number; readonly bytes: Uint8Array };
+  | { readonly kind: "buffer"; readonly buffer: SharedArrayBuffer }
+  | { readonly kind: "batch"; readonly id: number; readonly bytes: Uint8Array }
+  | { readonly kind: "shared-batch"; readonly id: number; readonly length: number };
 
 /** What it answers for each batch (or once, when libc cannot be loaded: id -1). */
 export type WorkerReply =
@@ -22,6 +28,7 @@ const scope = globalThis as unknown as {
 };
 
 let fd = -1;
+let shared: SharedArrayBuffer | undefined;
 let libc: Libc | undefined;
 const buf = new Uint8Array(1 << 16);
 const loading = loadLibc();
@@ -32,6 +39,10 @@ scope.onmessage = async (e) => {
     fd = req.fd;
     return;
   }
+  if (req.kind === "buffer") {
+    shared = req.buffer;
+    return;
+  }
   const loaded = libc ?? (await loading);
   if (typeof loaded === "string") {
     scope.postMessage({ id: req.id, failure: { call: `worker: ${loaded}`, errno: 0 } });
@@ -39,7 +50,9 @@ scope.onmessage = async (e) => {
   }
   libc = loaded;
   try {
-    scope.postMessage({ id: req.id, replies: sendBatch(libc, fd, req.bytes, buf) });
+    const bytes =
+      req.kind === "batch" ? req.bytes : new Uint8Array(shared ?? new ArrayBuffer(0), 0, req.length);
+    scope.postMessage({ id: req.id, replies: sendBatch(libc, fd, bytes, buf) });
   } catch (err) {
     const failure =
       err instanceof NetlinkSocketError

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { IpvsError } from "../../../src/host/ipvs/errors.ts";
-import { createNetlinkIpvsClient } from "../../../src/host/ipvs/netlink/client.ts";
+import { ACKED_LINES, createNetlinkIpvsClient } from "../../../src/host/ipvs/netlink/client.ts";
 import {
   CHUNK_MESSAGES,
   encodeIpvsChanges,
@@ -206,6 +206,11 @@ class ScriptedSocket implements NetlinkSocket {
   dropAcks = false;
   private ipvsLines = 0;
 
+  /** IPVS messages taken so far. */
+  sent(): number {
+    return this.ipvsLines;
+  }
+
   async send(batch: Uint8Array): Promise<NetlinkReply[]> {
     if (this.fail) throw new NetlinkSocketError("sendto", 105);
     this.sends.push(batch.slice());
@@ -225,8 +230,10 @@ class ScriptedSocket implements NetlinkSocket {
         continue;
       }
       const line = this.ipvsLines++;
-      if (this.dropAcks) continue;
-      out.push({ seq: m.seq, error: -(this.refuse.get(line) ?? 0) });
+      const errno = this.refuse.get(line) ?? 0;
+      // As the kernel: an ack when asked for (NLM_F_ACK), a refusal always.
+      if (errno === 0 && (this.dropAcks || !(m.flags & 0x4))) continue;
+      out.push({ seq: m.seq, error: -errno });
     }
     return out;
   }
@@ -264,6 +271,9 @@ describe("the IPVS netlink client", () => {
     await client.apply(adds(3));
     await client.apply(adds(CHUNK_MESSAGES + 1));
     expect(client.sent).toEqual({ netlink: 2, ipvsadm: 0 });
+    // Acked up to ACKED_LINES, as ipvsadm asks; above, only refusals come back.
+    expect(messages(socket.sends[1]!)[0]!.flags).toBe(0x5);
+    expect(messages(socket.sends[2]!)[0]!.flags).toBe(0x1);
     // One lookup, then one send for 3 lines and two for CHUNK_MESSAGES + 1.
     expect(socket.sends.length).toBe(4);
     expect(ipvsadm.applied).toEqual([]);
@@ -294,6 +304,17 @@ describe("the IPVS netlink client", () => {
       },
     ]);
     expect(err.isExists()).toBe(true);
+  });
+
+  test(`over ${ACKED_LINES} lines only refusals are answered, and still named by line`, async () => {
+    const socket = new ScriptedSocket();
+    const client = createNetlinkIpvsClient({ ipvsadm: recordingIpvsadm().client, socket });
+    await client.apply(adds(ACKED_LINES + 1));
+    const flags = messages(socket.sends[1]!).map((m) => m.flags);
+    expect(new Set(flags)).toEqual(new Set([0x1]));
+    socket.refuse.set(socket.sent() + ACKED_LINES, 17);
+    const err = await client.apply(adds(ACKED_LINES + 1)).catch((e) => e);
+    expect(err.failures.map((f: { line: number }) => f.line)).toEqual([ACKED_LINES + 1]);
   });
 
   test("without an IPVS family the write goes to ipvsadm, and the family is looked up again next time", async () => {

@@ -15,6 +15,13 @@ import { changeLines, checkChanges, renderChange } from "../format.ts";
 import type { IpvsChange, IpvsChanges, IpvsClient } from "../types.ts";
 import { encodeIpvsChanges, familyIdOf, familyRequest } from "./encode.ts";
 
+/**
+ * Up to this many lines every message asks for an ack, as ipvsadm's do; above it only refusals
+ * are answered (the kernel has run every message of a send when the send returns), so a first
+ * sync of 110,000 lines does not carry 110,000 acks through the worker.
+ */
+export const ACKED_LINES = 2048;
+
 const ENOENT = 2;
 const ESRCH = 3;
 const EEXIST = 17;
@@ -99,7 +106,8 @@ export function createNetlinkIpvsClient(opts: NetlinkIpvsClientOptions): Netlink
     const refused = new Map<number, number>();
     let answered = 0;
     let sends = 0;
-    for (const chunk of encodeIpvsChanges(changes, id, firstSeq)) {
+    const acked = changes.length <= ACKED_LINES;
+    for (const chunk of encodeIpvsChanges(changes, id, firstSeq, { ack: acked })) {
       let replies: Awaited<ReturnType<NetlinkSocket["send"]>>;
       try {
         replies = await socket.send(chunk.bytes);
@@ -124,7 +132,7 @@ export function createNetlinkIpvsClient(opts: NetlinkIpvsClientOptions): Netlink
       thread: socket.sentFrom,
       ms: Math.round((performance.now() - start) * 10) / 10,
     });
-    if (refused.size === 0 && answered >= changes.length) return;
+    if (refused.size === 0 && (!acked || answered >= changes.length)) return;
     throw refusedError(changes, refused, answered);
   }
 

@@ -111,11 +111,13 @@ function inetAddress(address: string): { af: number; bytes: Uint8Array } {
   return { af: parsed.family === "IPv4" ? AF_INET : AF_INET6, bytes };
 }
 
+const scratch = new NetlinkWriter();
+
 /** Attribute bytes made once and appended many times (a virtual server's identity, a real's address). */
 function attributes(write: (w: NetlinkWriter) => void): Uint8Array {
-  const w = new NetlinkWriter();
-  write(w);
-  return w.bytes().slice();
+  scratch.reset();
+  write(scratch);
+  return scratch.bytes().slice();
 }
 
 /** One chunk of messages: its bytes and the lines (0-based) its first and last message carry. */
@@ -129,18 +131,34 @@ export interface IpvsChunk {
 
 const SEQ_MASK = 0x3fffffff;
 
+/** struct ip_vs_flags: the flags and a mask of every bit (ipvsadm sets them all), by flags. */
+const FLAGS_BYTES = new Map<number, Uint8Array>();
+function flagsBytes(bits: number): Uint8Array {
+  let f = FLAGS_BYTES.get(bits);
+  if (!f) {
+    f = new Uint8Array(8);
+    const v = new DataView(f.buffer);
+    v.setUint32(0, bits, HOST_LE);
+    v.setUint32(4, 0xffffffff, HOST_LE);
+    FLAGS_BYTES.set(bits, f);
+  }
+  return f;
+}
+
 /**
  * Writes the changes' messages in chunks of up to CHUNK_MESSAGES (or about a MiB), each message
- * asking for an ack; message i of the whole run has sequence number (firstSeq + i) & SEQ_MASK.
- * A chunk's bytes are valid until the next chunk is asked for.
+ * asking for an ack when `ack` (the kernel answers a refusal either way); message i of the whole
+ * run has sequence number (firstSeq + i) & SEQ_MASK. A chunk's bytes are valid until the next
+ * chunk is asked for.
  */
 export function* encodeIpvsChanges(
   changes: IpvsChanges,
   familyId: number,
   firstSeq: number,
+  opts: { readonly ack?: boolean } = {},
 ): Generator<IpvsChunk> {
   const w = new NetlinkWriter();
-  const flags = NLM_F_REQUEST | NLM_F_ACK;
+  const flags = opts.ack === false ? NLM_F_REQUEST : NLM_F_REQUEST | NLM_F_ACK;
   const headers = new Map<number, Uint8Array>(
     Object.values(CMD).map((cmd) => [cmd, genlHeader(cmd, IPVS_GENL_VERSION)]),
   );
@@ -192,11 +210,7 @@ export function* encodeIpvsChanges(
   // The settings part of a virtual server's attributes.
   const settings = (w: NetlinkWriter, scheduler: string, bits: number, timeout: number) => {
     w.str(SVC_ATTR.SCHED_NAME, scheduler);
-    const f = new Uint8Array(8);
-    const fv = new DataView(f.buffer);
-    fv.setUint32(0, bits, HOST_LE);
-    fv.setUint32(4, 0xffffffff, HOST_LE);
-    w.attr(SVC_ATTR.FLAGS, f);
+    w.attr(SVC_ATTR.FLAGS, flagsBytes(bits));
     w.int(SVC_ATTR.TIMEOUT, 4, timeout, HOST_LE);
     // ipvsadm's default netmask: the whole address.
     w.int(SVC_ATTR.NETMASK, 4, lastFamily === AF_INET6 ? 128 : 0xffffffff, HOST_LE);
