@@ -95,13 +95,52 @@ export class NetlinkWriter {
     return this;
   }
 
-  nest(type: number, body: (w: this) => void): this {
-    const start = this.off;
+  /** A nested attribute's start, for a body written without a callback; close it with endNest. */
+  beginNest(): number {
     this.room(4);
     this.off += 4;
-    body(this);
+    return this.off - 4;
+  }
+
+  endNest(start: number, type: number): this {
     this.view.setUint16(start, this.off - start, HOST_LE);
     this.view.setUint16(start + 2, type | NLA_F_NESTED, HOST_LE);
+    return this;
+  }
+
+  /** 16 bytes of union nf_inet_addr holding an IPv4 address (its 32-bit value), the rest zero. */
+  inet4(type: number, value: number): this {
+    this.room(20);
+    const at = this.off;
+    this.view.setUint16(at, 20, HOST_LE);
+    this.view.setUint16(at + 2, type, HOST_LE);
+    this.view.setUint32(at + 4, value >>> 0, false);
+    this.buf.fill(0, at + 8, at + 20);
+    this.off += 20;
+    return this;
+  }
+
+  nest(type: number, body: (w: this) => void): this {
+    const start = this.beginNest();
+    body(this);
+    return this.endNest(start, type);
+  }
+
+  /** A message's start (nlmsghdr and the family's header written), for a body written without a callback; close it with end. */
+  begin(type: number, flags: number, seq: number, header: Uint8Array): number {
+    const start = this.off;
+    this.room(NLMSG_HEADER + header.length);
+    this.view.setUint16(start + 4, type, HOST_LE);
+    this.view.setUint16(start + 6, flags, HOST_LE);
+    this.view.setUint32(start + 8, seq, HOST_LE);
+    this.view.setUint32(start + 12, 0, HOST_LE);
+    this.buf.set(header, start + NLMSG_HEADER);
+    this.off += NLMSG_HEADER + header.length;
+    return start;
+  }
+
+  end(start: number): this {
+    this.view.setUint32(start, this.off - start, HOST_LE);
     return this;
   }
 
@@ -110,18 +149,9 @@ export class NetlinkWriter {
    * 4-byte slot after nlmsghdr), then what `body` writes; the length is filled in after.
    */
   message(type: number, flags: number, seq: number, header: Uint8Array, body?: (w: this) => void): this {
-    const start = this.off;
-    this.room(NLMSG_HEADER + header.length);
-    this.view.setUint16(start + 4, type, HOST_LE);
-    this.view.setUint16(start + 6, flags, HOST_LE);
-    this.view.setUint32(start + 8, seq, HOST_LE);
-    // The port id is the kernel's to fill in.
-    this.view.setUint32(start + 12, 0, HOST_LE);
-    this.buf.set(header, start + NLMSG_HEADER);
-    this.off += NLMSG_HEADER + header.length;
+    const start = this.begin(type, flags, seq, header);
     body?.(this);
-    this.view.setUint32(start, this.off - start, HOST_LE);
-    return this;
+    return this.end(start);
   }
 }
 

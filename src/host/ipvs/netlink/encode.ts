@@ -97,29 +97,6 @@ export function familyIdOf(data: Uint8Array): number | undefined {
   return undefined;
 }
 
-/** An address's family and its bytes as union nf_inet_addr (already checked by checkChanges). */
-function inetAddress(address: string): { af: number; bytes: Uint8Array } {
-  const bytes = new Uint8Array(INET_ADDR_BYTES);
-  const v4 = canonicalIPv4Value(address);
-  if (v4 >= 0) {
-    new DataView(bytes.buffer).setUint32(0, v4, false);
-    return { af: AF_INET, bytes };
-  }
-  const parsed = parseIPInet(address);
-  if (!parsed) throw new Error(`ipvs netlink: unchecked address ${JSON.stringify(address)}`);
-  bytes.set(parsed.bytes);
-  return { af: parsed.family === "IPv4" ? AF_INET : AF_INET6, bytes };
-}
-
-const scratch = new NetlinkWriter();
-
-/** Attribute bytes made once and appended many times (a virtual server's identity, a real's address). */
-function attributes(write: (w: NetlinkWriter) => void): Uint8Array {
-  scratch.reset();
-  write(scratch);
-  return scratch.bytes().slice();
-}
-
 /** One chunk of messages: its bytes and the lines (0-based) its first and last message carry. */
 export interface IpvsChunk {
   readonly bytes: Uint8Array;
@@ -145,6 +122,139 @@ function flagsBytes(bits: number): Uint8Array {
   return f;
 }
 
+/** A scheduler's name as the kernel reads it (NUL-terminated), by name; "" for none. */
+const SCHEDULER_BYTES = new Map<string, Uint8Array>();
+function schedulerBytes(name: string): Uint8Array {
+  let b = SCHEDULER_BYTES.get(name);
+  if (!b) {
+    b = new Uint8Array(name.length + 1);
+    b.set(new TextEncoder().encode(name));
+    SCHEDULER_BYTES.set(name, b);
+  }
+  return b;
+}
+
+/** An address that is not canonical IPv4 (checked by checkChanges): its family and 16 bytes. */
+function otherAddress(address: string): { af: number; bytes: Uint8Array } {
+  const parsed = parseIPInet(address);
+  if (!parsed) throw new Error(`ipvs netlink: unchecked address ${JSON.stringify(address)}`);
+  const bytes = new Uint8Array(INET_ADDR_BYTES);
+  bytes.set(parsed.bytes);
+  return { af: parsed.family === "IPv4" ? AF_INET : AF_INET6, bytes };
+}
+
+/**
+ * Writes one run's messages with nothing allocated per message: IPv4 addresses are written from
+ * their value, other addresses, scheduler names and flags are made once and kept. At 110,000
+ * real servers, small arrays and closures per message piled up to tens of MiB before the
+ * runtime collected them.
+ */
+class MessageRun {
+  readonly w = new NetlinkWriter();
+  line = 0;
+  private readonly headers = new Map<number, Uint8Array>(
+    Object.values(CMD).map((cmd) => [cmd, genlHeader(cmd, IPVS_GENL_VERSION)]),
+  );
+  // The last virtual server named (kept by key object: a run of real servers shares it).
+  private lastKey: VirtualServerKey | undefined;
+  private keyV4 = -1;
+  private keyOther: { af: number; bytes: Uint8Array } | undefined;
+  /** Addresses other than canonical IPv4, by text (capped). */
+  private readonly others = new Map<string, { af: number; bytes: Uint8Array }>();
+
+  constructor(
+    private readonly familyId: number,
+    private readonly flags: number,
+    private readonly firstSeq: number,
+  ) {}
+
+  private other(address: string) {
+    let o = this.others.get(address);
+    if (!o) {
+      if (this.others.size >= 4096) this.others.clear();
+      o = otherAddress(address);
+      this.others.set(address, o);
+    }
+    return o;
+  }
+
+  private begin(cmd: number): number {
+    return this.w.begin(
+      this.familyId,
+      this.flags,
+      (this.firstSeq + this.line++) & SEQ_MASK,
+      this.headers.get(cmd)!,
+    );
+  }
+
+  /** The virtual server's identity: family, protocol, address, port. */
+  private identity(key: VirtualServerKey): void {
+    if (key !== this.lastKey) {
+      this.keyV4 = canonicalIPv4Value(key.address);
+      this.keyOther = this.keyV4 >= 0 ? undefined : this.other(key.address);
+      this.lastKey = key;
+    }
+    const w = this.w;
+    w.int(SVC_ATTR.AF, 2, this.keyOther?.af ?? AF_INET, HOST_LE);
+    w.int(SVC_ATTR.PROTOCOL, 2, IPPROTO[key.protocol], HOST_LE);
+    if (this.keyOther) w.attr(SVC_ATTR.ADDR, this.keyOther.bytes);
+    else w.inet4(SVC_ATTR.ADDR, this.keyV4);
+    w.int(SVC_ATTR.PORT, 2, key.port, false);
+  }
+
+  /** The settings after the identity; a line that names no scheduler sends them blank. */
+  private settings(scheduler: string, bits: number, timeout: number): void {
+    const w = this.w;
+    w.attr(SVC_ATTR.SCHED_NAME, schedulerBytes(scheduler));
+    w.attr(SVC_ATTR.FLAGS, flagsBytes(bits));
+    w.int(SVC_ATTR.TIMEOUT, 4, timeout, HOST_LE);
+    // ipvsadm's default netmask: the whole address.
+    w.int(SVC_ATTR.NETMASK, 4, this.keyOther?.af === AF_INET6 ? 128 : 0xffffffff, HOST_LE);
+  }
+
+  service(cmd: number, s: VirtualServer): void {
+    const bits = (s.timeout > 0 ? SVC_F_PERSISTENT : 0) | parseSchedFlags(s.scheduler, s.flags.join(","));
+    const m = this.begin(cmd);
+    const n = this.w.beginNest();
+    this.identity(s);
+    this.settings(s.scheduler, bits, s.timeout);
+    this.w.endNest(n, CMD_ATTR_SERVICE).end(m);
+  }
+
+  deleteService(key: VirtualServerKey): void {
+    const m = this.begin(CMD.DEL_SERVICE);
+    const n = this.w.beginNest();
+    this.identity(key);
+    this.settings("", 0, 0);
+    this.w.endNest(n, CMD_ATTR_SERVICE).end(m);
+  }
+
+  /** A real server's line; a delete (no weight) sends what ipvsadm sends without -m and -w. */
+  real(cmd: number, key: VirtualServerKey, address: string, port: number, weight?: number): void {
+    const w = this.w;
+    const m = this.begin(cmd);
+    const n = w.beginNest();
+    this.identity(key);
+    this.settings("", 0, 0);
+    w.endNest(n, CMD_ATTR_SERVICE);
+    const d = w.beginNest();
+    const v4 = canonicalIPv4Value(address);
+    const other = v4 >= 0 ? undefined : this.other(address);
+    w.int(DEST_ATTR.ADDR_FAMILY, 2, other?.af ?? AF_INET, HOST_LE);
+    if (other) w.attr(DEST_ATTR.ADDR, other.bytes);
+    else w.inet4(DEST_ATTR.ADDR, v4);
+    w.int(DEST_ATTR.PORT, 2, port, false);
+    w.int(DEST_ATTR.FWD_METHOD, 4, weight === undefined ? FWD_DROUTE : FWD_MASQ, HOST_LE);
+    w.int(DEST_ATTR.WEIGHT, 4, weight ?? 1, HOST_LE);
+    w.int(DEST_ATTR.TUN_TYPE, 1, 0, HOST_LE);
+    w.int(DEST_ATTR.TUN_PORT, 2, 0, false);
+    w.int(DEST_ATTR.TUN_FLAGS, 2, 0, HOST_LE);
+    w.int(DEST_ATTR.U_THRESH, 4, 0, HOST_LE);
+    w.int(DEST_ATTR.L_THRESH, 4, 0, HOST_LE);
+    w.endNest(d, CMD_ATTR_DEST).end(m);
+  }
+}
+
 /**
  * Writes the changes' messages in chunks of up to CHUNK_MESSAGES (or about a MiB), each message
  * asking for an ack when `ack` (the kernel answers a refusal either way); message i of the whole
@@ -157,149 +267,55 @@ export function* encodeIpvsChanges(
   firstSeq: number,
   opts: { readonly ack?: boolean } = {},
 ): Generator<IpvsChunk> {
-  const w = new NetlinkWriter();
-  const flags = opts.ack === false ? NLM_F_REQUEST : NLM_F_REQUEST | NLM_F_ACK;
-  const headers = new Map<number, Uint8Array>(
-    Object.values(CMD).map((cmd) => [cmd, genlHeader(cmd, IPVS_GENL_VERSION)]),
+  const run = new MessageRun(
+    familyId,
+    opts.ack === false ? NLM_F_REQUEST : NLM_F_REQUEST | NLM_F_ACK,
+    firstSeq,
   );
-  const header = (cmd: number) => headers.get(cmd)!;
-  // The last virtual server's identity attributes (kept by key object: a run of real servers
-  // shares it) and real-server addresses by text, capped.
-  let lastKey: VirtualServerKey | undefined;
-  let lastIdentity: Uint8Array = new Uint8Array(0);
-  let lastFamily = AF_INET;
-  const reals = new Map<string, { af: number; bytes: Uint8Array }>();
-
-  const identity = (key: VirtualServerKey): Uint8Array => {
-    if (key === lastKey) return lastIdentity;
-    const addr = inetAddress(key.address);
-    lastFamily = addr.af;
-    lastIdentity = attributes((a) => {
-      a.int(SVC_ATTR.AF, 2, addr.af, HOST_LE);
-      a.int(SVC_ATTR.PROTOCOL, 2, IPPROTO[key.protocol], HOST_LE);
-      a.attr(SVC_ATTR.ADDR, addr.bytes);
-      a.int(SVC_ATTR.PORT, 2, key.port, false);
-    });
-    lastKey = key;
-    return lastIdentity;
-  };
-  const realAddress = (address: string) => {
-    let r = reals.get(address);
-    if (!r) {
-      if (reals.size >= 4096) reals.clear();
-      r = inetAddress(address);
-      reals.set(address, r);
-    }
-    return r;
-  };
-
-  let line = 0;
+  const { w } = run;
   let chunkStart = 0;
-  const chunk = (): IpvsChunk => {
-    const out = {
+  const full = () => run.line - chunkStart >= CHUNK_MESSAGES || w.length >= CHUNK_BYTES;
+  function* flush(): Generator<IpvsChunk> {
+    yield {
       bytes: w.bytes(),
       firstLine: chunkStart,
       firstSeq: (firstSeq + chunkStart) & SEQ_MASK,
-      messages: line - chunkStart,
+      messages: run.line - chunkStart,
     };
-    chunkStart = line;
-    return out;
-  };
-  const seq = () => (firstSeq + line++) & SEQ_MASK;
-
-  // The settings part of a virtual server's attributes.
-  const settings = (w: NetlinkWriter, scheduler: string, bits: number, timeout: number) => {
-    w.str(SVC_ATTR.SCHED_NAME, scheduler);
-    w.attr(SVC_ATTR.FLAGS, flagsBytes(bits));
-    w.int(SVC_ATTR.TIMEOUT, 4, timeout, HOST_LE);
-    // ipvsadm's default netmask: the whole address.
-    w.int(SVC_ATTR.NETMASK, 4, lastFamily === AF_INET6 ? 128 : 0xffffffff, HOST_LE);
-  };
-  // A virtual server named without settings (a real server's line, a delete), kept per key.
-  let blankKey: VirtualServerKey | undefined;
-  let blank: Uint8Array = new Uint8Array(0);
-  const blankService = (key: VirtualServerKey): Uint8Array => {
-    const id = identity(key);
-    if (key === blankKey) return blank;
-    blank = attributes((a) => {
-      a.raw(id);
-      settings(a, "", 0, 0);
-    });
-    blankKey = key;
-    return blank;
-  };
-
-  const service = (cmd: number, s: VirtualServer) => {
-    const id = identity(s);
-    const bits = (s.timeout > 0 ? SVC_F_PERSISTENT : 0) | parseSchedFlags(s.scheduler, s.flags.join(","));
-    w.message(familyId, flags, seq(), header(cmd), (w) =>
-      w.nest(CMD_ATTR_SERVICE, (w) => {
-        w.raw(id);
-        settings(w, s.scheduler, bits, s.timeout);
-      }),
-    );
-  };
-  const real = (cmd: number, key: VirtualServerKey, address: string, port: number, weight?: number) => {
-    const svc = blankService(key);
-    const addr = realAddress(address);
-    w.message(familyId, flags, seq(), header(cmd), (w) => {
-      w.nest(CMD_ATTR_SERVICE, (w) => w.raw(svc));
-      w.nest(CMD_ATTR_DEST, (w) => {
-        w.int(DEST_ATTR.ADDR_FAMILY, 2, addr.af, HOST_LE);
-        w.attr(DEST_ATTR.ADDR, addr.bytes);
-        w.int(DEST_ATTR.PORT, 2, port, false);
-        w.int(DEST_ATTR.FWD_METHOD, 4, weight === undefined ? FWD_DROUTE : FWD_MASQ, HOST_LE);
-        w.int(DEST_ATTR.WEIGHT, 4, weight ?? 1, HOST_LE);
-        w.int(DEST_ATTR.TUN_TYPE, 1, 0, HOST_LE);
-        w.int(DEST_ATTR.TUN_PORT, 2, 0, false);
-        w.int(DEST_ATTR.TUN_FLAGS, 2, 0, HOST_LE);
-        w.int(DEST_ATTR.U_THRESH, 4, 0, HOST_LE);
-        w.int(DEST_ATTR.L_THRESH, 4, 0, HOST_LE);
-      });
-    });
-  };
-  const full = () => line - chunkStart >= CHUNK_MESSAGES || w.length >= CHUNK_BYTES;
+    chunkStart = run.line;
+    w.reset();
+  }
 
   for (const change of changes as Iterable<IpvsChange | AddRealsChange>) {
     switch (change.op) {
       case "add-reals": {
-        const { key, reals: list } = change;
-        for (let i = 0; i < list.length; i++) {
-          real(CMD.NEW_DEST, key, list.address(i), list.port(i), list.weight(i));
-          if (full()) {
-            yield chunk();
-            w.reset();
-          }
+        const { key, reals } = change;
+        for (let i = 0; i < reals.length; i++) {
+          run.real(CMD.NEW_DEST, key, reals.address(i), reals.port(i), reals.weight(i));
+          if (full()) yield* flush();
         }
         continue;
       }
       case "add-service":
-        service(CMD.NEW_SERVICE, change.server);
+        run.service(CMD.NEW_SERVICE, change.server);
         break;
       case "edit-service":
-        service(CMD.SET_SERVICE, change.server);
+        run.service(CMD.SET_SERVICE, change.server);
         break;
-      case "delete-service": {
-        const svc = blankService(change.key);
-        w.message(familyId, flags, seq(), header(CMD.DEL_SERVICE), (w) =>
-          w.nest(CMD_ATTR_SERVICE, (w) => w.raw(svc)),
-        );
+      case "delete-service":
+        run.deleteService(change.key);
         break;
-      }
       case "add-real":
-        real(CMD.NEW_DEST, change.key, change.real.address, change.real.port, change.real.weight);
+        run.real(CMD.NEW_DEST, change.key, change.real.address, change.real.port, change.real.weight);
         break;
       case "edit-real":
-        real(CMD.SET_DEST, change.key, change.real.address, change.real.port, change.real.weight);
+        run.real(CMD.SET_DEST, change.key, change.real.address, change.real.port, change.real.weight);
         break;
       case "delete-real":
-        real(CMD.DEL_DEST, change.key, change.real.address, change.real.port);
+        run.real(CMD.DEL_DEST, change.key, change.real.address, change.real.port);
         break;
     }
-    if (full()) {
-      yield chunk();
-      w.reset();
-    }
+    if (full()) yield* flush();
   }
-  if (line > chunkStart) yield chunk();
+  if (run.line > chunkStart) yield* flush();
 }
