@@ -1,9 +1,12 @@
 // Memory of a full resync in ipvs mode, against the stateful fakes: N Services x M endpoints are
 // synced once, then a Node label change makes every port be replanned and the whole kernel be
 // read (the path planContext() takes when its key changes). Prints the JS heap and RSS after the
-// first sync, the highest RSS and heap sampled during the resync (a timer, between the
-// proxier's time slices) and after it. The fakes hold the kernel's tables too: compare the
-// deltas, not the totals, with a real node's. Collections are on, as in the daemon.
+// first sync, the resync's peak RSS (Linux VmHWM, which is reset at each checkpoint, so a peak
+// inside a synchronous step is seen too; a timer samples between the proxier's time slices) and
+// after it. The three whole-table listings come through the real runner (from files, by `cat`)
+// as on a node. The fakes hold the kernel's tables too: compare the deltas, not the totals, with
+// a real node's. Collections are on, as in the daemon. A build of the proxier may report
+// checkpoints of its own with globalThis.__memMark?.("label") (temporary instrumentation).
 //
 //   bun test/modes/ipvs/resync-memory.ts [services] [--endpoints=10]
 //   (default: 10000)
@@ -92,7 +95,7 @@ async function main(): Promise<void> {
   ] as const) {
     s.host.exec.on(cmd, (req) => {
       const file = listings.get(`${cmd} ${req.args.join(" ")}`);
-      return file ? runner.run({ cmd: "cat", args: [file] }) : tool.handle(req);
+      return file ? runner.run({ ...req, cmd: "cat", args: [file] }) : tool.handle(req);
     });
   }
   console.log(
