@@ -150,7 +150,8 @@ const noSteps = (): Record<SyncStep, number> => ({
 /**
  * Planning work (ports and endpoints replanned) from which a sync collects its garbage in full
  * once planning is done, before the writes are computed on top of it (a second collection once
- * they are computed saves little more and costs as much again).
+ * they are computed saves little more and costs as much again); and, when the whole kernel is
+ * read after such a replan, before that read too.
  */
 const WORK_FOR_FULL_COLLECTION = 100_000;
 
@@ -419,6 +420,9 @@ export class IpvsProxier implements Proxier {
       if (narrow && narrow.virtualServers.size <= NARROW_READ_MAX) {
         kernel = await this.timed("read", () => this.readScoped(narrow));
       } else {
+        // A big replan (every port, after a Node change) left the old plans and its own leftovers
+        // behind: collected before the whole table is read and parsed on top of them.
+        if (this.plans.lastWork >= WORK_FOR_FULL_COLLECTION) collectGarbage();
         kernel = await this.timed("read", () => this.readKernel());
         // The node's addresses, read again, may have changed: then every port is replanned.
         const ctx = this.planContext();

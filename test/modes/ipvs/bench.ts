@@ -41,7 +41,7 @@ function endpointsOf(i: number, n: number, salt = 0) {
   );
 }
 
-function populate(s: Setup, services: number, perService: number): void {
+export function populate(s: Setup, services: number, perService: number): void {
   for (let i = 0; i < services; i++) {
     const name = `svc${i}`;
     const nodePort =
