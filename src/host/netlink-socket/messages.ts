@@ -1,8 +1,8 @@
 // The bytes every netlink family shares: a writer of messages and attributes (nested or not,
 // padded to four bytes) and the reader of what the kernel sends back (acks and errors with
 // their extended-ack text and offset, and the data messages a request is answered with).
-// Numbers are from the kernel's uapi netlink.h. Pure: no socket here. A family's own headers
-// (nfgenmsg, genlmsghdr) and integer encodings are written by its module through `header`.
+// Numbers are from the kernel's uapi netlink.h. Pure: no socket here. A family's own fixed
+// header (nfgenmsg, genlmsghdr) is given to `message`/`begin` as bytes by its module.
 
 export const NLM_F_REQUEST = 0x1;
 export const NLM_F_ACK = 0x4;
@@ -57,14 +57,6 @@ export class NetlinkWriter {
     this.buf.set(data, this.off + 4);
     this.buf.fill(0, this.off + 4 + data.length, this.off + 4 + padded);
     this.off += 4 + padded;
-    return this;
-  }
-
-  /** Bytes already laid out as attributes (each padded), appended as they are. */
-  raw(bytes: Uint8Array): this {
-    this.room(bytes.length);
-    this.buf.set(bytes, this.off);
-    this.off += bytes.length;
     return this;
   }
 
@@ -126,7 +118,10 @@ export class NetlinkWriter {
     return this.endNest(start, type);
   }
 
-  /** A message's start (nlmsghdr and the family's header written), for a body written without a callback; close it with end. */
+  /**
+   * A message's start (nlmsghdr and the family's header written), for a body written without a
+   * callback; close it with end.
+   */
   begin(type: number, flags: number, seq: number, header: Uint8Array): number {
     const start = this.off;
     this.room(NLMSG_HEADER + header.length);

@@ -10,7 +10,13 @@
 
 import { canonicalIPv4Value, parseIPInet } from "../../../util/net/address.ts";
 import type { Protocol } from "../../../util/net/protocol.ts";
-import { HOST_LE, NetlinkWriter, NLM_F_ACK, NLM_F_REQUEST } from "../../netlink-socket/messages.ts";
+import {
+  HOST_LE,
+  NetlinkWriter,
+  NLM_F_ACK,
+  NLM_F_REQUEST,
+  readAttributes,
+} from "../../netlink-socket/messages.ts";
 import { parseSchedFlags } from "../syntax.ts";
 import type { AddRealsChange, IpvsChange, IpvsChanges, VirtualServer, VirtualServerKey } from "../types.ts";
 
@@ -66,7 +72,7 @@ const FWD_DROUTE = 3;
 /** union nf_inet_addr: an IPv4 address takes its first four bytes. */
 const INET_ADDR_BYTES = 16;
 
-/** Messages per send, and a byte bound: the acks of one send fit the receive buffer many times. */
+/** Messages per send, and a byte bound (about 1 MiB): the acks of one send fit the receive buffer many times. */
 export const CHUNK_MESSAGES = 4096;
 const CHUNK_BYTES = 1 << 20;
 
@@ -85,19 +91,12 @@ export function familyRequest(seq: number): Uint8Array {
 
 /** The family id in the controller's answer (its bytes after nlmsghdr), if it has one. */
 export function familyIdOf(data: Uint8Array): number | undefined {
-  const view = new DataView(data.buffer, data.byteOffset, data.length);
   // genlmsghdr, then attributes.
-  for (let at = 4; at + 4 <= data.length; ) {
-    const len = view.getUint16(at, HOST_LE);
-    if (len < 4 || at + len > data.length) break;
-    if ((view.getUint16(at + 2, HOST_LE) & 0x3fff) === CTRL_ATTR_FAMILY_ID && len >= 6)
-      return view.getUint16(at + 4, HOST_LE);
-    at += (len + 3) & ~3;
-  }
-  return undefined;
+  const id = readAttributes(data, 4).get(CTRL_ATTR_FAMILY_ID);
+  return id && id.length >= 2 ? new DataView(id.buffer, id.byteOffset, 2).getUint16(0, HOST_LE) : undefined;
 }
 
-/** One chunk of messages: its bytes and the lines (0-based) its first and last message carry. */
+/** One chunk of messages: its bytes, its first message's line (0-based) and how many it holds. */
 export interface IpvsChunk {
   readonly bytes: Uint8Array;
   /** The first message's line; message i of the chunk is line firstLine + i, sequence firstSeq + i. */
