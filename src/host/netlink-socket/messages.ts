@@ -19,6 +19,32 @@ const NLMSGERR_ATTR_MSG = 1;
 const NLMSGERR_ATTR_OFFS = 2;
 export const NLMSG_HEADER = 16;
 
+/** Sequence numbers stay in 30 bits, so a sum of two never overflows a 32-bit field. */
+export const SEQ_MASK = 0x3fffffff;
+
+/** `seq` plus `n`, wrapped as sequence numbers are. */
+export const seqAdd = (seq: number, n: number): number => (seq + n) & SEQ_MASK;
+
+/** How far `seq` is past `first` (a reply's message within a batch), wrapped. */
+export const seqOffset = (seq: number, first: number): number => (seq - first) & SEQ_MASK;
+
+/** A client's sequence numbers: runs of them handed out in order, starting from the clock. */
+export class SequenceNumbers {
+  private next = (Date.now() / 1000) & SEQ_MASK;
+
+  /** The number the next take starts at (for a batch counted only once it is made). */
+  peek(): number {
+    return this.next;
+  }
+
+  /** The first of `n` numbers reserved for one batch. */
+  take(n: number): number {
+    const first = this.next;
+    this.next = seqAdd(this.next, n);
+    return first;
+  }
+}
+
 const utf8 = new TextEncoder();
 
 /** Host byte order is little-endian on every platform Bun builds for (x86-64, arm64). */

@@ -61,6 +61,14 @@ export async function netlinkSocketOpener(
   };
 }
 
+/** A socket of `protocol` in this thread's namespace, or a string saying why there is none. */
+export async function openNetlinkSocket(
+  protocol: typeof NETLINK_NETFILTER | typeof NETLINK_GENERIC,
+): Promise<NetlinkSocket | string> {
+  const opener = await netlinkSocketOpener(protocol);
+  return typeof opener === "string" ? opener : opener();
+}
+
 function socketOn(libc: Libc, fd: number): NetlinkSocket {
   let worker: Worker | undefined;
   let workerFailed = false;

@@ -9,7 +9,7 @@ import { IpvsError } from "../../host/ipvs/errors.ts";
 import { createNetlinkIpvsClient } from "../../host/ipvs/netlink/client.ts";
 import type { IpvsClient } from "../../host/ipvs/types.ts";
 import { createNetlinkClient } from "../../host/netlink/client.ts";
-import { NETLINK_GENERIC, netlinkSocketOpener } from "../../host/netlink-socket/socket.ts";
+import { NETLINK_GENERIC, openNetlinkSocket } from "../../host/netlink-socket/socket.ts";
 import type { Logger } from "../../log/logger.ts";
 import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
@@ -47,8 +47,7 @@ export const IPVS_NETLINK_ENV = "KPTS_IPVS_NETLINK";
 async function liveIpvsClient(o: IpvsModeOptions): Promise<IpvsClient> {
   const ipvsadm = createIpvsClient({ exec: o.exec, logger: o.log });
   if (!o.netlink || o.dryRun || process.env[IPVS_NETLINK_ENV] === "0") return ipvsadm;
-  const opener = await netlinkSocketOpener(NETLINK_GENERIC);
-  const socket = typeof opener === "string" ? opener : opener();
+  const socket = await openNetlinkSocket(NETLINK_GENERIC);
   if (typeof socket === "string") {
     o.log.info("Writing IPVS changes with ipvsadm: no netlink socket", { reason: socket });
     return ipvsadm;

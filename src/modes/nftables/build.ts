@@ -3,7 +3,11 @@
 // `ip6 kube-proxy`, behind one Proxier.
 
 import { createConntrackClient } from "../../host/conntrack/client.ts";
-import { type NetlinkSocket, netlinkSocketOpener } from "../../host/netlink-socket/socket.ts";
+import {
+  NETLINK_NETFILTER,
+  type NetlinkSocket,
+  openNetlinkSocket,
+} from "../../host/netlink-socket/socket.ts";
 import { createNftClient } from "../../host/nft/client.ts";
 import { createNetlinkNftClient, type NetlinkNftClient } from "../../host/nft/netlink/client.ts";
 import { NftTransaction } from "../../host/nft/transaction.ts";
@@ -63,8 +67,7 @@ async function nftClients(o: ModeBuildOptions, netlink: boolean): Promise<Record
     });
   const clients = { IPv4: client("IPv4"), IPv6: client("IPv6") };
   if (!netlink || process.env[NETLINK_ENV] === "0") return clients;
-  const opener = await netlinkSocketOpener();
-  const socket = typeof opener === "string" ? opener : opener();
+  const socket = await openNetlinkSocket(NETLINK_NETFILTER);
   if (typeof socket === "string") {
     o.log.info("Writing every nftables transaction with nft: no netlink socket", { reason: socket });
     return clients;

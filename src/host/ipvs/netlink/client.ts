@@ -9,6 +9,7 @@
 // ipvsadm, which loads it, and the family is looked up again next time.
 
 import { type Logger, nullLogger } from "../../../log/logger.ts";
+import { SequenceNumbers, seqOffset } from "../../netlink-socket/messages.ts";
 import { type NetlinkSocket, NetlinkSocketError } from "../../netlink-socket/socket.ts";
 import { IpvsError, type IpvsLineFailure } from "../errors.ts";
 import { changeLines, checkChanges, renderChange } from "../format.ts";
@@ -54,19 +55,13 @@ export function createNetlinkIpvsClient(opts: NetlinkIpvsClientOptions): Netlink
   const { ipvsadm, socket } = opts;
   const log = (opts.logger ?? nullLogger).named("ipvs-netlink");
   const sent = { netlink: 0, ipvsadm: 0 };
-  let seq = (Date.now() / 1000) & 0x3fffffff;
+  const seqs = new SequenceNumbers();
   let familyId: number | undefined;
-
-  const nextSeq = (n: number) => {
-    const first = seq;
-    seq = (seq + n) & 0x3fffffff;
-    return first;
-  };
 
   /** IPVS's generic netlink family id, or a string saying why there is none now. */
   async function family(): Promise<number | string> {
     if (familyId !== undefined) return familyId;
-    const s = nextSeq(1);
+    const s = seqs.take(1);
     const replies = await socket.send(familyRequest(s));
     for (const r of replies) {
       if (r.seq !== s) continue;
@@ -101,7 +96,7 @@ export function createNetlinkIpvsClient(opts: NetlinkIpvsClientOptions): Netlink
       return ipvsadm.apply(changes);
     }
     const start = performance.now();
-    const firstSeq = nextSeq(changes.length);
+    const firstSeq = seqs.take(changes.length);
     // Refused lines (0-based) and their errnos; lines the kernel answered.
     const refused = new Map<number, number>();
     let answered = 0;
@@ -117,7 +112,7 @@ export function createNetlinkIpvsClient(opts: NetlinkIpvsClientOptions): Netlink
       }
       sends++;
       for (const r of replies) {
-        const i = (r.seq - chunk.firstSeq) & 0x3fffffff;
+        const i = seqOffset(r.seq, chunk.firstSeq);
         if (i >= chunk.messages || r.data) continue;
         answered++;
         if (r.error !== 0) refused.set(chunk.firstLine + i, -r.error);

@@ -16,6 +16,7 @@ import {
   NLM_F_ACK,
   NLM_F_REQUEST,
   readAttributes,
+  seqAdd,
 } from "../../netlink-socket/messages.ts";
 import { parseSchedFlags } from "../syntax.ts";
 import type { AddRealsChange, IpvsChange, IpvsChanges, VirtualServer, VirtualServerKey } from "../types.ts";
@@ -105,8 +106,6 @@ export interface IpvsChunk {
   readonly messages: number;
 }
 
-const SEQ_MASK = 0x3fffffff;
-
 /** struct ip_vs_flags: the flags and a mask of every bit (ipvsadm sets them all), by flags. */
 const FLAGS_BYTES = new Map<number, Uint8Array>();
 function flagsBytes(bits: number): Uint8Array {
@@ -181,7 +180,7 @@ class MessageRun {
     return this.w.begin(
       this.familyId,
       this.flags,
-      (this.firstSeq + this.line++) & SEQ_MASK,
+      seqAdd(this.firstSeq, this.line++),
       this.headers.get(cmd)!,
     );
   }
@@ -257,7 +256,7 @@ class MessageRun {
 /**
  * Writes the changes' messages in chunks of up to CHUNK_MESSAGES (or about a MiB), each message
  * asking for an ack when `ack` (the kernel answers a refusal either way); message i of the whole
- * run has sequence number (firstSeq + i) & SEQ_MASK. A chunk's bytes are valid until the next
+ * run has sequence number seqAdd(firstSeq, i). A chunk's bytes are valid until the next
  * chunk is asked for.
  */
 export function* encodeIpvsChanges(
@@ -278,7 +277,7 @@ export function* encodeIpvsChanges(
     yield {
       bytes: w.bytes(),
       firstLine: chunkStart,
-      firstSeq: (firstSeq + chunkStart) & SEQ_MASK,
+      firstSeq: seqAdd(firstSeq, chunkStart),
       messages: run.line - chunkStart,
     };
     chunkStart = run.line;

@@ -8,12 +8,12 @@
 
 import { type Logger, nullLogger } from "../../../log/logger.ts";
 import type { IPFamily } from "../../../util/net/family.ts";
+import { type NetlinkReply, SequenceNumbers } from "../../netlink-socket/messages.ts";
 import { MAX_BATCH_BYTES, type NetlinkSocket, NetlinkSocketError } from "../../netlink-socket/socket.ts";
 import { NftError } from "../errors.ts";
 import { renderOperation } from "../transaction.ts";
 import type { NftClient, NftOperation, NftTransactionLike } from "../types.ts";
 import { type ContainerTypes, encodeBatch } from "./encode.ts";
-import type { NetlinkReply } from "./wire.ts";
 
 /** Above this many messages no acks are asked for: errors alone, as nft does. */
 const ACKED_MESSAGES = 2048;
@@ -57,7 +57,7 @@ export function createNetlinkNftClient(opts: NetlinkNftClientOptions): NetlinkNf
   const log = (opts.logger ?? nullLogger).named("nft-netlink");
   const where = `${nft.family} ${nft.table}`;
   const sent = { netlink: 0, nft: 0 };
-  let seq = (Date.now() / 1000) & 0x3fffffff;
+  const seqs = new SequenceNumbers();
 
   function fail(
     ops: readonly NftOperation[],
@@ -78,12 +78,13 @@ export function createNetlinkNftClient(opts: NetlinkNftClientOptions): NetlinkNf
     const ops = tx.operations?.();
     const acked = ops !== undefined && ops.length <= ACKED_MESSAGES;
     const batch =
-      ops && encodeBatch(ops, family, nft.table, opts.containerTypes, { firstSeq: seq, ack: acked });
+      ops && encodeBatch(ops, family, nft.table, opts.containerTypes, { firstSeq: seqs.peek(), ack: acked });
     if (!ops || !batch || batch.bytes.length > MAX_BATCH_BYTES) {
       sent.nft++;
       return nft.run(tx);
     }
-    seq = (seq + batch.messages + 2) & 0x3fffffff;
+    // The batch's messages plus its begin and end.
+    seqs.take(batch.messages + 2);
     const bytes = batch.bytes;
     let replies: NetlinkReply[];
     const start = performance.now();
