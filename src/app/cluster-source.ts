@@ -24,6 +24,7 @@ export interface ClusterSnapshot {
 }
 
 export interface ClusterViewOptions {
+  /** The --state snapshot, when one is given (a replay reads its snapshots itself). */
   readonly stateFile: string | undefined;
   readonly kube: LoadKubeConfigResult | undefined;
   readonly hostnameOverride: string;
@@ -47,7 +48,16 @@ export function describeDocuments(source: string, d: StateDocuments, hasHostStat
 }
 
 function snapshotView(text: string, source: string, hostnameOverride: string, why = ""): ClusterSnapshot {
-  const docs = parseStateDocuments(text, source);
+  return documentsView(parseStateDocuments(text, source), source, hostnameOverride, why);
+}
+
+/** A snapshot already parsed (a replay parses every snapshot before the first step). */
+export function documentsView(
+  docs: StateDocuments,
+  source: string,
+  hostnameOverride: string,
+  why = "",
+): ClusterSnapshot {
   const hostState = docs.hostState ? parseHostState(docs.hostState) : undefined;
   const nodeName = hostnameOverride || snapshotNodeName(docs);
   return {

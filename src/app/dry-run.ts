@@ -6,12 +6,19 @@ import { type EffectiveFeatureGates, effectiveFeatureGates } from "../config/fea
 import type { ProxyConfig } from "../config/types.ts";
 import { missingToolsCheck } from "../dryrun/missing-tools.ts";
 import { PlanProxier } from "../dryrun/plan-proxier.ts";
-import { type DryRunReport, dryRunExitCode, renderJsonParts, renderText } from "../dryrun/report.ts";
+import {
+  type DryRunReport,
+  dryRunExitCode,
+  type PlannedCommand,
+  renderJsonParts,
+  renderText,
+} from "../dryrun/report.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
 import { nodeIPs, nodeName as nodeNameOf } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
-import { recordingHandler } from "../k8s/object-store.ts";
+import { type ObjectStore, recordingHandler } from "../k8s/object-store.ts";
 import type { NodeObject } from "../k8s/objects.ts";
+import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
 import { cleanupOtherModes, type ModeName, modeForConfig, modeNamed } from "../modes/registry.ts";
 import type { PlannedMode } from "../modes/types.ts";
@@ -38,7 +45,8 @@ export async function dryRun(
   io: Io,
   hostOverrides: Partial<HostOptions> = {},
 ): Promise<number> {
-  const kube = opts.stateFile
+  const stateFile = opts.stateFiles?.[0];
+  const kube = stateFile
     ? undefined
     : loadKubeConfig({
         kubeconfigPath: config.clientConnection.kubeconfig || undefined,
@@ -48,7 +56,7 @@ export async function dryRun(
   let view: ClusterSnapshot;
   try {
     view = await loadClusterView({
-      stateFile: opts.stateFile,
+      stateFile,
       kube,
       hostnameOverride: config.hostnameOverride,
       log,
@@ -66,6 +74,45 @@ export async function dryRun(
     ...(view.hostState ? { hostState: view.hostState } : {}),
     ...hostOverrides,
   });
+  const nodeName = view.nodeName ?? resolveNodeName(config.hostnameOverride);
+  const session = await startPlanning(config, opts, host, nodeName, view, log);
+  await session.sync();
+  const missing = missingToolsCheck(host.missingTools ?? []);
+  const report = session.report(host.recorder?.commands ?? [], missing ? [missing] : []);
+  const dumpFailed = opts.dumpStateFile
+    ? !(await dumpState(opts.dumpStateFile, session.store, host, log))
+    : false;
+  if (opts.output === "json") await writeJson(renderJsonParts(report), io);
+  else io.stdout(renderText(report));
+  // The plan is printed either way; a state file asked for and not written is a usage error.
+  return dumpFailed ? 1 : dryRunExitCode(report);
+}
+
+/** A dry run's proxier, fed and synced step by step: one step for a plan, one per snapshot in a replay. */
+export interface PlanningSession {
+  /** The handler the cluster's objects (and, in a replay, the later snapshots' changes) go to. */
+  readonly handler: ClusterEventHandler;
+  readonly store: ObjectStore;
+  /** Runs one sync, as the daemon would once the changes are in; a failure becomes a check. */
+  sync(): Promise<void>;
+  /** Whether what was delivered since the last sync asked for one (a daemon would not sync otherwise). */
+  syncRequested(): boolean;
+  /** The report of the sync just run, over the commands it recorded. */
+  report(commands: PlannedCommand[], extraChecks?: readonly Check[]): DryRunReport;
+}
+
+/**
+ * What a dry run does before its first sync: drop other modes' leftovers, prepare the node,
+ * deliver `view` and build the mode's proxier beside the planner, on the dry-run `host`.
+ */
+export async function startPlanning(
+  config: ProxyConfig,
+  opts: RunOptions,
+  host: Host,
+  nodeName: string,
+  view: ClusterSnapshot,
+  log: Logger,
+): Promise<PlanningSession> {
   // What a real run would do first: drop upstream's nftables-mode tables, where they exist.
   await cleanupOtherModes(modeForConfig(config).name, host.exec, log, {
     excludeCIDRs: config.ipvs.excludeCIDRs,
@@ -73,12 +120,20 @@ export async function dryRun(
   });
   const prep = await prepareNode(config, host, log, true);
   const planner = new PlanProxier();
-  const nodeName = view.nodeName ?? resolveNodeName(config.hostnameOverride);
   // The mode's proxier is built once the Node (and so the node IPs) has been delivered.
   const proxiers: Proxier[] = [planner];
   const featureGates = effectiveFeatureGates(config.featureGates);
+  let requested = false;
   const controller = new SyncController({
     nodeName,
+    hooks: {
+      queued: () => {
+        requested = true;
+      },
+      synced: () => {
+        requested = false;
+      },
+    },
     proxier: { sync: async (input) => void (await Promise.all(proxiers.map((p) => p.sync(input)))) },
     minSyncPeriodMs: 0,
     syncPeriodMs: 3_600_000,
@@ -87,55 +142,58 @@ export async function dryRun(
   });
   const { handler, store } = recordingHandler(controller);
   const stateCheck = await view.deliver(handler);
-  const checks: Check[] = [...prep.checks, stateCheck];
+  const setupChecks: Check[] = [...prep.checks, stateCheck];
   const built = await planMode(prep.mode, config, featureGates, opts, host, store.node, log);
-  if ("check" in built) checks.push(built.check);
+  if ("check" in built) setupChecks.push(built.check);
   else proxiers.push(built.proxier);
-  // As the daemon does before its first sync (a no-op here unless collections are on, as in
-  // scripts/sync-memory.ts): what reading the cluster left behind goes before the sync builds.
-  collectGarbage();
-  try {
-    await controller.syncNow();
-  } catch (err) {
-    checks.push({ name: "sync", ok: false, detail: errText(err) });
-  }
-
-  const missing = missingToolsCheck(host.missingTools ?? []);
-  if (missing) checks.push(missing);
-
-  const dumpFailed = opts.dumpStateFile ? !(await dumpState(opts.dumpStateFile, store, host, log)) : false;
-
-  const report: DryRunReport = {
-    mode: prep.mode,
-    checks,
-    commands: host.recorder?.commands ?? [],
-    services: planner.servicePorts,
-    ...(modeNamed(prep.mode).dryRunReport?.("proxier" in built ? built : undefined) ?? {}),
-    notes: [`node ${nodeName}`],
-    events: prep.nodeWarnings.map((w) => ({
-      type: "Warning" as const,
-      reason: w.reason,
-      action: w.action ?? "StartKubeProxy",
-      message: w.message,
-      regarding: `Node/${nodeName}`,
-    })),
+  let checks = setupChecks;
+  return {
+    handler,
+    store,
+    syncRequested: () => requested,
+    async sync() {
+      // As the daemon does before its first sync (a no-op here unless collections are on, as in
+      // scripts/sync-memory.ts): what reading the cluster left behind goes before the sync builds.
+      collectGarbage();
+      try {
+        await controller.syncNow();
+      } catch (err) {
+        checks = [...checks, { name: "sync", ok: false, detail: errText(err) }];
+      }
+    },
+    report(commands, extraChecks = []) {
+      const report: DryRunReport = {
+        mode: prep.mode,
+        checks: [...checks, ...extraChecks],
+        commands,
+        services: planner.servicePorts,
+        ...(modeNamed(prep.mode).dryRunReport?.("proxier" in built ? built : undefined) ?? {}),
+        notes: [`node ${nodeName}`],
+        events: prep.nodeWarnings.map((w) => ({
+          type: "Warning" as const,
+          reason: w.reason,
+          action: w.action ?? "StartKubeProxy",
+          message: w.message,
+          regarding: `Node/${nodeName}`,
+        })),
+      };
+      // A later step starts from the setup's checks again: only its own sync can fail it.
+      checks = setupChecks;
+      return report;
+    },
   };
-  if (opts.output === "json") await writeJson(report, io);
-  else io.stdout(renderText(report));
-  // The plan is printed either way; a state file asked for and not written is a usage error.
-  return dumpFailed ? 1 : dryRunExitCode(report);
 }
 
 /** Characters of report written between two collections of the pieces already written. */
 const CHARS_PER_COLLECTION = 4 << 20;
 
 /**
- * The JSON report, each piece made once the last was taken and written, so only one exists at a
+ * A JSON report, each piece made once the last was taken and written, so only one exists at a
  * time; the pieces written are collected as they go (a report can be twice the rules' size).
  */
-async function writeJson(report: DryRunReport, io: Io): Promise<void> {
+export async function writeJson(parts: Iterable<string>, io: Io): Promise<void> {
   let chars = 0;
-  for (const part of renderJsonParts(report)) {
+  for (const part of parts) {
     if (io.stdoutPaced) await io.stdoutPaced(part);
     else io.stdout(part);
     chars += part.length;

@@ -36,7 +36,7 @@ export function openRealSource(
   /** Told about every API request (rest_client_* metrics). */
   observer?: ApiRequestObserver,
 ): RealSource | { error: string } {
-  const stateFile = opts.stateFile;
+  const stateFile = opts.stateFiles?.[0];
   if (stateFile) {
     return {
       source: createStateFileSource({ path: stateFile, nodeName, logger: log.named("state") }),

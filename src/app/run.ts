@@ -16,6 +16,7 @@ import { dryRun } from "./dry-run.ts";
 import { createHost, type HostOptions } from "./host.ts";
 import { writePrivateFileSync } from "./private-file.ts";
 import { realRun } from "./real-run.ts";
+import { replay } from "./replay.ts";
 
 export interface Io {
   stdout(text: string): void;
@@ -111,7 +112,11 @@ export async function run(
     return 0;
   }
   if (opts.cleanup) return cleanup(opts.dryRun, config, log, io, hostOverrides);
-  if (opts.dryRun) return dryRun(config, opts, log, io, hostOverrides);
+  if (opts.dryRun) {
+    // More than one snapshot: a replay, step by step on a simulated host.
+    if ((opts.stateFiles?.length ?? 0) > 1) return replay(config, opts, log, io);
+    return dryRun(config, opts, log, io, hostOverrides);
+  }
 
   const watch =
     opts.configFile !== undefined && configText !== undefined && !opts.initOnly

@@ -11,6 +11,7 @@ function valueString(spec: FlagSpec, value: FlagValue): string {
     case "duration":
       return formatGoDuration(value as number);
     case "stringSlice":
+    case "stringArray":
     case "cidrList":
       return `[${(value as readonly string[]).join(",")}]`;
     case "map":

@@ -567,13 +567,13 @@ export const FLAGS: readonly FlagSpec[] = [
   }),
   f({
     name: "state",
-    kind: "string",
+    kind: "stringArray",
     typeName: "file",
-    default: "",
+    default: [],
     config: "runOption",
-    run: "stateFile",
+    run: "stateFiles",
     group: "kube-proxy-ts",
-    help: "Read Services, EndpointSlices, Nodes and optional host state from this YAML/JSON snapshot instead of the API server.",
+    help: "Read Services, EndpointSlices, Nodes and optional host state from this YAML/JSON snapshot instead of the API server. With --dry-run it may be repeated: the snapshots are synced in order and each step's commands are printed (a replay).",
   }),
   f({
     name: "dump-state",

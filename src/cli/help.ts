@@ -52,6 +52,7 @@ export function formatDefault(spec: FlagSpec, showZero = false): string {
     case "float":
       return value === 0 && !showZero ? "" : String(value);
     case "stringSlice":
+    case "stringArray":
     case "cidrList":
       return Array.isArray(value) && value.length > 0 ? value.join(",") : "";
     case "map":

@@ -59,10 +59,11 @@ function runOptions(parsed: ParsedArgs): RunOptions {
   const optional: [keyof RunOptions, string][] = [
     ["configFile", "config"],
     ["writeConfigTo", "write-config-to"],
-    ["stateFile", "state"],
     ["dumpStateFile", "dump-state"],
     ["master", "master"],
   ];
+  const states = parsed.values.get("state");
+  if (Array.isArray(states) && states.length > 0) run.stateFiles = states as string[];
   for (const [key, name] of optional) {
     const value = str(name);
     if (value !== undefined) Object.assign(run, { [key]: value });
@@ -118,6 +119,14 @@ export function resolveCommandLine(argv: readonly string[], readFile: (path: str
   }
 
   const run = runOptions(parsed);
+  if ((run.stateFiles?.length ?? 0) > 1 && !run.dryRun) {
+    issues.push({
+      path: "",
+      flag: "--state",
+      value: run.stateFiles,
+      message: "more than one snapshot is a replay, which only --dry-run does",
+    });
+  }
   let file: { name: string; text: string } | undefined;
   if (run.configFile !== undefined) {
     try {

@@ -9,7 +9,8 @@ export type IptablesBackend = "auto" | "legacy" | "nft";
 export interface RunOptions {
   dryRun: boolean;
   output: OutputFormat;
-  stateFile?: string;
+  /** --state, in the order given: one is a snapshot, more are a replay (--dry-run only). */
+  stateFiles?: readonly string[];
   dumpStateFile?: string;
   cleanup: boolean;
   writeConfigTo?: string;
@@ -39,7 +40,16 @@ export type CommandLine =
       explicitFlags: string[];
     };
 
-export type FlagKind = "bool" | "string" | "int" | "float" | "duration" | "stringSlice" | "cidrList" | "map";
+export type FlagKind =
+  | "bool"
+  | "string"
+  | "int"
+  | "float"
+  | "duration"
+  | "stringSlice"
+  | "stringArray"
+  | "cidrList"
+  | "map";
 
 /** A parsed flag value: durations in milliseconds, lists as arrays, maps as records. */
 export type FlagValue =

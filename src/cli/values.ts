@@ -107,6 +107,9 @@ export function parseFlagValue(spec: FlagSpec, text: string): ValueParse {
     case "stringSlice":
     case "cidrList":
       return { ok: true, value: parseList(text) };
+    case "stringArray":
+      // pflag's StringArray: each use is one value, commas and all.
+      return { ok: true, value: [text] };
     case "map":
       return parseMap(text, spec.mapValue ?? "bool");
   }
@@ -123,7 +126,7 @@ export function combineFlagValues(
 ): FlagValue {
   if (previous === undefined) return next;
   if (
-    (spec.kind === "stringSlice" || spec.kind === "cidrList") &&
+    (spec.kind === "stringSlice" || spec.kind === "stringArray" || spec.kind === "cidrList") &&
     Array.isArray(previous) &&
     Array.isArray(next)
   ) {

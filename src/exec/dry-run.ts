@@ -239,14 +239,23 @@ export class DryRunRecorder implements Exec {
   /** Mutating commands in the order they were requested. */
   readonly commands: RecordedCommand[] = [];
 
-  /** `inner` answers read-only commands (usually the real Exec). */
-  constructor(private readonly inner: Exec) {}
+  /**
+   * `inner` answers read-only commands (usually the real Exec). `applyTo`, in a replay, is the
+   * simulated host: each recorded command also runs there, and its answer is returned, so the
+   * next reads see it.
+   */
+  constructor(
+    private readonly inner: Exec,
+    private readonly applyTo?: Exec,
+  ) {}
 
   async run(req: ExecRequest): Promise<ExecResult> {
     if (isReadOnlyCommand(req)) return this.inner.run(req);
     const recorded: RecordedCommand = { argv: [req.cmd, ...req.args] };
     if (req.stdin !== undefined) recordInput(recorded, req.stdin);
     this.commands.push(recorded);
-    return { ...NOT_RUN };
+    if (!this.applyTo) return { ...NOT_RUN };
+    // The input was consumed into the record when it came in pieces: give the text again.
+    return this.applyTo.run(req.stdin === undefined ? req : { ...req, stdin: stdinPieces(recorded) ?? [] });
   }
 }

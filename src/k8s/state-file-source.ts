@@ -10,7 +10,8 @@ import type { ClusterEventHandler, ClusterSource } from "./source.ts";
 import { type KubeObject, parseStateDocuments, type StateDocuments } from "./state-file.ts";
 import { objectKey, type KubeObject as StoreObject } from "./store.ts";
 
-interface View {
+/** One snapshot's objects by key, and the Node this proxy runs on. */
+export interface View {
   services: Map<string, KubeObject>;
   slices: Map<string, KubeObject>;
   serviceCIDRs: Map<string, KubeObject>;
@@ -19,7 +20,7 @@ interface View {
 
 const keyOf = (o: KubeObject) => objectKey(o as StoreObject);
 
-function viewOf(docs: StateDocuments, nodeName: string): View {
+export function viewOf(docs: StateDocuments, nodeName: string): View {
   return {
     services: new Map(docs.services.map((s) => [keyOf(s), s])),
     slices: new Map(docs.endpointSlices.map((s) => [keyOf(s), s])),

@@ -86,7 +86,7 @@ describe("resolveCommandLine", () => {
       flagValues: expect.any(Object),
       dryRun: true,
       output: "json",
-      stateFile: "cluster.yaml",
+      stateFiles: ["cluster.yaml"],
       dumpStateFile: "dump.yaml",
       cleanup: true,
       initOnly: true,

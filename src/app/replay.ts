@@ -1,0 +1,101 @@
+// --dry-run with more than one --state: a replay. The snapshots are synced in order on one
+// proxier, on a simulated host, so each step after the first gets the partial sync the daemon
+// would run when the cluster moved from the previous snapshot to this one (the later snapshots
+// arrive as watch events: adds and updates, then deletes). Each step's commands are printed.
+
+import { readFile } from "node:fs/promises";
+import type { RunOptions } from "../cli/types.ts";
+import type { ProxyConfig } from "../config/types.ts";
+import { type DryRunReport, dryRunExitCode, renderJsonParts, renderText } from "../dryrun/report.ts";
+import { nodeIPs } from "../k8s/node-info.ts";
+import { resolveNodeName } from "../k8s/node-name.ts";
+import { parseStateDocuments, type StateDocuments } from "../k8s/state-file.ts";
+import { deliverDiff, viewOf } from "../k8s/state-file-source.ts";
+import type { Logger } from "../log/logger.ts";
+import { errText } from "../util/err-text.ts";
+import { documentsView } from "./cluster-source.ts";
+import { startPlanning, writeJson } from "./dry-run.ts";
+import type { Io } from "./run.ts";
+import { createSimulatedHost } from "./simulated-host.ts";
+import { dumpState } from "./state-dump.ts";
+
+interface Snapshot {
+  readonly file: string;
+  readonly docs: StateDocuments;
+}
+
+async function readSnapshots(files: readonly string[]): Promise<Snapshot[]> {
+  const out: Snapshot[] = [];
+  for (const file of files) out.push({ file, docs: parseStateDocuments(await readFile(file, "utf8"), file) });
+  return out;
+}
+
+export async function replay(config: ProxyConfig, opts: RunOptions, log: Logger, io: Io): Promise<number> {
+  let snapshots: Snapshot[];
+  try {
+    snapshots = await readSnapshots(opts.stateFiles ?? []);
+  } catch (err) {
+    io.stderr(`kube-proxy-ts: cannot read the cluster state: ${errText(err)}\n`);
+    return 1;
+  }
+  const [first, ...later] = snapshots;
+  if (!first) return 1;
+  const view = documentsView(first.docs, first.file, config.hostnameOverride);
+  const nodeName = view.nodeName ?? resolveNodeName(config.hostnameOverride);
+  let host: Awaited<ReturnType<typeof createSimulatedHost>>;
+  try {
+    const node = first.docs.nodes.find((n) => n.metadata?.name === nodeName);
+    host = await createSimulatedHost(view.hostState, nodeIPs(node).ordered);
+  } catch (err) {
+    io.stderr(`kube-proxy-ts: ${first.file}: ${errText(err)}\n`);
+    return 1;
+  }
+
+  const session = await startPlanning(config, opts, host, nodeName, view, log);
+  const reports: DryRunReport[] = [];
+  let taken = 0;
+  const step = async (file: string, changes: string) => {
+    // Changes that ask for no sync (a Node's status, an object rewritten as it was) get none,
+    // as in the daemon, until its periodic sync.
+    const synced = session.syncRequested();
+    if (synced) await session.sync();
+    const commands = host.recorder.commands.slice(taken);
+    taken = host.recorder.commands.length;
+    const report = session.report(commands);
+    report.notes.push(
+      `replay step ${reports.length + 1} of ${snapshots.length}: ${file} (${changes}${synced ? "" : "; no sync: nothing a sync reads changed"})`,
+    );
+    reports.push(report);
+  };
+  await step(first.file, "full sync on the simulated host");
+  let previous = viewOf(first.docs, nodeName);
+  for (const snap of later) {
+    const next = viewOf(snap.docs, nodeName);
+    const changed = deliverDiff(previous, next, session.handler);
+    previous = next;
+    await step(snap.file, `${changed} object change${changed === 1 ? "" : "s"} from the step before`);
+  }
+
+  const dumpFailed = opts.dumpStateFile
+    ? !(await dumpState(opts.dumpStateFile, session.store, host, log))
+    : false;
+  if (opts.output === "json") await writeJson(stepsJson(reports), io);
+  else {
+    reports.forEach((r, i) => {
+      io.stdout(`${i > 0 ? "\n" : ""}=== Step ${i + 1} of ${reports.length}: ${snapshots[i]?.file} ===\n`);
+      io.stdout(renderText(r));
+    });
+  }
+  if (dumpFailed) return 1;
+  return reports.some((r) => dryRunExitCode(r) !== 0) ? 3 : 0;
+}
+
+/** `{"steps": [plan, ...]}`, each plan in the one-step report's JSON, written a piece at a time. */
+function* stepsJson(reports: readonly DryRunReport[]): Generator<string> {
+  yield '{\n"steps": [\n';
+  for (const [i, report] of reports.entries()) {
+    if (i > 0) yield ",\n";
+    yield* renderJsonParts(report);
+  }
+  yield "]\n}\n";
+}
