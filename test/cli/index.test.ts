@@ -96,6 +96,19 @@ describe("resolveCommandLine", () => {
     });
   });
 
+  test("--state may be repeated for a replay; each use is one file, commas and all", () => {
+    expect(run(["--dry-run", "--state", "a.yaml", "--state=b,c.yaml"]).run.stateFiles).toEqual([
+      "a.yaml",
+      "b,c.yaml",
+    ]);
+    const refused = resolveCommandLine(["--state", "a.yaml", "--state", "b.yaml"], files());
+    expect(refused.kind).toBe("error");
+    if (refused.kind === "error") {
+      expect(refused.errors[0]?.flag).toBe("--state");
+      expect(refused.errors[0]?.message).toContain("only --dry-run");
+    }
+  });
+
   test("logging flags land in config.logging", () => {
     const { config } = run(["-v=4", "--vmodule=iptables=5,ipvs=2", "--logging-format=text"]);
     expect(config.logging).toMatchObject({ verbosity: 4, vmodule: "iptables=5,ipvs=2", format: "text" });
