@@ -27,6 +27,7 @@ import { createMetrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import { SyncController } from "../proxy/sync-controller.ts";
 import { collectGarbage, collectYoungGarbageAnyway } from "../runtime.ts";
+import type { Clock } from "../util/clock.ts";
 import { errText } from "../util/err-text.ts";
 import { type ClusterSnapshot, loadClusterView } from "./cluster-source.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
@@ -112,6 +113,8 @@ export async function startPlanning(
   nodeName: string,
   view: ClusterSnapshot,
   log: Logger,
+  /** The proxiers' clock: a replay steps it between snapshots. */
+  clock?: Clock,
 ): Promise<PlanningSession> {
   // What a real run would do first: drop upstream's nftables-mode tables, where they exist.
   await cleanupOtherModes(modeForConfig(config).name, host.exec, log, {
@@ -143,7 +146,7 @@ export async function startPlanning(
   const { handler, store } = recordingHandler(controller);
   const stateCheck = await view.deliver(handler);
   const setupChecks: Check[] = [...prep.checks, stateCheck];
-  const built = await planMode(prep.mode, config, featureGates, opts, host, store.node, log);
+  const built = await planMode(prep.mode, config, featureGates, opts, host, store.node, log, clock);
   if ("check" in built) setupChecks.push(built.check);
   else proxiers.push(built.proxier);
   let checks = setupChecks;
@@ -213,6 +216,7 @@ async function planMode(
   host: Host,
   node: NodeObject | undefined,
   log: Logger,
+  clock: Clock | undefined,
 ): Promise<PlannedMode | { check: Check }> {
   // Read quietly: the sync controller has already reported what is wrong with this Node.
   const rawNodeIPs = nodeIPs(node).ordered;
@@ -227,6 +231,7 @@ async function planMode(
       nodeIPs: (await detectNodeIPs(config.bindAddress, () => rawNodeIPs, log)).ips,
       sysctl: host.sysctl,
       backend: opts.iptablesBackend,
+      ...(clock ? { clock } : {}),
     });
   } catch (err) {
     return { check: { name: mode, ok: false, detail: errText(err) } };

@@ -68,8 +68,18 @@ const DEFAULT_SYSCTLS: Record<string, number> = {
   "net/bridge/bridge-nf-call-ip6tables": 1,
 };
 
+/** The simulators behind a simulated host, for reading what the steps left. */
+export interface Simulators {
+  readonly iptables: { readonly IPv4: SimulatedIptables; readonly IPv6: SimulatedIptables };
+  readonly nft: SimulatedNft;
+  readonly ipvs: SimulatedIpvs;
+  readonly ipset: SimulatedIpset;
+  readonly net: SimulatedNetlink;
+}
+
 export interface SimulatedHost extends Host {
   readonly recorder: DryRunRecorder;
+  readonly simulators: Simulators;
 }
 
 /** Runs one seeding command on the simulator; a refusal is the snapshot's fault, so it throws. */
@@ -90,13 +100,20 @@ export async function createSimulatedHost(
   const stated = state?.iptablesVersion ? statedIptablesVersion(state.iptablesVersion) : undefined;
   const backend = stated?.mode === "legacy" ? "legacy" : "nft";
   const version = stated?.version ?? "1.8.9";
-  new SimulatedIptables({ backend, version }).install(exec, "IPv4");
-  new SimulatedIptables({ backend, version }).install(exec, "IPv6");
-  new SimulatedNft().install(exec);
-  new SimulatedIpvs().install(exec);
-  new SimulatedIpset(state?.ipsetVersion ? { version: state.ipsetVersion.replace(/^v/, "") } : {}).install(
-    exec,
+  const iptables = {
+    IPv4: new SimulatedIptables({ backend, version }),
+    IPv6: new SimulatedIptables({ backend, version }),
+  };
+  iptables.IPv4.install(exec, "IPv4");
+  iptables.IPv6.install(exec, "IPv6");
+  const nft = new SimulatedNft();
+  nft.install(exec);
+  const ipvs = new SimulatedIpvs();
+  ipvs.install(exec);
+  const ipset = new SimulatedIpset(
+    state?.ipsetVersion ? { version: state.ipsetVersion.replace(/^v/, "") } : {},
   );
+  ipset.install(exec);
   new SimulatedConntrack().install(exec);
   new SimulatedNfacct().install(exec);
   const net = new SimulatedNetlink();
@@ -130,6 +147,7 @@ export async function createSimulatedHost(
   return {
     exec: recorder,
     recorder,
+    simulators: { iptables, nft, ipvs, ipset, net },
     kernel,
     sysctl,
     hashsize,

@@ -15,6 +15,7 @@ import type { Proxier } from "../proxy/proxier.ts";
 import type { ServiceHealthSink } from "../proxy/service-health-sink.ts";
 import type { ModeSysctls } from "../proxy/sysctls.ts";
 import type { NodeIPs } from "../proxy/types.ts";
+import type { Clock } from "../util/clock.ts";
 import type { IPFamily } from "../util/net/family.ts";
 
 export interface ModeBuildOptions {
@@ -30,6 +31,8 @@ export interface ModeBuildOptions {
   readonly sysctl: SysctlClient;
   readonly backend: BackendPreference;
   readonly healthCheck?: ServiceHealthSink;
+  /** The proxiers' clock (real time when absent); a replay steps it between snapshots. */
+  readonly clock?: Clock;
 }
 
 /** What the sync loop needs from a built mode, whichever it is. */

@@ -25,6 +25,24 @@ export const realClock: Clock = {
   },
 };
 
+/**
+ * A clock that reads `base` plus an offset moved on by hand, its timers still on `base`: a
+ * replay steps it so each snapshot comes later than any of a proxier's delays after the last.
+ */
+export function steppedClock(base: Clock = realClock): { readonly clock: Clock; advance(ms: number): void } {
+  let offset = 0;
+  return {
+    clock: {
+      now: () => base.now() + offset,
+      setTimeout: (fn, ms) => base.setTimeout(fn, ms),
+      clearTimeout: (handle) => base.clearTimeout(handle),
+    },
+    advance(ms) {
+      offset += ms;
+    },
+  };
+}
+
 /** Resolves after ms on the given clock; handy inside code under test that must take time. */
 export function sleep(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms));

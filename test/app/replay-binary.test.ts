@@ -2,14 +2,16 @@
 // binary replays a sequence of snapshots; in this process the same mode is built as for a real
 // run and driven the way a real run with --state is (the file source re-reads the file and
 // delivers the differences, the sync controller's loop syncs on its own), on the same simulated
-// host. Each step must produce the same commands on both sides. Step 1 of the replay also holds
-// what a run does before its first sync (sysctls, leftover cleanup): its sync's commands come last.
+// host, its clock stepped as the replay steps it. Each step must produce the same commands on
+// both sides. Step 1 of the replay also holds what a run does before its first sync (sysctls,
+// leftover cleanup): its sync's commands come last.
 
 import { afterAll, describe, expect, test } from "bun:test";
 import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
 import { detectNodeIPs } from "../../src/app/node-ips.ts";
+import { REPLAY_STEP_MS } from "../../src/app/replay.ts";
 import { createSimulatedHost } from "../../src/app/simulated-host.ts";
 import { defaultProxyConfig } from "../../src/config/defaults.ts";
 import { effectiveFeatureGates } from "../../src/config/feature-gates.ts";
@@ -24,6 +26,7 @@ import type { ModeBuildOptions } from "../../src/modes/types.ts";
 import { createMetrics } from "../../src/proxy/metrics/metrics.ts";
 import type { Proxier } from "../../src/proxy/proxier.ts";
 import { SyncController } from "../../src/proxy/sync-controller.ts";
+import { steppedClock } from "../../src/util/clock.ts";
 import { runBinaryAsync, tempDir } from "../support/binary.ts";
 import { scaled } from "../support/kernel-vm.ts";
 import { waitFor } from "../support/wait.ts";
@@ -132,6 +135,8 @@ async function live(mode: string): Promise<Command[][]> {
     .filter((a: Doc) => a.type === "InternalIP")
     .map((a: Doc) => a.address);
   const host = await createSimulatedHost(undefined, rawIPs);
+  // Time as the replay takes it: each snapshot REPLAY_STEP_MS after the one before.
+  const time = steppedClock();
   const featureGates = effectiveFeatureGates(config.featureGates);
   const built = await BUILDERS[mode]!({
     exec: host.exec,
@@ -143,6 +148,7 @@ async function live(mode: string): Promise<Command[][]> {
     nodeIPs: (await detectNodeIPs(config.bindAddress, () => rawIPs, nullLogger)).ips,
     sysctl: host.sysctl,
     backend: "auto",
+    clock: time.clock,
   });
   const controller = new SyncController({
     nodeName: NODE,
@@ -179,6 +185,7 @@ async function live(mode: string): Promise<Command[][]> {
     take();
     for (let i = 1; i < steps.length; i++) {
       const before = controller.syncCount;
+      time.advance(REPLAY_STEP_MS);
       publish(i);
       if (i === steps.length - 1) {
         // Nothing changed: give the source time to see the file and show that no sync follows.

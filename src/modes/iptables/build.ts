@@ -93,6 +93,7 @@ export async function buildIptablesMode(o: IptablesModeOptions): Promise<Iptable
   const proxiers = families.map(
     (family) =>
       new IptablesProxier({
+        ...(o.clock ? { clock: o.clock } : {}),
         iptables: createIptablesClient({ exec: o.exec, family, backend: backend, logger: o.log }),
         family,
         config: o.config,

@@ -92,6 +92,7 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
   const proxiers = families.map(
     (family) =>
       new IpvsProxier({
+        ...(o.clock ? { clock: o.clock } : {}),
         ...(shared ? shared.forFamily(family) : { ipvs, ipset, netlink }),
         iptables: createIptablesClient({ exec: o.exec, family, backend, logger: o.log }),
         conntrack,

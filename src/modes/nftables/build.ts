@@ -112,6 +112,7 @@ export async function buildNftablesMode(
   const proxiers = families.map(
     (family) =>
       new NftablesProxier({
+        ...(o.clock ? { clock: o.clock } : {}),
         nft: clients[family],
         family,
         config: o.config,
