@@ -15,7 +15,7 @@ import { deliverDiff, viewOf } from "../k8s/state-file-source.ts";
 import type { Logger } from "../log/logger.ts";
 import { steppedClock } from "../util/clock.ts";
 import { errText } from "../util/err-text.ts";
-import { documentsView } from "./cluster-source.ts";
+import { describeDocuments, documentsView } from "./cluster-source.ts";
 import { startPlanning, writeJson } from "./dry-run.ts";
 import type { Io } from "./run.ts";
 import { createSimulatedHost, type SimulatedHost } from "./simulated-host.ts";
@@ -100,29 +100,43 @@ export async function replaySteps(
   const session = await startPlanning(config, opts, host, nodeName, view, log, time.clock);
   const reports: DryRunReport[] = [];
   let taken = 0;
-  const step = async (file: string, changes: string) => {
+  const step = async (snap: Snapshot, changes: string) => {
     // Changes that ask for no sync (a Node's status, an object rewritten as it was) get none,
     // as in the daemon, until its periodic sync.
     const synced = session.syncRequested();
     if (synced) await session.sync();
     const commands = host.recorder.commands.slice(taken);
     taken = host.recorder.commands.length;
-    const report = session.report(commands);
+    const report = stepReport(session.report(commands), snap, reports.length === 0);
     report.notes.push(
-      `replay step ${reports.length + 1} of ${snapshots.length}: ${file} (${changes}${synced ? "" : "; no sync: nothing a sync reads changed"})`,
+      `replay step ${reports.length + 1} of ${snapshots.length}: ${snap.file} (${changes}${synced ? "" : "; no sync: nothing a sync reads changed"})`,
     );
     reports.push(report);
   };
-  await step(first.file, "full sync on the simulated host");
+  await step(first, "full sync on the simulated host");
   let previous = viewOf(first.docs, nodeName);
   for (const snap of later) {
     time.advance(REPLAY_STEP_MS);
     const next = viewOf(snap.docs, nodeName);
     const changed = deliverDiff(previous, next, session.handler);
     previous = next;
-    await step(snap.file, `${changed} object change${changed === 1 ? "" : "s"} from the step before`);
+    await step(snap, `${changed} object change${changed === 1 ? "" : "s"} from the step before`);
   }
   return { reports, host, store: session.store };
+}
+
+/** A step's report says what its own snapshot held (the setup's check read the first). */
+function stepReport(report: DryRunReport, snap: Snapshot, first: boolean): DryRunReport {
+  const hostState = snap.docs.hostState !== undefined;
+  const unused =
+    hostState && !first
+      ? " (a later step's HostState is not used: the host is what the steps before left)"
+      : "";
+  const detail = `${describeDocuments(snap.file, snap.docs, hostState)}${unused}`;
+  return {
+    ...report,
+    checks: report.checks.map((c) => (c.name === "cluster state" ? { ...c, detail } : c)),
+  };
 }
 
 /** `{"steps": [plan, ...]}`, each plan in the one-step report's JSON, written a piece at a time. */
