@@ -19,7 +19,9 @@
 // - step 9: upstream's full sync follows a partial sync it made fail by injecting a rule into
 //   its fake iptables, which no snapshot can express; the replay gets its full sync from a
 //   change of the Node's labels in the same step (see upstream-repeated.ts).
-// Upstream's rule-count metric checks are not judged here: a replay prints commands, not metrics.
+// Upstream's rule-count metric checks are not judged here (a replay prints commands, not
+// metrics); they, step 8's dump and the forced failure are, in process, in
+// upstream-repeated-sync.test.ts.
 
 import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -7,15 +7,16 @@
 // real tool has none either). The addresses are upstream's own: the expected dumps are facts
 // about them.
 
+import type { EndpointSliceObject, NodeObject, ServiceObject } from "../../../src/k8s/objects.ts";
 import { UPSTREAM_NODE_ADDRESSES } from "../../support/upstream-test-node.ts";
 
 /** The node name upstream's NewFakeProxier uses. */
 export const UPSTREAM_TEST_NODE = "test-node";
 
 /** One YAML/JSON document of a snapshot. */
-export type SnapshotDoc = Record<string, unknown>;
+export type SnapshotDoc = ServiceObject | EndpointSliceObject | NodeObject | Record<string, unknown>;
 
-function service(ns: string, name: string, clusterIP: string, port: string, number: number): SnapshotDoc {
+function service(ns: string, name: string, clusterIP: string, port: string, number: number): ServiceObject {
   return {
     apiVersion: "v1",
     kind: "Service",
@@ -25,7 +26,7 @@ function service(ns: string, name: string, clusterIP: string, port: string, numb
 }
 
 /** Upstream's makeTestEndpointSlice(ns, name, 1, ...): no conditions (ready), no node name. */
-function slice(ns: string, name: string, ips: string[], port: string, number: number): SnapshotDoc {
+function slice(ns: string, name: string, ips: string[], port: string, number: number): EndpointSliceObject {
   return {
     apiVersion: "discovery.k8s.io/v1",
     kind: "EndpointSlice",
@@ -36,7 +37,7 @@ function slice(ns: string, name: string, ips: string[], port: string, number: nu
   };
 }
 
-function node(labels?: Record<string, string>): SnapshotDoc {
+function node(labels?: Record<string, string>): NodeObject {
   return {
     apiVersion: "v1",
     kind: "Node",
@@ -58,16 +59,21 @@ const HOST_STATE: SnapshotDoc = {
   ],
 };
 
-const svc1 = service("ns1", "svc1", "172.30.0.41", "p80", 80);
-const svc2 = service("ns2", "svc2", "172.30.0.42", "p8080", 8080);
-const svc3 = service("ns3", "svc3", "172.30.0.43", "p80", 80);
-const svc4 = service("ns4", "svc4", "172.30.0.44", "p80", 80);
-const eps1 = slice("ns1", "svc1", ["10.0.1.1"], "p80", 80);
-const eps2 = slice("ns2", "svc2", ["10.0.2.1"], "p8080", 8080);
-const eps4 = slice("ns4", "svc4", ["10.0.4.1"], "p80", 80);
-const eps3 = (ips: string[]) => slice("ns3", "svc3", ips, "p80", 80);
-const isSvc3Slice = (d: SnapshotDoc) =>
-  d.kind === "EndpointSlice" && (d.metadata as { name?: string }).name === "svc3-1";
+/** The test's objects, as it makes them (eps3 in its three versions). */
+export const REPEATED = {
+  svc1: service("ns1", "svc1", "172.30.0.41", "p80", 80),
+  svc2: service("ns2", "svc2", "172.30.0.42", "p8080", 8080),
+  svc3: service("ns3", "svc3", "172.30.0.43", "p80", 80),
+  svc4: service("ns4", "svc4", "172.30.0.44", "p80", 80),
+  eps1: slice("ns1", "svc1", ["10.0.1.1"], "p80", 80),
+  eps2: slice("ns2", "svc2", ["10.0.2.1"], "p8080", 8080),
+  eps3: slice("ns3", "svc3", ["10.0.3.1"], "p80", 80),
+  eps3update: slice("ns3", "svc3", ["10.0.3.2"], "p80", 80),
+  eps3update2: slice("ns3", "svc3", ["10.0.3.2", "10.0.3.3"], "p80", 80),
+  eps4: slice("ns4", "svc4", ["10.0.4.1"], "p80", 80),
+};
+
+const { svc1, svc2, svc3, svc4, eps1, eps2, eps3, eps3update, eps3update2, eps4 } = REPEATED;
 
 /**
  * The nine snapshots, in the order of upstream's nine expected dumps. Upstream deletes Services
@@ -78,13 +84,13 @@ const isSvc3Slice = (d: SnapshotDoc) =>
  * with a full sync.
  */
 export function repeatedSnapshots(): SnapshotDoc[][] {
-  const s1 = [node(), svc1, svc2, eps1, eps2];
-  const s2 = [...s1, svc3, eps3(["10.0.3.1"])];
+  const s1: SnapshotDoc[] = [node(), svc1, svc2, eps1, eps2];
+  const s2 = [...s1, svc3, eps3];
   const s3 = s2.filter((d) => d !== svc2);
   const s4 = [...s3, svc4];
   const s5 = [...s4, eps4];
-  const s6 = s5.map((d) => (isSvc3Slice(d) ? eps3(["10.0.3.2"]) : d));
-  const s7 = s6.map((d) => (isSvc3Slice(d) ? eps3(["10.0.3.2", "10.0.3.3"]) : d));
+  const s6 = s5.map((d) => (d === eps3 ? eps3update : d));
+  const s7 = s6.map((d) => (d === eps3update ? eps3update2 : d));
   const s8 = [...s7];
   const s9 = s8
     .filter((d) => d !== svc4)
