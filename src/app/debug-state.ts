@@ -6,6 +6,7 @@
 
 import type { Exec } from "../exec/types.ts";
 import { probeHostState } from "../host/host-state/probe.ts";
+import type { HostState } from "../host/host-state/schema.ts";
 import type { IpsetClient } from "../host/ipset/types.ts";
 import type { KernelClient } from "../host/kernel/types.ts";
 import { type ObjectStore, renderStateFile } from "../k8s/object-store.ts";
@@ -34,6 +35,14 @@ function badRequest(detail: string): DebugAnswer {
 
 /** The /debug/state handler; query: format=state (default) or snapshot; output=json|yaml; host=false. */
 export function debugStateHandler(d: DebugStateDeps): (query: URLSearchParams) => Promise<DebugAnswer> {
+  // Requests that arrive while a probe runs share it: a burst of them spawns one set of commands.
+  let probing: Promise<HostState> | undefined;
+  const probe = (): Promise<HostState> => {
+    probing ??= probeHostState(d.host.exec, d.host.kernel, d.host.ipset).finally(() => {
+      probing = undefined;
+    });
+    return probing;
+  };
   return async (query) => {
     const format = query.get("format") ?? "state";
     if (format === "state") {
@@ -54,10 +63,7 @@ export function debugStateHandler(d: DebugStateDeps): (query: URLSearchParams) =
       return badRequest(`unknown output ${JSON.stringify(output)}: json or yaml`);
     // The objects are taken before the probe's commands run, so they are one moment's view.
     const objects = snapshotObjects(d.delivered, d.synced.endpointSlices());
-    const hostState =
-      query.get("host") === "false"
-        ? undefined
-        : await probeHostState(d.host.exec, d.host.kernel, d.host.ipset);
+    const hostState = query.get("host") === "false" ? undefined : await probe();
     const body = renderStateFile(objects, hostState, output);
     return { status: 200, contentType: output === "json" ? JSON_TYPE : "application/yaml", body };
   };

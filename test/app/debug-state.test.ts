@@ -54,7 +54,7 @@ async function setup() {
   const release = () => {
     for (const r of waiting.splice(0)) r();
   };
-  return { ctl, answer, release };
+  return { ctl, answer, release, exec };
 }
 
 const q = (s: string) => new URLSearchParams(s);
@@ -91,6 +91,15 @@ describe("/debug/state handler", () => {
     const back = parseStateDocuments(yaml.body, "snapshot.yaml");
     expect(back.hostState).toBeUndefined();
     expect(back.services).toHaveLength(EXAMPLE.services.length);
+  });
+
+  test("snapshots asked for together share one probe of the host", async () => {
+    const { answer, exec } = await setup();
+    const answers = await Promise.all([1, 2, 3].map(() => answer(q("format=snapshot"))));
+    expect(answers.every((a) => a.body === answers[0]?.body)).toBe(true);
+    expect(exec.callsTo("iptables-save")).toHaveLength(1);
+    await answer(q("format=snapshot"));
+    expect(exec.callsTo("iptables-save")).toHaveLength(2);
   });
 
   test("an unknown format or output is a 400 that names the choices", async () => {
