@@ -64,6 +64,85 @@ function applied(obj: object): KObject {
   };
 }
 
+async function readState(h: ApiHarness): Promise<DebugState> {
+  const r = await httpGet(h.topo!, "node", STATE_URL);
+  if (!r.ok || r.status !== 200) throw new Error(`GET /debug/state: ${describeHttp(r)}`);
+  return debugStateSchema.parse(JSON.parse(r.body ?? ""));
+}
+
+const SETUP_OBJECTS = [
+  { kind: "Service", obj: applied(serviceObject(WEB)) },
+  { kind: "EndpointSlice", obj: applied(sliceObject(WEB, NODE_NAME)!) },
+  { kind: "Service", obj: applied(serviceObject(IDLE)) },
+] as const;
+
+/** Both modes' default minSyncPeriod: a sync asked for runs at most this long after the last one. */
+const MIN_SYNC_PERIOD_MS = 1000;
+
+/**
+ * Waits (bounded) until nothing is pending, no sync runs and the last one ended over twice the
+ * min sync period ago: a sync the Node's arrival asked for (its labels make the next sync a
+ * full one) has run by then, so it cannot fold into the change a test makes next.
+ */
+async function quiet(h: ApiHarness): Promise<DebugState> {
+  const r = await pollHttp(
+    h.topo!,
+    "node",
+    STATE_URL,
+    (a) => {
+      if (!a.ok || a.status !== 200) return false;
+      const s = debugStateSchema.parse(JSON.parse(a.body ?? ""));
+      const last = s.syncs[0];
+      if (!last || s.syncInProgress || s.pending.services.length + s.pending.endpoints.length > 0)
+        return false;
+      const ended = Date.parse(last.start) + last.durationMs;
+      return Date.parse(s.generatedAt) - ended > 2 * MIN_SYNC_PERIOD_MS;
+    },
+    "no sync running or due",
+    { daemon: h.kubeProxy!, timeoutMs: scaled(20_000), intervalMs: 250 },
+  );
+  return debugStateSchema.parse(JSON.parse(r.body ?? ""));
+}
+
+/**
+ * Gives web two more endpoints (one on another node, one terminating here) through the API and
+ * waits (bounded) for the answer to show a sync that applied it with nothing pending.
+ */
+async function changeEndpoints(
+  h: ApiHarness,
+): Promise<{ s: DebugState; applying: DebugState["syncs"][number] }> {
+  const before = (await quiet(h)).syncs[0]!.number;
+  const changed = sliceObject(
+    {
+      ...WEB,
+      endpoints: [
+        { ip: "203.0.113.2" },
+        { ip: "203.0.113.3", node: "node-b" },
+        { ip: "203.0.113.4", ready: false, serving: true, terminating: true },
+      ],
+    },
+    NODE_NAME,
+  )!;
+  h.api!.server.update("EndpointSlice", applied(changed));
+  const r = await pollHttp(
+    h.topo!,
+    "node",
+    STATE_URL,
+    (a) => {
+      if (!a.ok || a.status !== 200) return false;
+      const s = debugStateSchema.parse(JSON.parse(a.body ?? ""));
+      return (
+        s.syncs.some((x) => x.number > before && x.changedEndpoints > 0) && s.pending.endpoints.length === 0
+      );
+    },
+    "a sync that applied the endpoint change",
+    { daemon: h.kubeProxy!, timeoutMs: scaled(20_000) },
+  );
+  const s = debugStateSchema.parse(JSON.parse(r.body ?? ""));
+  const applying = s.syncs.find((x) => x.number > before && x.changedEndpoints > 0)!;
+  return { s, applying };
+}
+
 const ns = `kpts-${process.pid.toString(36)}-${randomBytes(3).toString("hex")}-replay`;
 
 function inReplayNs(argv: readonly string[], stdin?: string) {
@@ -94,24 +173,14 @@ describe("/debug/state of the running binary (iptables mode, API server)", () =>
   const h: ApiHarness = {};
   let state: DebugState;
 
-  async function readState(): Promise<DebugState> {
-    const r = await httpGet(h.topo!, "node", STATE_URL);
-    if (!r.ok || r.status !== 200) throw new Error(`GET /debug/state: ${describeHttp(r)}`);
-    return debugStateSchema.parse(JSON.parse(r.body ?? ""));
-  }
-
   beforeAll(async () => {
     await setUpApiRun(h, {
       node: NODE,
       pods: [{ name: "web", ip: "203.0.113.2" }],
       services: [],
-      objects: [
-        { kind: "Service", obj: applied(serviceObject(WEB)) },
-        { kind: "EndpointSlice", obj: applied(sliceObject(WEB, NODE_NAME)!) },
-        { kind: "Service", obj: applied(serviceObject(IDLE)) },
-      ],
+      objects: SETUP_OBJECTS,
     });
-    state = await readState();
+    state = await readState(h);
   }, E2E_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -161,74 +230,50 @@ describe("/debug/state of the running binary (iptables mode, API server)", () =>
     },
   );
 
-  e2eTest(h, "an endpoint change shows as pending or as a partial sync that applied it", async () => {
-    const before = state.syncs[0]!.number;
-    const changed = sliceObject(
-      {
-        ...WEB,
-        endpoints: [
-          { ip: "203.0.113.2" },
-          { ip: "203.0.113.3", node: "node-b" },
-          { ip: "203.0.113.4", ready: false, serving: true, terminating: true },
-        ],
-      },
-      NODE_NAME,
-    )!;
-    h.api!.server.update("EndpointSlice", applied(changed));
-    const r = await pollHttp(
-      h.topo!,
-      "node",
-      STATE_URL,
-      (a) => {
-        if (!a.ok || a.status !== 200) return false;
-        const s = debugStateSchema.parse(JSON.parse(a.body ?? ""));
-        return (
-          s.syncs.some((x) => x.number > before && x.changedEndpoints > 0) && s.pending.endpoints.length === 0
-        );
-      },
-      "a sync that applied the endpoint change",
-      { daemon: h.kubeProxy!, timeoutMs: scaled(20_000) },
-    );
-    const s = debugStateSchema.parse(JSON.parse(r.body ?? ""));
-    const applying = s.syncs.find((x) => x.number > before && x.changedEndpoints > 0)!;
-    expect(applying).toMatchObject({
-      kind: "partial",
-      result: "ok",
-      changedServices: 0,
-      changedEndpoints: 1,
-    });
-    expect(applying.families[0]).toMatchObject({ family: "IPv4", fullSync: false });
-    expect(s.services.IPv4?.find((p) => p.name === "default/web:http")?.endpoints).toEqual([
-      {
-        ip: "203.0.113.2",
-        port: 8080,
-        ready: true,
-        serving: true,
-        terminating: false,
-        local: true,
-        nodeName: NODE_NAME,
-      },
-      {
-        ip: "203.0.113.3",
-        port: 8080,
-        ready: true,
-        serving: true,
-        terminating: false,
-        local: false,
-        nodeName: "node-b",
-      },
-      {
-        ip: "203.0.113.4",
-        port: 8080,
-        ready: false,
-        serving: true,
-        terminating: true,
-        local: true,
-        nodeName: NODE_NAME,
-      },
-    ]);
-    state = s;
-  });
+  e2eTest(
+    h,
+    "an endpoint change is applied by a partial sync, and the view shows the new endpoints",
+    async () => {
+      const { s, applying } = await changeEndpoints(h);
+      expect(applying).toMatchObject({
+        kind: "partial",
+        result: "ok",
+        changedServices: 0,
+        changedEndpoints: 1,
+      });
+      expect(applying.families[0]).toMatchObject({ family: "IPv4", fullSync: false });
+      expect(s.services.IPv4?.find((p) => p.name === "default/web:http")?.endpoints).toEqual([
+        {
+          ip: "203.0.113.2",
+          port: 8080,
+          ready: true,
+          serving: true,
+          terminating: false,
+          local: true,
+          nodeName: NODE_NAME,
+        },
+        {
+          ip: "203.0.113.3",
+          port: 8080,
+          ready: true,
+          serving: true,
+          terminating: false,
+          local: false,
+          nodeName: "node-b",
+        },
+        {
+          ip: "203.0.113.4",
+          port: 8080,
+          ready: false,
+          serving: true,
+          terminating: true,
+          local: true,
+          nodeName: NODE_NAME,
+        },
+      ]);
+      state = s;
+    },
+  );
 
   e2eTest(h, "?format=snapshot holds no managedFields, last-applied copy or secret annotation", async () => {
     const r = await httpGet(h.topo!, "node", `${STATE_URL}?format=snapshot`, { timeoutMs: 15_000 });
@@ -306,4 +351,46 @@ describe("/debug/state of the running binary (iptables mode, API server)", () =>
     },
     scaled(120_000),
   );
+});
+
+describe("/debug/state of the running binary (nftables mode, API server)", () => {
+  const h: ApiHarness = {};
+  let state: DebugState;
+
+  beforeAll(async () => {
+    await setUpApiRun(h, {
+      node: NODE,
+      pods: [{ name: "web", ip: "203.0.113.2" }],
+      services: [],
+      objects: SETUP_OBJECTS,
+      mode: "nftables",
+    });
+    state = await readState(h);
+  }, E2E_TEST_TIMEOUT_MS);
+
+  afterAll(() => tearDownApiRun(h));
+
+  e2eTest(h, "the answer names how transactions reach the kernel, and why", async () => {
+    expect(state.mode).toBe("nftables");
+    expect(state.backends).toHaveLength(1);
+    // The compiled binary runs as root here: partial syncs go over netlink.
+    expect(state.backends[0]).toEqual({
+      component: "nftables writes",
+      chosen: "netlink (partial syncs), nft -f (full syncs)",
+      reason: "a netfilter netlink socket could be opened",
+    });
+    expect(state.services.IPv4?.map((p) => p.name)).toEqual(["default/idle:x", "default/web:http"]);
+    const first = state.syncs.at(-1)!;
+    expect(first).toMatchObject({ number: 1, kind: "full", result: "ok" });
+    expect(first.families.find((f) => f.family === "IPv4")?.written).toMatchObject({ unit: "operations" });
+  });
+
+  e2eTest(h, "an endpoint change is a partial sync of a few operations", async () => {
+    const { applying } = await changeEndpoints(h);
+    expect(applying).toMatchObject({ kind: "partial", result: "ok", changedEndpoints: 1 });
+    const v4 = applying.families.find((f) => f.family === "IPv4")!;
+    expect(v4.fullSync).toBe(false);
+    expect(v4.written?.unit).toBe("operations");
+    expect(v4.written?.count).toBeGreaterThan(0);
+  });
 });
