@@ -47,7 +47,7 @@ function servedPaths(opts: MetricsServerOptions): string[] {
   const paths = ["/healthz", "/metrics/slis", "/proxyMode", "/metrics", "/configz"];
   if (opts.profiling) paths.push("/debug/pprof");
   if (opts.flagz) paths.push("/flagz");
-  if (opts.debugState) paths.push("/debug/state");
+  // /debug/state is ours, not upstream's: left out, so the page lists what upstream's lists.
   return paths;
 }
 

@@ -155,6 +155,20 @@ describe("metrics server", () => {
     expect(queries).toEqual(["format=snapshot&host=false"]);
     expect((await fetch(`${on}/debug/state`, { method: "POST" })).status).toBe(405);
     expect(queries).toHaveLength(1);
+    // Not on /statusz's list, which stays upstream's.
+    const withStatusz = await start({
+      debugState: async () => ({ status: 200, contentType: "text/plain", body: "" }),
+      statusz: () => ({
+        startTimeMs: Date.now(),
+        nowMs: Date.now(),
+        runtime: "bun",
+        binaryVersion: "v0",
+        emulationVersion: "1.37",
+      }),
+    });
+    expect(await (await get(`${withStatusz}/statusz`)).text()).toMatch(
+      /^Paths(:|: |=| ) \/configz \/healthz \/metrics \/proxyMode$/m,
+    );
   });
 
   test("/configz escapes like Go's json.Marshal", async () => {
