@@ -13,6 +13,7 @@ import type { Logger } from "../log/logger.ts";
 import { cleanupOtherModes, healthTimeoutMs, modeForConfig, modeNamed } from "../modes/registry.ts";
 import type { RunningMode } from "../modes/types.ts";
 import { trackerMetrics } from "../proxy/change-metrics.ts";
+import { SyncHistory } from "../proxy/debug-state/history.ts";
 import { serviceHealthListenAddresses } from "../proxy/healthcheck/listen-addresses.ts";
 import { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
@@ -21,6 +22,7 @@ import { SyncController } from "../proxy/sync-controller.ts";
 import { collectGarbage, enableGarbageCollections } from "../runtime.ts";
 import { errText } from "../util/err-text.ts";
 import { memoryFigures } from "../util/memory.ts";
+import { debugStateHandler } from "./debug-state.ts";
 import { createHost, type Host, type HostOptions } from "./host.ts";
 import { detectNodeIPs } from "./node-ips.ts";
 import { type Preparation, prepareNode } from "./prepare.ts";
@@ -168,10 +170,7 @@ async function runMode(
     log.info("Initialization done (--init-only); exiting");
     return 0;
   }
-  const servers = await startServers(config, modeName, health, metrics.registry, log, {
-    featureGates,
-    flagValues: opts.flagValues ?? {},
-  });
+  const history = new SyncHistory();
   const periods = modeNamed(modeName).periods(config);
   const controller = new SyncController({
     nodeName,
@@ -182,6 +181,7 @@ async function runMode(
     recorder: src.recorder,
     featureGates,
     metrics: trackerMetrics(metrics),
+    history,
     hooks: {
       queued: () => {
         for (const f of mode.families) {
@@ -198,8 +198,31 @@ async function runMode(
     },
   });
   const handler = withNodeHealth(controller, health);
-  // A map of every object only for --dump-state: otherwise nobody reads it.
-  const recording = opts.dumpStateFile ? recordingHandler(handler) : undefined;
+  // Every object for --dump-state; for /debug/state's snapshot, the objects other than slices
+  // (references to what the informers hold anyway; slices are rebuilt from the trackers).
+  const recording = opts.dumpStateFile
+    ? recordingHandler(handler)
+    : config.metricsBindAddress
+      ? recordingHandler(handler, { endpointSlices: false })
+      : undefined;
+  const servers = await startServers(
+    config,
+    modeName,
+    health,
+    metrics.registry,
+    log,
+    { featureGates, flagValues: opts.flagValues ?? {} },
+    recording &&
+      debugStateHandler({
+        nodeName,
+        mode: modeName,
+        running: mode,
+        synced: controller,
+        history,
+        delivered: recording.store,
+        host,
+      }),
+  );
   controller.start();
   // While the informers list: the first sync then starts with its cluster-independent part done.
   void mode.proxier.prepare?.();

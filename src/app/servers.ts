@@ -9,7 +9,7 @@ import type { ModeName } from "../modes/registry.ts";
 import { kubeProxyConfigz } from "../proxy/healthcheck/configz.ts";
 import { createHealthMetrics } from "../proxy/healthcheck/health-metrics.ts";
 import { startHealthzServer } from "../proxy/healthcheck/healthz-server.ts";
-import { startMetricsServer } from "../proxy/healthcheck/metrics-server.ts";
+import { type MetricsServerOptions, startMetricsServer } from "../proxy/healthcheck/metrics-server.ts";
 import type { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { createSliMetrics } from "../proxy/healthcheck/slis.ts";
 import { Flagz } from "../proxy/healthcheck/zpages.ts";
@@ -68,6 +68,7 @@ export async function startServers(
   registry: Registry,
   log: Logger,
   zpages?: ZpageInputs,
+  debugState?: MetricsServerOptions["debugState"],
 ): Promise<Servers> {
   const closers: (() => Promise<void>)[] = [];
   const hard = config.bindAddressHardFail;
@@ -112,6 +113,7 @@ export async function startServers(
             slis,
             ...(flagz ? { flagz } : {}),
             ...(statusz ? { statusz } : {}),
+            ...(debugState ? { debugState } : {}),
           }),
         hard,
         log,

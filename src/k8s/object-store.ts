@@ -16,13 +16,21 @@ export interface ObjectStore {
 
 const keyOf = (o: KubeObject): string => objectKey(o);
 
-export function recordingHandler(inner: ClusterEventHandler): {
+/**
+ * `endpointSlices: false` leaves slices out (/debug/state rebuilds them from the proxy's parsed
+ * copies; keeping every whole slice would double what a large cluster costs in memory).
+ */
+export function recordingHandler(
+  inner: ClusterEventHandler,
+  opts: { readonly endpointSlices?: boolean } = {},
+): {
   handler: ClusterEventHandler;
   store: ObjectStore;
 } {
   const services = new Map<string, ServiceObject>();
   const endpointSlices = new Map<string, EndpointSliceObject>();
   const serviceCIDRs = new Map<string, ServiceCIDRObject>();
+  const keepSlices = opts.endpointSlices ?? true;
   const store = { services, endpointSlices, serviceCIDRs, node: undefined as NodeObject | undefined };
   const handler: ClusterEventHandler = {
     onServiceChange(previous, current) {
@@ -31,8 +39,8 @@ export function recordingHandler(inner: ClusterEventHandler): {
       inner.onServiceChange(previous, current);
     },
     onEndpointSliceChange(slice, removed) {
-      if (removed) endpointSlices.delete(keyOf(slice));
-      else endpointSlices.set(keyOf(slice), slice);
+      if (keepSlices && removed) endpointSlices.delete(keyOf(slice));
+      else if (keepSlices) endpointSlices.set(keyOf(slice), slice);
       inner.onEndpointSliceChange(slice, removed);
     },
     onNodeChange(node) {

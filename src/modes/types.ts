@@ -10,6 +10,7 @@ import type { KernelClient } from "../host/kernel/types.ts";
 import type { SysctlClient } from "../host/sysctl/types.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Check } from "../proxy/check.ts";
+import type { BackendChoice } from "../proxy/debug-state/schema.ts";
 import type { Metrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import type { ServiceHealthSink } from "../proxy/service-health-sink.ts";
@@ -42,6 +43,8 @@ export interface RunningMode {
   /** Background work that starts after the first sync (iptables: canary polling). */
   afterFirstSync(requestSync: () => void): void;
   stop(): void;
+  /** How the mode writes to the kernel, and why (/debug/state); absent: nothing to say. */
+  describe?(): readonly BackendChoice[];
 }
 
 /** A mode built for --dry-run: its proxier plans against the real host and records changes. */

@@ -70,6 +70,15 @@ export class EndpointSliceCache {
     return new Set(this.touched);
   }
 
+  /** Every slice as the next checkout leaves it: the applied ones with pending changes over them. */
+  *latestSlices(): Generator<{ service: ServiceKey; name: string; slice: ParsedSlice }> {
+    for (const [service, state] of this.services) {
+      const pending = state.pending;
+      for (const [name, slice] of state.applied) if (!pending?.has(name)) yield { service, name, slice };
+      for (const [name, slice] of pending ?? []) if (slice) yield { service, name, slice };
+    }
+  }
+
   /** Applies every pending slice; returns the applied slices of each Service that had some. */
   checkout(): Map<ServiceKey, ReadonlyMap<string, ParsedSlice>> {
     const out = new Map<ServiceKey, ReadonlyMap<string, ParsedSlice>>();

@@ -75,6 +75,11 @@ export class EndpointsChangeTracker {
     return this.cache.pendingServices();
   }
 
+  /** Every slice the tracker holds, pending changes applied over the synced ones (/debug/state). */
+  latestSlices(): Generator<{ service: ServiceKey; name: string; slice: ParsedSlice }> {
+    return this.cache.latestSlices();
+  }
+
   /** Applies pending slices and hands out what changed, with the trigger times collected. */
   checkout(): EndpointsCheckout {
     const triggerTimes = this.triggerTimes;

@@ -2,6 +2,7 @@
 // current view plus what changed since the last sync, so it can choose a full or partial sync.
 
 import type { NodeInfo } from "../k8s/node-info.ts";
+import type { SyncNote } from "./debug-state/history.ts";
 import type { EndpointsMap, EndpointsUpdateResult } from "./endpoints-map.ts";
 import type { ServiceMap, ServiceUpdateResult } from "./service-map.ts";
 
@@ -18,6 +19,8 @@ export interface SyncInput {
    * drops traffic to ClusterIPs inside them that no Service holds.
    */
   readonly serviceCIDRs: readonly string[];
+  /** Where each family's proxier notes whether it synced in full and what it wrote (/debug/state). */
+  readonly note?: SyncNote;
 }
 
 export interface Proxier {

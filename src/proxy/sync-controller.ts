@@ -10,6 +10,8 @@ import type { ClusterEventHandler } from "../k8s/source.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import type { Clock } from "../util/clock.ts";
 import type { TrackerMetrics } from "./change-metrics.ts";
+import type { SyncHistory } from "./debug-state/history.ts";
+import type { ParsedSlice } from "./endpoint-slice.ts";
 import { EndpointsMap } from "./endpoints-map.ts";
 import { EndpointsChangeTracker } from "./endpoints-tracker.ts";
 import { ProblemList, ProblemReporter } from "./problems.ts";
@@ -18,6 +20,7 @@ import { BoundedFrequencyRunner } from "./runner.ts";
 import { ServiceCIDRSet } from "./service-cidrs.ts";
 import { ServiceMap } from "./service-map.ts";
 import { ServiceChangeTracker } from "./service-tracker.ts";
+import type { ServiceKey } from "./types.ts";
 
 export interface SyncControllerOptions {
   readonly nodeName: string;
@@ -36,6 +39,8 @@ export interface SyncControllerOptions {
   readonly featureGates?: EffectiveFeatureGates;
   /** The change metrics the trackers feed (see trackerMetrics). */
   readonly metrics?: TrackerMetrics;
+  /** Where each sync is recorded (/debug/state). */
+  readonly history?: SyncHistory;
 }
 
 export class SyncController implements ClusterEventHandler {
@@ -138,6 +143,19 @@ export class SyncController implements ClusterEventHandler {
     this.runner.run();
   }
 
+  /** Services with changes the next sync applies: Service changes, and endpoint changes. */
+  pendingChanges(): { readonly services: Set<ServiceKey>; readonly endpoints: Set<ServiceKey> } {
+    return {
+      services: this.serviceTracker.pendingChanges(),
+      endpoints: this.endpointsTracker.pendingChanges(),
+    };
+  }
+
+  /** Every EndpointSlice as the trackers hold it (parsed; pending changes included). */
+  endpointSlices(): Iterable<{ service: ServiceKey; name: string; slice: ParsedSlice }> {
+    return this.endpointsTracker.latestSlices();
+  }
+
   /** Starts the periodic and on-demand sync loop. */
   start(): void {
     this.runner.start();
@@ -162,16 +180,29 @@ export class SyncController implements ClusterEventHandler {
       return;
     }
     if (this.syncs === 0) this.opts.hooks?.beforeFirstSync?.();
+    const serviceUpdate = this.services.update(this.serviceTracker);
+    const endpointsUpdate = this.endpoints.update(this.endpointsTracker, this.services);
+    const record = this.opts.history?.begin({
+      services: serviceUpdate.updatedServices.size,
+      endpoints: endpointsUpdate.updatedServices.size,
+    });
     const input: SyncInput = {
       services: this.services,
       endpoints: this.endpoints,
-      serviceUpdate: this.services.update(this.serviceTracker),
-      endpointsUpdate: this.endpoints.update(this.endpointsTracker, this.services),
+      serviceUpdate,
+      endpointsUpdate,
       node: this.node,
       nodeName: this.opts.nodeName,
       serviceCIDRs: this.serviceCIDRs.cidrs,
+      ...(record ? { note: record } : {}),
     };
-    await this.opts.proxier.sync(input);
+    try {
+      await this.opts.proxier.sync(input);
+    } catch (err) {
+      record?.finish({ error: err });
+      throw err;
+    }
+    record?.finish();
     this.syncs++;
     this.opts.hooks?.synced();
     for (const resolve of this.firstSyncWaiters.splice(0)) resolve();

@@ -21,6 +21,8 @@ import { IptablesProxier } from "./proxier.ts";
 
 export interface IptablesMode {
   readonly backend: IptablesBackend;
+  /** Why this backend (detectBackend's sentence). */
+  readonly backendReason: string;
   readonly families: IPFamily[];
   readonly proxiers: IptablesProxier[];
   readonly proxier: MultiFamilyProxier;
@@ -82,7 +84,7 @@ export async function applyLocalhostNodePorts(
 }
 
 export async function buildIptablesMode(o: IptablesModeOptions): Promise<IptablesMode> {
-  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend, o.sysctl);
+  const { backend, families, reason } = await chooseBackendAndFamilies(o.exec, o.log, o.backend, o.sysctl);
   const nfacctClient = createNfacctClient({ exec: o.exec, logger: o.log });
   const hasNfacct = o.nfacct ?? (await nfacctClient.available());
   // Once per process, not per family: the nfacct objects are shared by both.
@@ -112,5 +114,5 @@ export async function buildIptablesMode(o: IptablesModeOptions): Promise<Iptable
       }),
   );
   o.log.info("Proxying IP families", { families: families.join(",") });
-  return { backend: backend, families, proxiers, proxier: new MultiFamilyProxier(proxiers) };
+  return { backend, backendReason: reason, families, proxiers, proxier: new MultiFamilyProxier(proxiers) };
 }

@@ -29,6 +29,7 @@ export const iptablesMode: ModeDefinition<"iptables"> = {
       stop: () => {
         for (const m of monitors) m.stop();
       },
+      describe: () => [{ component: "iptables", chosen: ipt.backend, reason: ipt.backendReason }],
     };
   },
 

@@ -198,6 +198,7 @@ export class IptablesProxier implements Proxier {
     const { request, scope } = this.chooseScope(input, start);
     const fullSync = request.fullSync;
     this.log.v(2).info("Syncing iptables rules", { ipFamily: this.deps.family, fullSync });
+    let rulesWritten: number | undefined;
     try {
       if (fullSync && !(await this.takePreparedBaseline())) await this.ensureBaseline();
       // What the maps' update (and, in a dual-stack node, the other family's sync) left behind
@@ -211,6 +212,7 @@ export class IptablesProxier implements Proxier {
       this.recordRuleCounts(set, input, scope.totalEndpoints);
       this.tableLines = set.filterLinesHeld + set.natRuleLines + set.skippedNatRuleLines;
       await this.restore(set.payload);
+      rulesWritten = set.filterLinesWritten + set.natRuleLines;
       // A throttled sweep's period runs from the end of the sync that swept: when a restore
       // takes longer than the period (upstream's 5,000 x 50 takes ~40 s against 30 s), timing it
       // from the start would make the next sync, a one-endpoint change, pay iptables-save again
@@ -229,6 +231,8 @@ export class IptablesProxier implements Proxier {
       throw err;
     } finally {
       this.observeDuration(start, fullSync);
+      const written = rulesWritten === undefined ? undefined : { count: rulesWritten, unit: "rules" };
+      input.note?.family(this.deps.family, fullSync, written);
     }
   }
 

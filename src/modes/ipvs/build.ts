@@ -11,6 +11,7 @@ import type { IpvsClient } from "../../host/ipvs/types.ts";
 import { createNetlinkClient } from "../../host/netlink/client.ts";
 import { NETLINK_GENERIC, openNetlinkSocket } from "../../host/netlink-socket/socket.ts";
 import type { Logger } from "../../log/logger.ts";
+import type { BackendChoice } from "../../proxy/debug-state/schema.ts";
 import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
 import { chooseBackendAndFamilies } from "../../proxy/netfilter/families.ts";
@@ -28,6 +29,8 @@ export interface IpvsMode {
   /** What the last sync programmed (the --dry-run `ipvs.virtualServers`). */
   virtualServers(): Listing<VirtualServerView>;
   stop(): void;
+  /** The iptables backend and the IPVS writer, each with why. */
+  readonly backends: readonly BackendChoice[];
 }
 
 export interface IpvsModeOptions extends ModeBuildOptions {
@@ -44,15 +47,27 @@ export const IPVS_NETLINK_ENV = "KPTS_IPVS_NETLINK";
  * ipvsadm's client, its writes sent over netlink when this process can open a generic netlink
  * socket (the compiled binary, as root); ipvsadm alone otherwise.
  */
-async function liveIpvsClient(o: IpvsModeOptions): Promise<IpvsClient> {
+async function liveIpvsClient(o: IpvsModeOptions): Promise<{ client: IpvsClient; writer: BackendChoice }> {
   const ipvsadm = createIpvsClient({ exec: o.exec, logger: o.log });
-  if (!o.netlink || o.dryRun || process.env[IPVS_NETLINK_ENV] === "0") return ipvsadm;
+  const viaIpvsadm = (reason: string) => ({
+    client: ipvsadm,
+    writer: { component: "ipvs writes", chosen: "ipvsadm", reason },
+  });
+  if (!o.netlink || o.dryRun) return viaIpvsadm("a dry run records ipvsadm input");
+  if (process.env[IPVS_NETLINK_ENV] === "0") return viaIpvsadm(`${IPVS_NETLINK_ENV}=0`);
   const socket = await openNetlinkSocket(NETLINK_GENERIC);
   if (typeof socket === "string") {
     o.log.info("Writing IPVS changes with ipvsadm: no netlink socket", { reason: socket });
-    return ipvsadm;
+    return viaIpvsadm(`no netlink socket: ${socket}`);
   }
-  return createNetlinkIpvsClient({ ipvsadm, socket, logger: o.log });
+  return {
+    client: createNetlinkIpvsClient({ ipvsadm, socket, logger: o.log }),
+    writer: {
+      component: "ipvs writes",
+      chosen: "netlink",
+      reason: "a generic netlink socket could be opened",
+    },
+  };
 }
 
 /** Under --dry-run the plan is computed even when the kernel lacks IPVS (the check says so). */
@@ -80,9 +95,9 @@ function emptyWhenUnavailable(client: IpvsClient, log: Logger): IpvsClient {
 }
 
 export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
-  const { backend, families } = await chooseBackendAndFamilies(o.exec, o.log, o.backend, o.sysctl);
+  const { backend, families, reason } = await chooseBackendAndFamilies(o.exec, o.log, o.backend, o.sysctl);
   // One client each: ipvs, ipset and the dummy device are shared by both families' proxiers.
-  const live = await liveIpvsClient(o);
+  const { client: live, writer } = await liveIpvsClient(o);
   const ipvs = o.dryRun ? emptyWhenUnavailable(live, o.log) : live;
   const ipset = createIpsetClient({ exec: o.exec });
   const netlink = createNetlinkClient({ exec: o.exec, logger: o.log });
@@ -129,5 +144,6 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
     stop: () => {
       for (const p of proxiers) p.stop();
     },
+    backends: [{ component: "iptables", chosen: backend, reason }, writer],
   };
 }

@@ -42,6 +42,7 @@ export const ipvsMode: ModeDefinition<"ipvs"> = {
       proxier: ipvs.proxier,
       afterFirstSync: () => {},
       stop: () => ipvs.stop(),
+      describe: () => ipvs.backends,
     };
   },
 

@@ -371,6 +371,12 @@ export class IpvsProxier implements Proxier {
       throw err;
     } finally {
       this.finishStats(startMs, start, fullSync, counts);
+      const written = counts && counts.ipvsRestoreLines + counts.ipsetRestoreLines + counts.ipBatchLines;
+      input.note?.family(
+        this.family,
+        fullSync,
+        written === undefined ? undefined : { count: written, unit: "commands" },
+      );
     }
   }
 

@@ -13,6 +13,7 @@ import { createNetlinkNftClient, type NetlinkNftClient } from "../../host/nft/ne
 import { NftTransaction } from "../../host/nft/transaction.ts";
 import type { NftClient } from "../../host/nft/types.ts";
 import type { Logger } from "../../log/logger.ts";
+import type { BackendChoice } from "../../proxy/debug-state/schema.ts";
 import { localAddresses } from "../../proxy/local-addresses.ts";
 import { familyMetrics } from "../../proxy/metrics/metrics.ts";
 import { MultiFamilyProxier } from "../../proxy/multi-family.ts";
@@ -28,6 +29,8 @@ export interface NftablesMode {
   readonly families: IPFamily[];
   readonly proxiers: NftablesProxier[];
   readonly proxier: MultiFamilyProxier;
+  /** How transactions reach the kernel, and why. */
+  readonly writer: BackendChoice;
 }
 
 /**
@@ -57,7 +60,10 @@ export const NETLINK_ENV = "KPTS_NFT_NETLINK";
  * The clients of a real run: partial syncs over netlink when this process can open the socket
  * (the compiled binary, as root), everything through nft otherwise. A dry run records nft input.
  */
-async function nftClients(o: ModeBuildOptions, netlink: boolean): Promise<Record<IPFamily, NftClient>> {
+async function nftClients(
+  o: ModeBuildOptions,
+  netlink: boolean,
+): Promise<{ clients: Record<IPFamily, NftClient>; writer: BackendChoice }> {
   const client = (family: IPFamily) =>
     createNftClient({
       exec: o.exec,
@@ -66,15 +72,27 @@ async function nftClients(o: ModeBuildOptions, netlink: boolean): Promise<Record
       timeoutMs: NFT_TIMEOUT_MS,
     });
   const clients = { IPv4: client("IPv4"), IPv6: client("IPv6") };
-  if (!netlink || process.env[NETLINK_ENV] === "0") return clients;
+  const nftOnly = (reason: string) => ({
+    clients,
+    writer: { component: "nftables writes", chosen: "nft -f", reason },
+  });
+  if (!netlink) return nftOnly("a dry run records nft input");
+  if (process.env[NETLINK_ENV] === "0") return nftOnly(`${NETLINK_ENV}=0`);
   const socket = await openNetlinkSocket(NETLINK_NETFILTER);
   if (typeof socket === "string") {
     o.log.info("Writing every nftables transaction with nft: no netlink socket", { reason: socket });
-    return clients;
+    return nftOnly(`no netlink socket: ${socket}`);
   }
   return {
-    IPv4: overNetlink(clients.IPv4, "IPv4", socket, o.log),
-    IPv6: overNetlink(clients.IPv6, "IPv6", socket, o.log),
+    clients: {
+      IPv4: overNetlink(clients.IPv4, "IPv4", socket, o.log),
+      IPv6: overNetlink(clients.IPv6, "IPv6", socket, o.log),
+    },
+    writer: {
+      component: "nftables writes",
+      chosen: "netlink (partial syncs), nft -f (full syncs)",
+      reason: "a netfilter netlink socket could be opened",
+    },
   };
 }
 
@@ -99,7 +117,7 @@ export async function buildNftablesMode(
   o: ModeBuildOptions,
   opts: { readonly netlink?: boolean } = {},
 ): Promise<NftablesMode> {
-  const clients = await nftClients(o, opts.netlink ?? false);
+  const { clients, writer } = await nftClients(o, opts.netlink ?? false);
   const families: IPFamily[] = [];
   for (const family of await withKernelSupport(["IPv4", "IPv6"], o.sysctl, o.log)) {
     if (await familyUsable(clients[family], family)) families.push(family);
@@ -132,5 +150,5 @@ export async function buildNftablesMode(
   // IPv6 syncs first: nft reads every table of the ruleset before it applies a transaction, so
   // the (usually small) ip6 table written after a 10,000-Service ip table would wait seconds
   // on reading it; written first, its first sync reads a table that is not there yet.
-  return { families, proxiers, proxier: new MultiFamilyProxier([...proxiers].reverse()) };
+  return { families, proxiers, proxier: new MultiFamilyProxier([...proxiers].reverse()), writer };
 }

@@ -20,7 +20,13 @@ export const nftablesMode: ModeDefinition<"nftables"> = {
 
   async build(o) {
     const nft = await buildNftablesMode(o, { netlink: true });
-    return { families: nft.families, proxier: nft.proxier, afterFirstSync: () => {}, stop: () => {} };
+    return {
+      families: nft.families,
+      proxier: nft.proxier,
+      afterFirstSync: () => {},
+      stop: () => {},
+      describe: () => [nft.writer],
+    };
   },
 
   // The planned transactions are the report's `nft -f -` commands (the recorder keeps them).

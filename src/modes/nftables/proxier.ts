@@ -99,6 +99,7 @@ export class NftablesProxier implements Proxier {
     if (this.book.observeNode(input.node)) this.book.requestFullSync();
     const fullSync = this.book.fullSyncNeeded || this.book.periodicFullSyncDue(start);
     this.log.v(2).info("Syncing nftables rules", { ipFamily: this.deps.family, fullSync });
+    let operations: number | undefined;
     try {
       await this.deleteStaleChains(start);
       const existing = !fullSync
@@ -153,6 +154,7 @@ export class NftablesProxier implements Proxier {
       const trace = this.log.v(9);
       if (trace.enabled) trace.info("Running nftables transaction", { transaction: tx.render() });
       await this.run(tx);
+      operations = tx.size;
       if (!tx.isEmpty())
         this.log.v(2).info("Applied nftables transaction", {
           ipFamily: this.deps.family,
@@ -177,6 +179,8 @@ export class NftablesProxier implements Proxier {
       throw err;
     } finally {
       this.observeDuration(start, fullSync);
+      const written = operations === undefined ? undefined : { count: operations, unit: "operations" };
+      input.note?.family(this.deps.family, fullSync, written);
     }
   }
 

@@ -3,7 +3,8 @@
 // apiserver-style ping check), /proxyMode, /configz, /flagz and /statusz (each while its
 // ComponentFlagz / ComponentStatusz gate is on), and the profiling routes when
 // enableProfiling is set. Go's pprof cannot exist here, so those answer 501 and
-// say why rather than serving something that only looks like a profile.
+// say why rather than serving something that only looks like a profile. Ours besides upstream's:
+// /debug/state (see src/proxy/debug-state), when the run provides it.
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Registry } from "prom-client";
@@ -30,6 +31,15 @@ export interface MetricsServerOptions {
   flagz?: Flagz;
   /** /statusz, when ComponentStatusz is on: the page's facts, read per request (the paths are filled in here). */
   statusz?: () => Omit<StatuszInput, "paths">;
+  /** /debug/state: the answer to one request's query (made from memory; never waits for a sync). */
+  debugState?: (query: URLSearchParams) => Promise<DebugAnswer>;
+}
+
+/** An answer of /debug/state. */
+export interface DebugAnswer {
+  readonly status: number;
+  readonly contentType: string;
+  readonly body: string;
 }
 
 /** The paths this server answers, as /statusz lists them (itself excluded, as upstream). */
@@ -37,6 +47,7 @@ function servedPaths(opts: MetricsServerOptions): string[] {
   const paths = ["/healthz", "/metrics/slis", "/proxyMode", "/metrics", "/configz"];
   if (opts.profiling) paths.push("/debug/pprof");
   if (opts.flagz) paths.push("/flagz");
+  // /debug/state is ours, not upstream's: left out, so the page lists what upstream's lists.
   return paths;
 }
 
@@ -99,6 +110,14 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<Ru
         return reply(res, 200, "application/json", goJSON({ [CONFIGZ_GROUP]: opts.configz() }));
       case "/flagz":
         if (opts.flagz) return zpage(res, opts.flagz.response(req.headers.accept));
+        break;
+      case "/debug/state":
+        if (opts.debugState) {
+          if (req.method !== "GET" && req.method !== "HEAD") return reply(res, 405, TEXT, "GET only\n");
+          const query = new URL(req.url ?? "/", "http://localhost").searchParams;
+          const answer = await opts.debugState(query);
+          return reply(res, answer.status, answer.contentType, answer.body);
+        }
         break;
       case "/statusz":
         if (opts.statusz)

@@ -47,11 +47,11 @@ export async function chooseBackendAndFamilies(
   log: Logger,
   preference: BackendPreference,
   sysctl?: Pick<SysctlClient, "get">,
-): Promise<{ backend: IptablesBackend; families: IPFamily[] }> {
+): Promise<{ backend: IptablesBackend; families: IPFamily[]; reason: string }> {
   const choice = await detectBackend(exec, log, preference);
   log.info("Using iptables backend", { backend: choice.backend, reason: choice.reason });
   const families = await withKernelSupport(await usableFamilies(exec, choice.backend), sysctl, log);
   if (families.length === 0)
     throw new Error(`iptables (${choice.backend}) cannot read the nat table on this node`);
-  return { backend: choice.backend, families };
+  return { backend: choice.backend, families, reason: choice.reason };
 }

@@ -14,6 +14,7 @@ import { FakeNetlink } from "../../../src/host/netlink/testing/fake.ts";
 import { createSysctlClient } from "../../../src/host/sysctl/client.ts";
 import { memoryLogger } from "../../../src/log/logger.ts";
 import { buildIptablesMode } from "../../../src/modes/iptables/build.ts";
+import { SyncHistory } from "../../../src/proxy/debug-state/history.ts";
 import { createMetrics } from "../../../src/proxy/metrics/metrics.ts";
 import { tempDir } from "../../support/binary.ts";
 import { Cluster, endpointSlice, ep, service } from "./harness.ts";
@@ -60,8 +61,11 @@ async function build(root: string, patch: (c: ProxyConfig) => void = () => {}) {
     service("ns", "web", { clusterIP: "198.51.100.41" }),
     endpointSlice("ns", "web", [ep("192.0.2.11")]),
   );
-  await mode.proxier.sync(cluster.input());
-  return { ipt, log };
+  const history = new SyncHistory();
+  const first = history.begin({ services: 1, endpoints: 1 });
+  await mode.proxier.sync({ ...cluster.input(), note: first });
+  first.finish();
+  return { ipt, log, mode, cluster, history };
 }
 
 const hasGuard = (ipt: FakeIptables) =>
@@ -103,6 +107,27 @@ describe("iptables mode assembly", () => {
     expect(dropsInvalid(ipt.IPv4)).toBe(true);
     const absent = await build(sysctlRoot({ [ROUTE_LOCALNET]: 0 }));
     expect(dropsInvalid(absent.ipt.IPv4)).toBe(true);
+  });
+
+  test("/debug/state: the backend and why; each family notes its sync, full then partial, with the rules written", async () => {
+    const { mode, cluster, history } = await build(sysctlRoot({ [ROUTE_LOCALNET]: 0, [TCP_BE_LIBERAL]: 0 }));
+    expect(mode.backend).toBe("nft");
+    expect(mode.backendReason).toBe("--iptables-backend=nft");
+    cluster.apply(endpointSlice("ns", "web", [ep("192.0.2.11"), ep("192.0.2.12")]));
+    const second = history.begin({ services: 0, endpoints: 1 });
+    await mode.proxier.sync({ ...cluster.input(), note: second });
+    second.finish();
+    const [partial, full] = history.records();
+    // Every family the mode proxies (this sysctl root has no IPv6: IPv4 alone).
+    expect(full?.families.map((f) => [f.family, f.fullSync])).toEqual(mode.families.map((f) => [f, true]));
+    expect(full?.families[0]?.written?.count).toBeGreaterThan(partial?.families[0]?.written?.count ?? 0);
+    expect(partial).toMatchObject({ kind: "partial", result: "ok" });
+    expect(partial?.families[0]).toMatchObject({
+      family: "IPv4",
+      fullSync: false,
+      written: { unit: "rules" },
+    });
+    expect(partial?.families[0]?.written?.count).toBeGreaterThan(0);
   });
 
   test("route_localnet that cannot be written stops the assembly (upstream refuses to start)", async () => {

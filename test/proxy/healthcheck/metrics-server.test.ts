@@ -137,6 +137,40 @@ describe("metrics server", () => {
     expect(await (await get(`${on}/flagz`)).text()).toMatch(/^v(:|: |=| )2$/m);
   });
 
+  test("/debug/state answers what the run's handler makes of the query; 404 without one; GET only", async () => {
+    const off = await start();
+    expect((await get(`${off}/debug/state`)).status).toBe(404);
+    const queries: string[] = [];
+    const on = await start({
+      debugState: async (query) => {
+        queries.push(query.toString());
+        return { status: 200, contentType: "application/json", body: '{"kind":"DebugState"}\n' };
+      },
+    });
+    const res = await get(`${on}/debug/state?format=snapshot&host=false`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(await res.text()).toBe('{"kind":"DebugState"}\n');
+    expect(queries).toEqual(["format=snapshot&host=false"]);
+    expect((await fetch(`${on}/debug/state`, { method: "POST" })).status).toBe(405);
+    expect(queries).toHaveLength(1);
+    // Not on /statusz's list, which stays upstream's.
+    const withStatusz = await start({
+      debugState: async () => ({ status: 200, contentType: "text/plain", body: "" }),
+      statusz: () => ({
+        startTimeMs: Date.now(),
+        nowMs: Date.now(),
+        runtime: "bun",
+        binaryVersion: "v0",
+        emulationVersion: "1.37",
+      }),
+    });
+    expect(await (await get(`${withStatusz}/statusz`)).text()).toMatch(
+      /^Paths(:|: |=| ) \/configz \/healthz \/metrics \/proxyMode$/m,
+    );
+  });
+
   test("/configz escapes like Go's json.Marshal", async () => {
     const url = await start({ configz: () => ({ Kubeconfig: "/etc/<k>&" }) });
     expect(await (await get(`${url}/configz`)).text()).toBe(
