@@ -3,8 +3,8 @@
 // makes it throw instead of passing a flow silently.
 
 import { describe, expect, test } from "bun:test";
-import { tracePacket } from "./tracer.ts";
-import { parseRuleTables, splitWords } from "./tracer-rules.ts";
+import { tracePacket } from "../../../src/host/iptables/trace.ts";
+import { parseRuleTables, splitWords } from "../../../src/host/iptables/trace-rules.ts";
 
 const NODE = "192.168.0.2";
 

@@ -1,4 +1,4 @@
-// A packet-flow tracer for tests: walks the first packet of a NEW connection through the nat
+// A packet-flow tracer (for `explain` and the tests): walks the first packet of a NEW connection through the nat
 // and filter tables of an iptables-save text (tracer-rules.ts) the way the kernel's hooks
 // would, and reports what kube-proxy's rules do with it, in the terms of upstream's
 // iptables proxier tests: the DNAT targets reachable (every branch of a -m statistic rule is
@@ -14,9 +14,9 @@
 // matches are evaluated on a packet mark. "Masqueraded" is what nat POSTROUTING does with the
 // packet as it leaves the tables (for a dropped or locally delivered packet: would do).
 
-import { cidrContains, isLoopback } from "../../../src/util/net/address.ts";
-import { joinHostPort, splitHostPort } from "../../../src/util/net/host-port.ts";
-import { type Match, parseRuleTables, type Rule, type RuleTables } from "./tracer-rules.ts";
+import { cidrContains, isLoopback } from "../../util/net/address.ts";
+import { joinHostPort, splitHostPort } from "../../util/net/host-port.ts";
+import { type Match, parseRuleTables, type Rule, type RuleTables } from "./trace-rules.ts";
 
 export interface FlowPacket {
   readonly source: string;
@@ -25,11 +25,26 @@ export interface FlowPacket {
   readonly port: number;
 }
 
+/** One way the packet can go: every -m statistic rule taken or not splits a path in two. */
+export interface FlowPath {
+  readonly verdict: "accept" | "drop" | "reject";
+  /** "ip:port" ("[ip]:port" for IPv6) when DNATed. */
+  readonly dnat: string | undefined;
+  readonly masq: boolean;
+  /** The chance a new connection takes this path (the product of its statistic rules' odds). */
+  readonly probability: number;
+  /** Whether a rule ended it explicitly (DROP, REJECT, ACCEPT, DNAT) rather than the policy. */
+  readonly decided: boolean;
+  /** The rules that matched on the way with a target, as "table: -A CHAIN ...", in order. */
+  readonly trail: readonly string[];
+}
+
 export interface FlowResult {
   readonly output: string;
   readonly masq: boolean;
   /** Every rule that matched, for failure messages. */
   readonly matched: readonly string[];
+  readonly paths: readonly FlowPath[];
 }
 
 interface Packet {
@@ -40,6 +55,8 @@ interface Packet {
   readonly mark: number;
   readonly dnat?: string;
   readonly masqueraded: boolean;
+  readonly prob: number;
+  readonly trail: readonly string[];
 }
 
 type Verdict = "ACCEPT" | "DROP" | "REJECT";
@@ -77,8 +94,11 @@ export class IptablesTracer {
       dport: p.port,
       mark: 0,
       masqueraded: false,
+      prob: 1,
+      trail: [],
     };
     const outputs: string[] = [];
+    const paths: FlowPath[] = [];
     let masq = false;
     const localOrigin = this.isLocal(start.src);
     for (const b of this.hook("nat", localOrigin ? "OUTPUT" : "PREROUTING", start)) {
@@ -86,6 +106,7 @@ export class IptablesTracer {
       const filterHooks = localOrigin ? ["OUTPUT"] : [this.isLocal(pkt.dst) ? "INPUT" : "FORWARD"];
       if (localOrigin && this.isLocal(pkt.dst)) filterHooks.push("INPUT");
       let verdict: Verdict | undefined;
+      let explicit = false;
       let cur = pkt;
       for (const h of filterHooks) {
         const ends = this.hook("filter", h, cur);
@@ -94,17 +115,33 @@ export class IptablesTracer {
         cur = e.pkt;
         if (e.end === "DROP" || e.end === "REJECT") {
           verdict = e.end;
+          explicit = true;
           break;
         }
+        if (e.end === "ACCEPT") explicit = true;
         // An explicit ACCEPT of a packet nat left alone (e.g. a health-check NodePort).
         if (e.end === "ACCEPT" && !cur.dnat) verdict = "ACCEPT";
       }
       // What nat POSTROUTING does (or would do) with the packet as it leaves.
-      for (const post of this.hook("nat", "POSTROUTING", cur)) masq ||= post.pkt.masqueraded;
+      let leaving = cur;
+      for (const post of this.hook("nat", "POSTROUTING", cur)) {
+        masq ||= post.pkt.masqueraded;
+        if (post.pkt.masqueraded) leaving = post.pkt;
+      }
+      const dead = verdict === "DROP" || verdict === "REJECT";
+      paths.push({
+        verdict: dead ? (verdict === "DROP" ? "drop" : "reject") : "accept",
+        dnat: cur.dnat,
+        masq: leaving.masqueraded,
+        probability: cur.prob,
+        decided: explicit || cur.dnat !== undefined,
+        // The postrouting rules only show when they masquerade (every packet passes them).
+        trail: leaving.masqueraded ? leaving.trail : cur.trail,
+      });
       const out = verdict === "DROP" || verdict === "REJECT" ? verdict : (cur.dnat ?? verdict ?? "");
       if (out !== "" && !outputs.includes(out)) outputs.push(out);
     }
-    return { output: outputs.join(", "), masq, matched: this.matched };
+    return { output: outputs.join(", "), masq, matched: this.matched, paths };
   }
 
   /** A built-in chain's rules; "continue" means its policy (ACCEPT) applies. */
@@ -128,6 +165,13 @@ export class IptablesTracer {
       this.matched.push(rule.raw);
       const t = rule.target;
       if (t.kind === "none") continue;
+      const chance = rule.matches.find((m) => m.kind === "statistic")?.probability;
+      const before = pkt;
+      pkt = {
+        ...pkt,
+        trail: [...pkt.trail, `${table}: ${rule.raw}`],
+        ...(chance === undefined ? {} : { prob: pkt.prob * chance }),
+      };
       if (t.kind === "MARK") {
         if (rule.matches.some((m) => m.kind === "statistic"))
           throw new Error(`-m statistic on a MARK rule: ${rule.raw}`);
@@ -137,8 +181,8 @@ export class IptablesTracer {
       const next = i + 1;
       const taken = this.take(table, rule, pkt, depth, (p) => this.from(table, rules, next, p, depth));
       // A random-probability rule both may and may not match: the "not taken" path follows.
-      if (rule.matches.some((m) => m.kind === "statistic"))
-        taken.push(...this.from(table, rules, i + 1, pkt, depth));
+      if (chance !== undefined && chance < 1)
+        taken.push(...this.from(table, rules, i + 1, { ...before, prob: before.prob * (1 - chance) }, depth));
       return taken;
     }
     return [{ pkt, end: "continue" }];
