@@ -563,7 +563,17 @@ export const FLAGS: readonly FlagSpec[] = [
     config: "runOption",
     run: "output",
     group: "kube-proxy-ts",
-    help: 'Format of the --dry-run report: "text" or "json".',
+    help: 'Format of the --dry-run report and of `explain`: "text" or "json".',
+  }),
+  f({
+    name: "from",
+    kind: "string",
+    typeName: "ip",
+    default: "",
+    config: "runOption",
+    run: "explainFrom",
+    group: "kube-proxy-ts",
+    help: "With `explain IP:port[/proto]`: the source address of the traced connection. Default: a client outside the node; a node address traces a connection the node itself opens.",
   }),
   f({
     name: "state",

@@ -268,10 +268,11 @@ class Tracer {
       }
       case "vmap": {
         onlyCommentsAfter();
-        const value = this.mapLookup(t.map, t.selectors, s, rule);
-        return value === undefined
-          ? [{ state: s, end: "next" }]
-          : this.verdict(parseVerdict(value), acted(s), at, depth);
+        const found = this.mapLookup(t.map, t.selectors, s, rule);
+        if (found === undefined) return [{ state: s, end: "next" }];
+        // The element that matched is part of the path: "@map: KEY : VERDICT".
+        const hop = { ...acted(s), trail: [...acted(s).trail, `@${t.map}: ${found[0]} : ${found[1]}`] };
+        return this.verdict(parseVerdict(found[1]), hop, at, depth);
       }
       case "verdict":
         onlyCommentsAfter();
@@ -397,10 +398,11 @@ class Tracer {
     selectors: readonly Selector[],
     s: State,
     rule: string,
-  ): string | undefined {
+  ): [key: string, value: string] | undefined {
     const map = this.table.maps.get(name);
     if (!map) throw new UnsupportedRuleError(rule, `@${name}`, "a lookup in a missing map");
-    for (const [key, value] of map.elements) if (this.elementMatches(selectors, key, s, rule)) return value;
+    for (const [key, value] of map.elements)
+      if (this.elementMatches(selectors, key, s, rule)) return [key, value];
     return undefined;
   }
 
