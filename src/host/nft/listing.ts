@@ -143,6 +143,7 @@ function readSpec(
   let type: string | undefined;
   let flags: string[] = [];
   let comment: string | undefined;
+  let timeoutSeconds: number | undefined;
   for (let k = 0; k < body.length; ) {
     const line = body[k]!;
     if (line.startsWith("elements")) {
@@ -158,12 +159,30 @@ function readSpec(
     if (line.startsWith("type ")) type = line.slice(5).trim();
     else if (line.startsWith("flags ")) flags = line.slice(6).trim().split(",");
     else if (line.startsWith("comment ")) comment = unquote(line.slice(8));
-    else if (line !== "" && !/^(size|timeout|gc-interval|policy|auto-merge|counter)\b/.test(line))
+    else if (line.startsWith("timeout ")) timeoutSeconds = durationSeconds(line.slice(8).trim());
+    else if (line !== "" && !/^(size|gc-interval|policy|auto-merge|counter)\b/.test(line))
       throw new NftListingError(firstLine + k, line, "unexpected line in a set or map");
     k++;
   }
   if (type === undefined) throw new NftListingError(firstLine, "", "a set or map without a type");
-  return { type, flags, ...(comment !== undefined ? { comment } : {}) };
+  return {
+    type,
+    flags,
+    ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
+    ...(comment !== undefined ? { comment } : {}),
+  };
+}
+
+const UNIT_SECONDS: Readonly<Record<string, number>> = { d: 86400, h: 3600, m: 60, s: 1, ms: 0.001 };
+
+/** nft's durations: "3h", "1d2h", "10800s". */
+function durationSeconds(text: string): number | undefined {
+  let total = 0;
+  const rest = text.replace(/(\d+)(ms|d|h|m|s)/g, (_, n: string, unit: string) => {
+    total += Number(n) * UNIT_SECONDS[unit]!;
+    return "";
+  });
+  return rest === "" && text !== "" ? total : undefined;
 }
 
 function readSet(body: readonly string[], firstLine: number): SimulatedNftSet {

@@ -43,9 +43,10 @@ function named(p: PathEnd): TracedPath {
     hops: p.trail,
   };
   if (p.verdict === "accept") return base;
-  const refusing = [...p.trail].reverse().find((h) => !h.startsWith("@")) ?? "";
-  const element = p.trail.find((h) => h.startsWith("@"));
-  const detail = ruleComment(refusing) ?? element ?? refusing;
+  const refusing = p.trail.findLast((h) => !h.startsWith("@")) ?? "";
+  const element = p.trail.findLast((h) => h.startsWith("@"));
+  // A verdict map's element refused it when the last rule was the lookup; else that rule did.
+  const detail = ruleComment(refusing) ?? (refusing.includes(" vmap @") ? element : refusing);
   return { ...base, cause: causeOf(p), ...(detail ? { detail } : {}) };
 }
 
