@@ -19,7 +19,8 @@ export type Target =
   | { kind: "ACCEPT" | "DROP" | "REJECT" | "RETURN" }
   | { kind: "MASQUERADE" }
   | { kind: "DNAT"; to: string }
-  | { kind: "MARK"; op: "or" | "xor"; value: number };
+  /** The new mark is (mark AND NOT mask) XOR value: --or-mark X is X/X, --xor-mark X is X/0. */
+  | { kind: "MARK"; value: number; mask: number };
 
 export interface Rule {
   readonly raw: string;
@@ -169,6 +170,8 @@ export function parseRule(raw: string, words: readonly string[]): Rule {
         matches.push({ kind: "recent", check: false });
         break;
       case "--seconds":
+      case "--mask":
+      case "--hitcount":
         i++;
         break;
       case "--reap":
@@ -189,9 +192,15 @@ export function parseRule(raw: string, words: readonly string[]): Rule {
           i += 2;
         } else if (t === "MARK") {
           const op = words[i + 1];
-          if (op !== "--or-mark" && op !== "--xor-mark")
-            throw new Error(`unsupported MARK option ${op}: ${raw}`);
-          target = { kind: "MARK", op: op === "--or-mark" ? "or" : "xor", value: num(take(i + 2), raw) };
+          const arg = take(i + 2);
+          if (op === "--or-mark" || op === "--xor-mark") {
+            const value = num(arg, raw);
+            target = { kind: "MARK", value, mask: op === "--or-mark" ? value : 0 };
+          } else if (op === "--set-xmark") {
+            // iptables-save's spelling: VALUE/MASK (a bare VALUE sets every bit).
+            const [v, m] = arg.split("/");
+            target = { kind: "MARK", value: num(v, raw), mask: m === undefined ? 0xffffffff : num(m, raw) };
+          } else throw new Error(`unsupported MARK option ${op}: ${raw}`);
           i += 2;
         } else if (OTHER_TARGETS.has(t)) throw new Error(`unsupported target ${t} in rule: ${raw}`);
         else target = { kind: "jump", chain: t };

@@ -175,7 +175,7 @@ export class IptablesTracer {
       if (t.kind === "MARK") {
         if (rule.matches.some((m) => m.kind === "statistic"))
           throw new Error(`-m statistic on a MARK rule: ${rule.raw}`);
-        pkt = { ...pkt, mark: t.op === "or" ? (pkt.mark | t.value) >>> 0 : (pkt.mark ^ t.value) >>> 0 };
+        pkt = { ...pkt, mark: ((pkt.mark & ~t.mask) ^ t.value) >>> 0 };
         continue;
       }
       const next = i + 1;
