@@ -11,7 +11,13 @@ export type Match =
   | { kind: "ctstate"; neg: boolean; states: string[] }
   | { kind: "mark"; neg: boolean; value: number; mask: number }
   | { kind: "statistic"; probability: number }
-  | { kind: "recent"; check: boolean };
+  | { kind: "recent"; check: boolean }
+  /** `-m set --match-set NAME src,dst,...`: one direction per dimension of the set's type. */
+  | { kind: "set"; neg: boolean; name: string; dirs: ("src" | "dst")[] }
+  /** `-m physdev --physdev-is-in`: whether the packet came in over a bridge port. */
+  | { kind: "physdev-is-in"; neg: boolean }
+  /** `-m ipvs --vaddr A --vproto P --vport N`: the packet was handled by that IPVS service. */
+  | { kind: "ipvs"; vaddr?: string; vproto?: string; vport?: number };
 
 export type Target =
   | { kind: "none" }
@@ -78,6 +84,9 @@ const MODULES = new Set([
   "statistic",
   "recent",
   "nfacct",
+  "set",
+  "physdev",
+  "ipvs",
 ]);
 
 /** Targets the tracer does not model (a jump to an undeclared chain fails when evaluated). */
@@ -177,6 +186,31 @@ export function parseRule(raw: string, words: readonly string[]): Rule {
       case "--reap":
       case "--rsource":
         break;
+      case "--match-set": {
+        const name = take(++i);
+        const dirs = take(++i).split(",");
+        if (!dirs.every((d) => d === "src" || d === "dst"))
+          throw new Error(`unsupported --match-set directions ${dirs.join(",")} in rule: ${raw}`);
+        matches.push({ kind: "set", neg: wasNeg, name, dirs: dirs as ("src" | "dst")[] });
+        break;
+      }
+      case "--physdev-is-in":
+        matches.push({ kind: "physdev-is-in", neg: wasNeg });
+        break;
+      case "--vaddr":
+      case "--vproto":
+      case "--vport": {
+        let m = matches.find((x) => x.kind === "ipvs");
+        if (!m) {
+          m = { kind: "ipvs" };
+          matches.push(m);
+        }
+        const v = take(++i);
+        if (w === "--vaddr") m.vaddr = v.split("/")[0]!;
+        else if (w === "--vproto") m.vproto = v.toLowerCase();
+        else m.vport = num(v, raw);
+        break;
+      }
       case "-j": {
         const t = take(++i);
         if (t === "ACCEPT" || t === "DROP" || t === "RETURN") target = { kind: t };
@@ -211,7 +245,18 @@ export function parseRule(raw: string, words: readonly string[]): Rule {
     }
     if (
       wasNeg &&
-      !["-p", "-s", "-d", "--dport", "--src-type", "--dst-type", "--ctstate", "--mark"].includes(w)
+      ![
+        "-p",
+        "-s",
+        "-d",
+        "--dport",
+        "--src-type",
+        "--dst-type",
+        "--ctstate",
+        "--mark",
+        "--match-set",
+        "--physdev-is-in",
+      ].includes(w)
     ) {
       throw new Error(`unsupported negation of ${w} in rule: ${raw}`);
     }

@@ -57,6 +57,49 @@ interface Packet {
   readonly masqueraded: boolean;
   readonly prob: number;
   readonly trail: readonly string[];
+  /** The IPVS virtual service that handled it (ipvs mode). */
+  readonly vs?: IpvsVirtual;
+}
+
+/** A packet as the ipset and IPVS lookups see it. */
+export interface PacketFields {
+  readonly src: string;
+  readonly dst: string;
+  readonly proto: string;
+  readonly dport: number;
+}
+
+export interface IpvsVirtual {
+  readonly vaddr: string;
+  readonly vproto: string;
+  readonly vport: number;
+}
+
+/** What IPVS does with a packet that reaches it. */
+export type IpvsDecision =
+  | { readonly kind: "none" }
+  /** A virtual service without a real server: IPVS answers ICMP port unreachable. */
+  | { readonly kind: "reject"; readonly service: string }
+  | {
+      readonly kind: "dnat";
+      readonly service: string;
+      readonly virtual: IpvsVirtual;
+      /** `to` "ip:port", `share` of new connections, `note` (weight) for the trail. */
+      readonly targets: readonly { readonly to: string; readonly share: number; readonly note: string }[];
+    };
+
+export interface TracerOptions {
+  /** Whether the packet's fields, taken in `dirs` order, make an entry of ipset `name`. */
+  readonly inSet?: (name: string, dirs: readonly ("src" | "dst")[], pkt: PacketFields) => boolean;
+  /** The node's IPVS table (ipvs mode). */
+  readonly ipvs?: (pkt: PacketFields) => IpvsDecision;
+}
+
+/** One packet on its way through the hooks, with where the filter chains left it. */
+interface Flow {
+  readonly pkt: Packet;
+  readonly verdict?: Verdict;
+  readonly explicit: boolean;
 }
 
 type Verdict = "ACCEPT" | "DROP" | "REJECT";
@@ -75,7 +118,11 @@ export class IptablesTracer {
   private matched: string[] = [];
 
   /** `rules`: iptables-save text holding the nat and filter tables; `localIPs`: the node's own IPs. */
-  constructor(rules: string, localIPs: readonly string[]) {
+  constructor(
+    rules: string,
+    localIPs: readonly string[],
+    private readonly options: TracerOptions = {},
+  ) {
     this.tables = parseRuleTables(rules);
     for (const t of ["nat", "filter"]) if (!this.tables.has(t)) throw new Error(`no ${t} table in the rules`);
     this.localIPs = new Set(localIPs);
@@ -102,46 +149,81 @@ export class IptablesTracer {
     let masq = false;
     const localOrigin = this.isLocal(start.src);
     for (const b of this.hook("nat", localOrigin ? "OUTPUT" : "PREROUTING", start)) {
-      const pkt = b.pkt;
-      const filterHooks = localOrigin ? ["OUTPUT"] : [this.isLocal(pkt.dst) ? "INPUT" : "FORWARD"];
-      if (localOrigin && this.isLocal(pkt.dst)) filterHooks.push("INPUT");
-      let verdict: Verdict | undefined;
-      let explicit = false;
-      let cur = pkt;
-      for (const h of filterHooks) {
-        const ends = this.hook("filter", h, cur);
-        if (ends.length !== 1) throw new Error(`filter ${h} branched (a -m statistic rule in filter?)`);
-        const e = ends[0]!;
-        cur = e.pkt;
-        if (e.end === "DROP" || e.end === "REJECT") {
-          verdict = e.end;
-          explicit = true;
-          break;
+      let flows: Flow[] = [{ pkt: b.pkt, explicit: false }];
+      // IPVS (ipvs mode) takes a packet at LOCAL_OUT after nat OUTPUT, or at LOCAL_IN after the
+      // filter INPUT chain.
+      if (localOrigin) {
+        flows = flows.flatMap((f) => this.ipvsStep(f));
+        flows = flows.map((f) => this.filterHook(f, "OUTPUT"));
+        flows = flows.map((f) => (this.isLocal(f.pkt.dst) ? this.filterHook(f, "INPUT") : f));
+      } else if (this.isLocal(b.pkt.dst)) {
+        flows = flows.map((f) => this.filterHook(f, "INPUT"));
+        flows = flows.flatMap((f) => this.ipvsStep(f));
+      } else flows = flows.map((f) => this.filterHook(f, "FORWARD"));
+      for (const { pkt: cur, verdict, explicit } of flows) {
+        // What nat POSTROUTING does (or would do) with the packet as it leaves.
+        let leaving = cur;
+        for (const post of this.hook("nat", "POSTROUTING", cur)) {
+          masq ||= post.pkt.masqueraded;
+          if (post.pkt.masqueraded) leaving = post.pkt;
         }
-        if (e.end === "ACCEPT") explicit = true;
-        // An explicit ACCEPT of a packet nat left alone (e.g. a health-check NodePort).
-        if (e.end === "ACCEPT" && !cur.dnat) verdict = "ACCEPT";
+        const dead = verdict === "DROP" || verdict === "REJECT";
+        paths.push({
+          verdict: dead ? (verdict === "DROP" ? "drop" : "reject") : "accept",
+          dnat: cur.dnat,
+          masq: leaving.masqueraded,
+          probability: cur.prob,
+          decided: explicit || cur.dnat !== undefined,
+          // The postrouting rules only show when they masquerade (every packet passes them).
+          trail: leaving.masqueraded ? leaving.trail : cur.trail,
+        });
+        const out = dead ? verdict : (cur.dnat ?? verdict ?? "");
+        if (out !== "" && !outputs.includes(out)) outputs.push(out);
       }
-      // What nat POSTROUTING does (or would do) with the packet as it leaves.
-      let leaving = cur;
-      for (const post of this.hook("nat", "POSTROUTING", cur)) {
-        masq ||= post.pkt.masqueraded;
-        if (post.pkt.masqueraded) leaving = post.pkt;
-      }
-      const dead = verdict === "DROP" || verdict === "REJECT";
-      paths.push({
-        verdict: dead ? (verdict === "DROP" ? "drop" : "reject") : "accept",
-        dnat: cur.dnat,
-        masq: leaving.masqueraded,
-        probability: cur.prob,
-        decided: explicit || cur.dnat !== undefined,
-        // The postrouting rules only show when they masquerade (every packet passes them).
-        trail: leaving.masqueraded ? leaving.trail : cur.trail,
-      });
-      const out = verdict === "DROP" || verdict === "REJECT" ? verdict : (cur.dnat ?? verdict ?? "");
-      if (out !== "" && !outputs.includes(out)) outputs.push(out);
     }
     return { output: outputs.join(", "), masq, matched: this.matched, paths };
+  }
+
+  /** One filter hook for a packet not yet dropped or rejected. */
+  private filterHook(f: Flow, h: string): Flow {
+    if (f.verdict === "DROP" || f.verdict === "REJECT") return f;
+    const ends = this.hook("filter", h, f.pkt);
+    if (ends.length !== 1) throw new Error(`filter ${h} branched (a -m statistic rule in filter?)`);
+    const e = ends[0]!;
+    if (e.end === "DROP" || e.end === "REJECT") return { pkt: e.pkt, verdict: e.end, explicit: true };
+    // An explicit ACCEPT of a packet nat left alone (e.g. a health-check NodePort).
+    if (e.end === "ACCEPT") return { pkt: e.pkt, verdict: e.pkt.dnat ? f.verdict : "ACCEPT", explicit: true };
+    return { ...f, pkt: e.pkt };
+  }
+
+  /** What IPVS does with a live packet: nothing, a reject, or one path per real server. */
+  private ipvsStep(f: Flow): Flow[] {
+    if (!this.options.ipvs || f.verdict === "DROP" || f.verdict === "REJECT") return [f];
+    const { src, dst, proto, dport } = f.pkt;
+    const d = this.options.ipvs({ src, dst, proto, dport });
+    if (d.kind === "none") return [f];
+    const hop = (text: string) => [...f.pkt.trail, `ipvs: ${text}`];
+    if (d.kind === "reject") {
+      return [
+        { pkt: { ...f.pkt, trail: hop(`${d.service}: no real server`) }, verdict: "REJECT", explicit: true },
+      ];
+    }
+    return d.targets.map((t) => {
+      const hp = splitHostPort(t.to);
+      if (!hp.ok) throw new Error(`bad IPVS real server ${t.to}: ${hp.error}`);
+      return {
+        ...f,
+        pkt: {
+          ...f.pkt,
+          dst: hp.host,
+          dport: Number(hp.port),
+          dnat: joinHostPort(hp.host, hp.port),
+          prob: f.pkt.prob * t.share,
+          vs: d.virtual,
+          trail: hop(`${d.service} -> ${t.to} (${t.note})`),
+        },
+      };
+    });
   }
 
   /** A built-in chain's rules; "continue" means its policy (ACCEPT) applies. */
@@ -203,7 +285,9 @@ export class IptablesTracer {
       case "ACCEPT":
       case "DROP":
       case "REJECT":
-        if (table !== "filter") throw new Error(`${t.kind} outside the filter table: ${rule.raw}`);
+        // (ipvs mode ends nat processing with ACCEPT: IPVS, not a DNAT rule, picks the backend.)
+        if (table !== "filter" && t.kind !== "ACCEPT")
+          throw new Error(`${t.kind} outside the filter table: ${rule.raw}`);
         return [{ pkt, end: t.kind }];
       case "DNAT": {
         if (table !== "nat") throw new Error(`DNAT outside the nat table: ${rule.raw}`);
@@ -255,11 +339,31 @@ export class IptablesTracer {
         return true;
       case "recent":
         return !m.check;
+      case "set":
+        if (!this.options.inSet) throw new Error(`an ipset match without the node's ipsets: ${m.name}`);
+        return this.options.inSet(m.name, m.dirs, pkt) !== m.neg;
+      case "physdev-is-in":
+        // The tracer's packets never come in over a bridge port.
+        return m.neg;
+      case "ipvs": {
+        const vs = pkt.vs;
+        if (!vs) return false;
+        return (
+          (m.vaddr === undefined || m.vaddr === vs.vaddr) &&
+          (m.vproto === undefined || m.vproto === vs.vproto) &&
+          (m.vport === undefined || m.vport === vs.vport)
+        );
+      }
     }
   }
 }
 
 /** Traces one packet through `rules` (iptables-save text) on a node with `localIPs`. */
-export function tracePacket(rules: string, localIPs: readonly string[], p: FlowPacket): FlowResult {
-  return new IptablesTracer(rules, localIPs).trace(p);
+export function tracePacket(
+  rules: string,
+  localIPs: readonly string[],
+  p: FlowPacket,
+  options: TracerOptions = {},
+): FlowResult {
+  return new IptablesTracer(rules, localIPs, options).trace(p);
 }

@@ -168,7 +168,7 @@ describe("iptables packet-flow tracer", () => {
 
   test("rule syntax it does not model throws", () => {
     for (const rule of [
-      "-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst -j ACCEPT",
+      "-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst --return-nomatch -j ACCEPT",
       "-A KUBE-SERVICES -i eth0 -j DROP",
       "-A KUBE-SERVICES -p tcp --sport 80 -j DROP",
       "-A KUBE-SERVICES -j SNAT --to-source 1.2.3.4",
