@@ -65,7 +65,7 @@ export async function explain(
 ): Promise<number> {
   const mode = modeForConfig(config);
   if (!mode.explain) {
-    io.stderr(`kube-proxy-ts explain: ${mode.name} mode cannot be traced yet (iptables and nftables can)\n`);
+    io.stderr(`kube-proxy-ts explain: ${mode.name} mode cannot be traced\n`);
     return 1;
   }
   const host = await rulesHost(config, opts, log, hostOverrides);

@@ -1,6 +1,6 @@
 // `kube-proxy-ts explain` with the built binary on a --state snapshot (examples/cluster.yaml plus
-// an externalTrafficPolicy: Local NodePort whose only endpoint is on another node), in iptables
-// and nftables mode: each verdict, endpoint share and reason an operator reads, in text and
+// an externalTrafficPolicy: Local NodePort whose only endpoint is on another node), in iptables,
+// nftables and ipvs mode: each verdict, endpoint share and reason an operator reads, in text and
 // JSON, and the exit codes (0 whatever the verdict; 1 with a message on bad input).
 
 import { afterAll, describe, expect, test } from "bun:test";
@@ -127,6 +127,47 @@ for (const mode of ["iptables", "nftables"]) {
   });
 }
 
+describe("explain in ipvs mode on a --state snapshot (iptables rules, ipsets, virtual servers)", () => {
+  test("a ClusterIP: one path per real server, by weight", () => {
+    const e = explainJson("ipvs", "198.51.100.10:80", "--from", "203.0.113.5");
+    expect(e.verdict).toBe("dnat");
+    expect(shares(e)).toEqual({ "203.0.113.11:8080": 0.5, "203.0.113.71:8080": 0.5 });
+    expect(e.paths[0]?.hops.at(-1)).toMatch(/^ipvs: TCP 198\.51\.100\.10:80 \(rr, persistent 10800s\) -> /);
+  });
+
+  test("a virtual server without real servers: rejected (IPVS answers port unreachable)", () => {
+    const e = explainJson("ipvs", "198.51.100.50:9000");
+    expect(e.verdict).toBe("reject");
+    expect(e.cause).toBe("no-endpoints");
+  });
+
+  test("another port of a Service's IP: rejected by KUBE-IPVS-FILTER", () => {
+    const e = explainJson("ipvs", "198.51.100.10:81");
+    expect(e.verdict).toBe("reject");
+    expect(e.cause).toBe("invalid-cluster-port");
+  });
+
+  test("a LoadBalancer IP: dropped outside the source ranges, DNATed inside", () => {
+    expect(explainJson("ipvs", "192.0.2.200:443", "--from", "198.51.100.7").cause).toBe("source-range");
+    const inside = explainJson("ipvs", "192.0.2.200:443", "--from", "203.0.113.130");
+    expect(shares(inside)).toEqual({ "203.0.113.40:8443": 1 });
+    expect(inside.endpoints[0]?.masquerade).toBe(false);
+  });
+
+  test("a NodePort: masqueraded; eTP Local without a local endpoint falls back to the cluster's (as upstream ipvs)", () => {
+    const np = explainJson("ipvs", "192.0.2.10:30080", "--from", "192.0.2.1");
+    expect(Object.keys(shares(np)).sort()).toEqual(["203.0.113.30:8080", "203.0.113.90:8080"]);
+    expect(np.endpoints.every((x) => x.masquerade)).toBe(true);
+    const remote = explainJson("ipvs", "192.0.2.10:30099", "--from", "192.0.2.1");
+    expect(shares(remote)).toEqual({ "203.0.113.77:8080": 1 });
+    expect(remote.endpoints[0]?.masquerade).toBe(false);
+  });
+
+  test("not a Service address: not handled", () => {
+    expect(explainJson("ipvs", "192.0.2.99:80").verdict).toBe("not-handled");
+  });
+});
+
 describe("explain: refusals", () => {
   test("a bad target exits 1 naming the value", () => {
     const r = runBinary(["explain", "198.51.100.10:http", "--state", state]);
@@ -139,11 +180,5 @@ describe("explain: refusals", () => {
     const r = runBinary(["explain", "198.51.100.10:80", "--state", join(dir, "missing.yaml")]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("missing.yaml");
-  });
-
-  test("ipvs mode has no tracer yet: exit 1, saying so", () => {
-    const r = runBinary(["explain", "198.51.100.10:80", "--state", state, "--proxy-mode=ipvs"]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain("ipvs mode cannot be traced yet");
   });
 });
