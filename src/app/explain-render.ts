@@ -1,5 +1,6 @@
 // How `explain` prints its answer: text (the verdict and reason, the endpoints with their
-// share, then each path hop by hop) or JSON (the Explanation as it is).
+// share, then each path hop by hop), JSON (the Explanation as it is), or a Graphviz graph (a
+// tree: paths share the hops they start with, and each ends in a node with its verdict).
 
 import type { ExplainPath, Explanation } from "../modes/explain.ts";
 
@@ -46,4 +47,38 @@ export function renderExplanationText(e: Explanation, sourceNote = ""): string {
 
 export function renderExplanationJson(e: Explanation): string {
   return `${JSON.stringify(e, null, 2)}\n`;
+}
+
+const dotText = (s: string) => `"${s.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
+
+export function renderExplanationDot(e: Explanation): string {
+  const out = ["digraph explain {", "  rankdir=TB;", "  node [shape=box, fontname=monospace];"];
+  out.push(`  start [shape=oval, label=${dotText(`${target(e)} from ${e.packet.source} (${e.mode})`)}];`);
+  const ids = new Map<string, string>();
+  const edges = new Set<string>();
+  // A node per hop and the hops before it: paths share their common start, then stay apart.
+  const id = (hops: readonly string[], k: number) => {
+    const key = hops.slice(0, k + 1).join("\n");
+    let v = ids.get(key);
+    if (!v) {
+      v = `h${ids.size}`;
+      ids.set(key, v);
+      out.push(`  ${v} [label=${dotText(hops[k]!)}];`);
+    }
+    return v;
+  };
+  e.paths.forEach((p, i) => {
+    let from = "start";
+    for (let k = 0; k < p.hops.length; k++) {
+      const to = id(p.hops, k);
+      const edge = `  ${from} -> ${to};`;
+      if (!edges.has(edge)) out.push(edge);
+      edges.add(edge);
+      from = to;
+    }
+    out.push(`  end${i} [shape=oval, label=${dotText(`${pathHead(p)} ${percent(p.probability)}`)}];`);
+    out.push(`  ${from} -> end${i};`);
+  });
+  out.push("}");
+  return `${out.join("\n")}\n`;
 }

@@ -18,7 +18,7 @@ import { localAddresses } from "../proxy/local-addresses.ts";
 import { errText } from "../util/err-text.ts";
 import { documentsView } from "./cluster-source.ts";
 import { startPlanning } from "./dry-run.ts";
-import { renderExplanationJson, renderExplanationText } from "./explain-render.ts";
+import { renderExplanationDot, renderExplanationJson, renderExplanationText } from "./explain-render.ts";
 import { createHost, type HostOptions } from "./host.ts";
 import type { Io } from "./run.ts";
 import { createSimulatedHost } from "./simulated-host.ts";
@@ -87,6 +87,7 @@ export async function explain(
       packet,
     );
     if (opts.output === "json") io.stdout(renderExplanationJson(explanation));
+    else if (opts.output === "dot") io.stdout(renderExplanationDot(explanation));
     else
       io.stdout(
         renderExplanationText(explanation, request.source ? "" : " (a client outside the node; see --from)"),

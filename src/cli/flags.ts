@@ -559,11 +559,11 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: "string",
     typeName: "string",
     default: "text",
-    choices: ["text", "json"],
+    choices: ["text", "json", "dot"],
     config: "runOption",
     run: "output",
     group: "kube-proxy-ts",
-    help: 'Format of the --dry-run report and of `explain`: "text" or "json".',
+    help: 'Format of the --dry-run report and of `explain`: "text" or "json"; "dot" (explain only) draws the paths as a Graphviz graph.',
   }),
   f({
     name: "from",

@@ -122,6 +122,8 @@ export function resolveCommandLine(argv: readonly string[], readFile: (path: str
 
   const run = runOptions(parsed);
   const explain = explainRequest(parsed.positional, run, issues);
+  if (run.output === "dot" && !explain)
+    issues.push({ path: "", flag: "--output", value: "dot", message: "dot only applies to `explain`" });
   if ((run.stateFiles?.length ?? 0) > 1 && explain) {
     issues.push({
       path: "",

@@ -2,7 +2,7 @@
 
 import type { ConfigIssue, Override, ProxyConfig } from "../config/types.ts";
 
-export type OutputFormat = "text" | "json";
+export type OutputFormat = "text" | "json" | "dot";
 export type IptablesBackend = "auto" | "legacy" | "nft";
 
 /** What to do with the configuration, as opposed to the configuration itself. */

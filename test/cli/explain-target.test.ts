@@ -109,6 +109,7 @@ describe("explain on the command line", () => {
     [["explain", "[2001:db8::1]:80", "--from", "192.0.2.1"], "not of the target's IP family"],
     [["--from", "192.0.2.1"], "only applies to `explain`"],
     [["run"], "no positional arguments but `explain"],
+    [["--dry-run", "--output=dot"], "dot only applies to `explain`"],
     [["explain", "198.51.100.10:80", "--state", "a.yaml", "--state", "b.yaml"], "give --state once"],
   ])("%j is an error: %s", (argv, why) => {
     const cl = resolveCommandLine(argv, noFile);

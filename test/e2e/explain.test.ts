@@ -168,6 +168,20 @@ describe("explain in ipvs mode on a --state snapshot (iptables rules, ipsets, vi
   });
 });
 
+describe("explain --output=dot", () => {
+  test("a Graphviz tree: the shared hops once, one end node per path with its verdict", () => {
+    const r = runBinary(["explain", "198.51.100.10:80", "--state", state, "--output=dot"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.startsWith("digraph explain {\n")).toBe(true);
+    expect(r.stdout.trimEnd().endsWith("}")).toBe(true);
+    const ends = r.stdout.match(/^ {2}end\d+ \[shape=oval, label="DNAT to [^"]+ 50%"\];$/gm) ?? [];
+    expect(ends).toHaveLength(2);
+    // The rule both paths start with is one node; quotes in it are escaped.
+    expect(r.stdout.match(/label="nat: -A PREROUTING /g)).toHaveLength(1);
+    expect(r.stdout).toContain('--comment \\"kubernetes service portals\\"');
+  });
+});
+
 describe("explain: refusals", () => {
   test("a bad target exits 1 naming the value", () => {
     const r = runBinary(["explain", "198.51.100.10:http", "--state", state]);
