@@ -17,11 +17,11 @@ import { modeForConfig } from "../modes/registry.ts";
 import { localAddresses } from "../proxy/local-addresses.ts";
 import { errText } from "../util/err-text.ts";
 import { documentsView } from "./cluster-source.ts";
-import { startPlanning } from "./dry-run.ts";
+import { type PlanningSession, startPlanning } from "./dry-run.ts";
 import { renderExplanationDot, renderExplanationJson, renderExplanationText } from "./explain-render.ts";
 import { createHost, type HostOptions } from "./host.ts";
 import type { Io } from "./run.ts";
-import { createSimulatedHost } from "./simulated-host.ts";
+import { createSimulatedHost, type SimulatedHost } from "./simulated-host.ts";
 
 /** The source when --from is not given: a client outside the node (benchmarking ranges, RFC 2544/5180). */
 const OUTSIDE_CLIENT = { v4: "198.18.0.1", v6: "2001:2::1" };
@@ -35,8 +35,8 @@ async function rulesHost(
 ): Promise<{ exec: Exec } | { error: string }> {
   const file = opts.stateFiles?.[0];
   if (file === undefined) return { exec: createHost({ dryRun: true, ...hostOverrides }).exec };
-  let host: Awaited<ReturnType<typeof createSimulatedHost>>;
-  let session: Awaited<ReturnType<typeof startPlanning>>;
+  let host: SimulatedHost;
+  let session: PlanningSession;
   try {
     const docs = parseStateDocuments(await readFile(file, "utf8"), file);
     const view = documentsView(docs, file, config.hostnameOverride);

@@ -1,9 +1,9 @@
-// A packet-flow tracer (for `explain` and the tests): walks the first packet of a NEW connection through the nat
-// and filter tables of an iptables-save text (tracer-rules.ts) the way the kernel's hooks
-// would, and reports what kube-proxy's rules do with it, in the terms of upstream's
-// iptables proxier tests: the DNAT targets reachable (every branch of a -m statistic rule is
-// followed), or "DROP" / "REJECT" / "ACCEPT" from a filter rule, or "" when the rules leave
-// the packet alone; and whether it is masqueraded.
+// A packet-flow tracer (for `explain` and the tests): walks the first packet of a NEW
+// connection through the nat and filter tables of an iptables-save text (trace-rules.ts) the way
+// the kernel's hooks would, and reports what kube-proxy's rules do with it: every path it can
+// take (each branch of a -m statistic rule is followed, with its chance), the DNAT target or
+// "DROP" / "REJECT" / "ACCEPT" it ends in, the rules on the way, and whether it is masqueraded.
+// `output` sums it up in the terms of upstream's iptables proxier tests.
 //
 // The model: a packet whose source is a local address (loopback, or one of the node IPs) is
 // locally originated and takes nat OUTPUT, filter OUTPUT, nat POSTROUTING and, when its
@@ -13,6 +13,8 @@
 // affinity) never matches, as on a first connection; MARK, KUBE-MARK-MASQ and the mark
 // matches are evaluated on a packet mark. "Masqueraded" is what nat POSTROUTING does with the
 // packet as it leaves the tables (for a dropped or locally delivered packet: would do).
+// For ipvs mode the caller answers ipset matches and the IPVS step (TracerOptions): IPVS takes
+// a local packet after nat OUTPUT, a remote one after filter INPUT, as the kernel's hooks order.
 
 import { cidrContains, isLoopback } from "../../util/net/address.ts";
 import { joinHostPort, splitHostPort } from "../../util/net/host-port.ts";
