@@ -1,5 +1,6 @@
 // `kube-proxy-ts explain` with the built binary on a --state snapshot (examples/cluster.yaml plus
-// an externalTrafficPolicy: Local NodePort whose only endpoint is on another node), in iptables,
+// an externalTrafficPolicy: Local NodePort whose only endpoint is on another node, and an IPv6
+// ClusterIP), in iptables,
 // nftables and ipvs mode: each verdict, endpoint share and reason an operator reads, in text and
 // JSON, and the exit codes (0 whatever the verdict; 1 with a message on bad input).
 
@@ -39,7 +40,37 @@ endpoints:
     conditions: { ready: true, serving: true, terminating: false }
     nodeName: node-b
 `;
-writeFileSync(state, readFileSync("examples/cluster.yaml", "utf8") + REMOTE_ONLY);
+const IPV6_ONLY = `
+---
+apiVersion: v1
+kind: Service
+metadata: { name: web6, namespace: default }
+spec:
+  type: ClusterIP
+  clusterIP: 2001:db8:5::10
+  clusterIPs: [2001:db8:5::10]
+  ipFamilies: [IPv6]
+  ports:
+    - { name: http, port: 80, targetPort: 8080, protocol: TCP }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web6-x1
+  namespace: default
+  labels: { kubernetes.io/service-name: web6 }
+addressType: IPv6
+ports:
+  - { name: http, port: 8080, protocol: TCP }
+endpoints:
+  - addresses: ["2001:db8:6::11"]
+    conditions: { ready: true, serving: true, terminating: false }
+    nodeName: node-a
+  - addresses: ["2001:db8:6::12"]
+    conditions: { ready: true, serving: true, terminating: false }
+    nodeName: node-b
+`;
+writeFileSync(state, readFileSync("examples/cluster.yaml", "utf8") + REMOTE_ONLY + IPV6_ONLY);
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -59,6 +90,16 @@ function explainJson(mode: string, target: string, ...extra: string[]): Explanat
 
 const shares = (e: Explanation) =>
   Object.fromEntries(e.endpoints.map((x) => [x.endpoint, Math.round(x.probability * 1000) / 1000]));
+
+describe("explain of an IPv6 ClusterIP (ip6tables-save, nft ip6 table, IPv6 virtual servers)", () => {
+  for (const mode of ["iptables", "nftables", "ipvs"]) {
+    test(mode, () => {
+      const e = explainJson(mode, "[2001:db8:5::10]:80/tcp", "--from", "2001:db8:6::99");
+      expect(e.verdict).toBe("dnat");
+      expect(shares(e)).toEqual({ "[2001:db8:6::11]:8080": 0.5, "[2001:db8:6::12]:8080": 0.5 });
+    });
+  }
+});
 
 for (const mode of ["iptables", "nftables"]) {
   describe(`explain in ${mode} mode on a --state snapshot`, () => {
