@@ -148,6 +148,9 @@ export class CapturingNft implements NftClient {
   async listTables() {
     return [];
   }
+  async listTable(): Promise<string | undefined> {
+    return undefined;
+  }
   async deleteTable() {
     return false;
   }

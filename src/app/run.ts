@@ -13,6 +13,7 @@ import { formatVersion, versionInfo } from "../version.ts";
 import { cleanupNode } from "./cleanup.ts";
 import { type ConfigWatch, watchConfigFile } from "./config-watch.ts";
 import { dryRun } from "./dry-run.ts";
+import { explain } from "./explain.ts";
 import { createHost, type HostOptions } from "./host.ts";
 import { writePrivateFileSync } from "./private-file.ts";
 import { realRun } from "./real-run.ts";
@@ -111,6 +112,7 @@ export async function run(
     log.info("Wrote effective configuration", { file: opts.writeConfigTo });
     return 0;
   }
+  if (cl.explain) return explain(config, opts, cl.explain, log, io, hostOverrides);
   if (opts.cleanup) return cleanup(opts.dryRun, config, log, io, hostOverrides);
   if (opts.dryRun) {
     // More than one snapshot: a replay, step by step on a simulated host.

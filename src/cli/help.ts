@@ -104,7 +104,15 @@ function groups(includeHidden: boolean): [FlagGroup, FlagSpec[]][] {
 
 /** The text printed by --help: every flag that is not hidden, grouped, with type and default. */
 export function renderHelp(): string {
-  const out: string[] = [...wrap(INTRO, WIDTH), "", "Usage:", "  kube-proxy-ts [flags]", "", "Precedence:"];
+  const out: string[] = [
+    ...wrap(INTRO, WIDTH),
+    "",
+    "Usage:",
+    "  kube-proxy-ts [flags]",
+    "  kube-proxy-ts explain IP:port[/tcp|udp|sctp] [--from IP] [flags]",
+    "",
+    "Precedence:",
+  ];
   out.push(...wrap(PRECEDENCE, WIDTH - 2).map((l) => `  ${l}`), "");
   const visible = FLAGS.filter((spec) => !spec.hidden);
   const column = Math.min(48, Math.max(...visible.map((spec) => flagLabel(spec).length)) + 3);

@@ -4,11 +4,20 @@
 import { type FlagSetting, loadConfig, type PortSetting } from "../config/load.ts";
 import type { ConfigIssue } from "../config/types.ts";
 import { errText } from "../util/err-text.ts";
+import { parseExplainSource, parseExplainTarget } from "./explain-target.ts";
 import { flagValueStrings } from "./flag-values.ts";
 import { FLAGS } from "./flags.ts";
 import { renderHelp } from "./help.ts";
 import { type ParsedArgs, parseArgs } from "./parse.ts";
-import type { CommandLine, FlagSpec, FlagValue, IptablesBackend, OutputFormat, RunOptions } from "./types.ts";
+import type {
+  CommandLine,
+  ExplainRequest,
+  FlagSpec,
+  FlagValue,
+  IptablesBackend,
+  OutputFormat,
+  RunOptions,
+} from "./types.ts";
 
 export { defaultProxyConfig } from "../config/defaults.ts";
 export { formatIssue, formatIssues } from "../config/issues.ts";
@@ -16,7 +25,7 @@ export type { ConfigIssue, Override, ProxyConfig } from "../config/types.ts";
 export { lossyFields, serializeConfig } from "../config/write.ts";
 export { FLAGS } from "./flags.ts";
 export { renderFlagReferenceMarkdown, renderHelp } from "./help.ts";
-export type { CommandLine, FlagSpec, RunOptions } from "./types.ts";
+export type { CommandLine, ExplainRequest, FlagSpec, RunOptions } from "./types.ts";
 
 /** Turns a flag's parsed value into the config file's representation of its field. */
 function settingValue(spec: FlagSpec, value: FlagValue): unknown {
@@ -61,6 +70,7 @@ function runOptions(parsed: ParsedArgs): RunOptions {
     ["writeConfigTo", "write-config-to"],
     ["dumpStateFile", "dump-state"],
     ["master", "master"],
+    ["explainFrom", "from"],
   ];
   const states = parsed.values.get("state");
   if (Array.isArray(states) && states.length > 0) run.stateFiles = states as string[];
@@ -110,16 +120,18 @@ export function resolveCommandLine(argv: readonly string[], readFile: (path: str
   const version = versionRequest(parsed, issues, notices);
   if (version !== undefined && issues.length === 0) return { kind: "version", raw: version === "raw" };
 
-  if (parsed.positional.length > 0) {
+  const run = runOptions(parsed);
+  const explain = explainRequest(parsed.positional, run, issues);
+  if (run.output === "dot" && !explain)
+    issues.push({ path: "", flag: "--output", value: "dot", message: "dot only applies to `explain`" });
+  if ((run.stateFiles?.length ?? 0) > 1 && explain) {
     issues.push({
       path: "",
-      value: parsed.positional,
-      message: "kube-proxy takes no positional arguments (flags need a leading --)",
+      flag: "--state",
+      value: run.stateFiles,
+      message: "explain traces one snapshot: give --state once",
     });
-  }
-
-  const run = runOptions(parsed);
-  if ((run.stateFiles?.length ?? 0) > 1 && !run.dryRun) {
+  } else if ((run.stateFiles?.length ?? 0) > 1 && !run.dryRun) {
     issues.push({
       path: "",
       flag: "--state",
@@ -153,5 +165,59 @@ export function resolveCommandLine(argv: readonly string[], readFile: (path: str
     notices: [...notices, ...loaded.notices],
     warnings: loaded.warnings,
     explicitFlags: [...parsed.order],
+    ...(explain ? { explain } : {}),
   };
+}
+
+/**
+ * `explain TARGET` as the positional words (the only ones kube-proxy-ts takes), with --from;
+ * anything else positional, or --from without explain, is an issue.
+ */
+function explainRequest(
+  positional: readonly string[],
+  run: RunOptions,
+  issues: ConfigIssue[],
+): ExplainRequest | undefined {
+  if (positional[0] !== "explain") {
+    if (positional.length > 0) {
+      issues.push({
+        path: "",
+        value: positional,
+        message:
+          "kube-proxy takes no positional arguments but `explain IP:port[/proto]` (flags need a leading --)",
+      });
+    }
+    if (run.explainFrom !== undefined)
+      issues.push({ path: "", flag: "--from", value: run.explainFrom, message: "only applies to `explain`" });
+    return undefined;
+  }
+  if (positional.length !== 2) {
+    issues.push({
+      path: "",
+      value: positional.slice(1),
+      message: "explain takes one target, IP:port[/tcp|udp|sctp] (e.g. explain 192.0.2.10:80/tcp)",
+    });
+    return undefined;
+  }
+  const target = parseExplainTarget(positional[1]!);
+  if (!target.ok) {
+    issues.push({ path: "", value: positional[1], message: `explain target ${target.error}` });
+    return undefined;
+  }
+  if (run.explainFrom === undefined) return target.value;
+  const source = parseExplainSource(run.explainFrom);
+  if (!source.ok) {
+    issues.push({ path: "", flag: "--from", value: run.explainFrom, message: source.error });
+    return undefined;
+  }
+  if (source.value.includes(":") !== target.value.destination.includes(":")) {
+    issues.push({
+      path: "",
+      flag: "--from",
+      value: run.explainFrom,
+      message: `is not of the target's IP family (${target.value.destination})`,
+    });
+    return undefined;
+  }
+  return { ...target.value, source: source.value };
 }

@@ -2,7 +2,7 @@
 
 import type { ConfigIssue, Override, ProxyConfig } from "../config/types.ts";
 
-export type OutputFormat = "text" | "json";
+export type OutputFormat = "text" | "json" | "dot";
 export type IptablesBackend = "auto" | "legacy" | "nft";
 
 /** What to do with the configuration, as opposed to the configuration itself. */
@@ -19,8 +19,18 @@ export interface RunOptions {
   configFile?: string;
   /** --master: API server URL that overrides the kubeconfig's. */
   master?: string;
+  /** --from: the source address `explain` traces from. */
+  explainFrom?: string;
   /** Every flag's value text (given or default), as /flagz shows it. */
   flagValues?: Readonly<Record<string, string>>;
+}
+
+/** `explain IP:port[/proto]`: the connection to trace (source undefined: a client outside the node). */
+export interface ExplainRequest {
+  readonly destination: string;
+  readonly port: number;
+  readonly protocol: "tcp" | "udp" | "sctp";
+  readonly source?: string;
 }
 
 export type CommandLine =
@@ -38,6 +48,8 @@ export type CommandLine =
       warnings: string[];
       /** Canonical names of the flags given on the command line, in first-seen order. */
       explicitFlags: string[];
+      /** Set for `kube-proxy-ts explain TARGET`: trace one connection instead of running. */
+      explain?: ExplainRequest;
     };
 
 export type FlagKind =

@@ -18,6 +18,7 @@ import type { ModeSysctls } from "../proxy/sysctls.ts";
 import type { NodeIPs } from "../proxy/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { IPFamily } from "../util/net/family.ts";
+import type { ExplainHost, ExplainPacket, Explanation } from "./explain.ts";
 
 export interface ModeBuildOptions {
   readonly exec: Exec;
@@ -98,6 +99,8 @@ export interface ModeDefinition<Name extends string = string> {
   plan(o: ModeBuildOptions): Promise<PlannedMode>;
   /** The mode's part of the --dry-run report, also when planning failed (`planned` absent). */
   dryRunReport?(planned: PlannedMode | undefined): Record<string, unknown>;
+  /** `explain`: where a new connection goes through the mode's rules as they are on `host`. */
+  explain?(host: ExplainHost, packet: ExplainPacket): Promise<Explanation>;
   /** --cleanup: removes what this mode (upstream's or ours) leaves on a node; false on a failure. */
   cleanup(exec: Exec, log: Logger, o: CleanupOptions): Promise<boolean>;
 }

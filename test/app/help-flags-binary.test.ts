@@ -1,5 +1,5 @@
 // `dist/kube-proxy-ts --help` lists exactly the flags upstream kube-proxy v1.31 prints on Linux,
-// plus the five kube-proxy-ts ones (test/support/upstream-flags.ts has both lists and their source).
+// plus the kube-proxy-ts ones (test/support/upstream-flags.ts has both lists and their source).
 import { describe, expect, test } from "bun:test";
 import { runBinary } from "../support/binary.ts";
 import { KUBE_PROXY_TS_ONLY_FLAGS, UPSTREAM_V1_31_HELP_FLAGS } from "../support/upstream-flags.ts";
@@ -17,7 +17,7 @@ function helpFlags(help: string): string[] {
 }
 
 describe("dist/kube-proxy-ts --help", () => {
-  test("lists upstream v1.31's flags and the five kube-proxy-ts ones, nothing else", () => {
+  test("lists upstream v1.31's flags and the kube-proxy-ts ones, nothing else", () => {
     const r = runBinary(["--help"]);
     expect(r.code).toBe(0);
     expect(helpFlags(r.stdout)).toEqual([...UPSTREAM_V1_31_HELP_FLAGS, ...KUBE_PROXY_TS_ONLY_FLAGS].sort());

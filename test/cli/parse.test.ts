@@ -186,7 +186,7 @@ describe("errors name the flag and the value", () => {
     [
       "bad choice",
       ["--output=yaml"],
-      { path: "", flag: "--output", value: "yaml", message: "must be one of text, json" },
+      { path: "", flag: "--output", value: "yaml", message: "must be one of text, json, dot" },
     ],
     [
       "unknown shorthand",

@@ -73,6 +73,7 @@ export const UPSTREAM_V1_31_HIDDEN_FLAGS: readonly string[] = [
 export const KUBE_PROXY_TS_ONLY_FLAGS: readonly string[] = [
   "dry-run",
   "dump-state",
+  "from",
   "iptables-backend",
   "output",
   "state",

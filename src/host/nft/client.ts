@@ -148,6 +148,15 @@ export function createNftClient(opts: NftClientOptions): NftClient {
       return parseNftTables(res.stdout);
     },
 
+    async listTable() {
+      const args = ["list", "table", family, table];
+      const res = await run(args);
+      if (res.code === 0) return res.stdout;
+      const err = new NftError(args, res.code, res.stderr || res.stdout);
+      if (err.isNotFound()) return undefined;
+      throw err;
+    },
+
     async deleteTable(t) {
       // An argument, but nft parses it as it would a script: only a name it reads as one.
       const args = ["delete", "table", t.family, nftIdentifier(t.name, "table name")];

@@ -19,6 +19,7 @@
 import { fail, ok, SimulatedExec } from "../../exec/simulated.ts";
 import type { ExecResult, TextExecRequest } from "../../exec/types.ts";
 import { utf8Length } from "../comment-text.ts";
+import { renderNftListing } from "./listing.ts";
 
 /** The releases the fake speaks as, with their names as `nft --version` prints them. */
 export const SIMULATED_NFT_RELEASES = {
@@ -686,6 +687,11 @@ export class SimulatedNft {
       if (json) return ok(this.listJson(what, family!, terse));
       if (what === "chains") return ok(this.listChainsText(family!));
       return fail(1, "fake nft: only chains are listed as text\n");
+    }
+    if (verb === "list" && what === "table" && positional.length === 4) {
+      const t = this.tableState(family!, positional[3]!);
+      if (!t) return fail(1, `Error: No such file or directory\nlist table ${family} ${positional[3]}\n`);
+      return ok(renderNftListing(family!, positional[3]!, t));
     }
     if (positional.length === 0) return fail(1, "Error: syntax error, unexpected end of file\n");
     return this.script(positional.join(" "), check, undefined);

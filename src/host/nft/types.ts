@@ -97,6 +97,8 @@ export interface NftClient {
   version(): Promise<string | undefined>;
   /** Every table on the host; undefined when nft is not installed. */
   listTables(): Promise<NftTable[] | undefined>;
+  /** `nft list table` of this client's table as text; undefined when it does not exist. */
+  listTable(): Promise<string | undefined>;
   /** Deletes a table with everything in it; false when it did not exist. */
   deleteTable(table: NftTable): Promise<boolean>;
 }

@@ -5,6 +5,7 @@
 import type { ModeDefinition, RunningMode } from "../types.ts";
 import { buildIptablesMode } from "./build.ts";
 import { cleanupIptablesEverywhere } from "./cleanup.ts";
+import { explainIptables } from "./explain.ts";
 
 export const iptablesMode: ModeDefinition<"iptables"> = {
   name: "iptables",
@@ -36,6 +37,8 @@ export const iptablesMode: ModeDefinition<"iptables"> = {
   async plan(o) {
     return { proxier: (await buildIptablesMode(o)).proxier };
   },
+
+  explain: explainIptables,
 
   cleanup: (exec, log) => cleanupIptablesEverywhere(exec, log),
 };

@@ -6,6 +6,7 @@
 import type { ModeDefinition, PlannedMode } from "../types.ts";
 import { buildIpvsMode } from "./build.ts";
 import { cleanupIpvsState } from "./cleanup.ts";
+import { explainIpvs } from "./explain.ts";
 import { canUseIpvsProxier } from "./prerequisites.ts";
 import { ipvsSysctls } from "./sysctls.ts";
 
@@ -54,6 +55,8 @@ export const ipvsMode: ModeDefinition<"ipvs"> = {
   },
 
   dryRunReport: (planned) => planned?.report?.() ?? { ipvs: { virtualServers: [] } },
+
+  explain: explainIpvs,
 
   cleanup: (exec, log, o) => cleanupIpvsState(exec, log, o.excludeCIDRs),
 };

@@ -5,6 +5,7 @@
 import type { ModeDefinition, PlannedMode } from "../types.ts";
 import { buildNftablesMode } from "./build.ts";
 import { cleanupNftablesLeftovers } from "./cleanup.ts";
+import { explainNftables } from "./explain.ts";
 import { canUseNftablesProxier } from "./prerequisites.ts";
 
 export const nftablesMode: ModeDefinition<"nftables"> = {
@@ -33,6 +34,8 @@ export const nftablesMode: ModeDefinition<"nftables"> = {
   async plan(o): Promise<PlannedMode> {
     return { proxier: (await buildNftablesMode(o)).proxier };
   },
+
+  explain: explainNftables,
 
   cleanup: (exec, log, o) => cleanupNftablesLeftovers(exec, log, o.featureGates),
 };

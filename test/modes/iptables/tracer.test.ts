@@ -3,8 +3,8 @@
 // makes it throw instead of passing a flow silently.
 
 import { describe, expect, test } from "bun:test";
-import { tracePacket } from "./tracer.ts";
-import { parseRuleTables, splitWords } from "./tracer-rules.ts";
+import { tracePacket } from "../../../src/host/iptables/trace.ts";
+import { parseRuleTables, splitWords } from "../../../src/host/iptables/trace-rules.ts";
 
 const NODE = "192.168.0.2";
 
@@ -132,14 +132,48 @@ describe("iptables packet-flow tracer", () => {
     ).toBe("[fd00:10::5]:80");
   });
 
+  test("iptables-save's --set-xmark VALUE/MASK marks as --or-mark and --xor-mark do", () => {
+    const text = rules(["-A KUBE-SERVICES -d 10.96.0.1/32 -j KUBE-MARK-MASQ"])
+      .replace("-j MARK --or-mark 0x4000", "-j MARK --set-xmark 0x4000/0x4000")
+      .replace("-j MARK --xor-mark 0x4000", "-j MARK --set-xmark 0x4000/0x0");
+    expect(text).toContain("--set-xmark 0x4000/0x0");
+    expect(trace(text, "10.0.0.2", "10.96.0.1").masq).toBe(true);
+    expect(trace(text, "10.0.0.2", "10.96.0.2").masq).toBe(false);
+  });
+
+  test("paths carry the chance of each -m statistic branch", () => {
+    const text = rules(
+      [
+        "-A KUBE-SERVICES -d 10.96.0.1/32 -j KUBE-SVC-A",
+        "-A KUBE-SVC-A -m statistic --mode random --probability 0.3333333333 -j KUBE-SEP-1",
+        "-A KUBE-SVC-A -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-2",
+        "-A KUBE-SVC-A -j KUBE-SEP-3",
+        "-A KUBE-SEP-1 -p tcp -j DNAT --to-destination 10.0.1.1:80",
+        "-A KUBE-SEP-2 -p tcp -j DNAT --to-destination 10.0.1.2:80",
+        "-A KUBE-SEP-3 -p tcp -j DNAT --to-destination 10.0.1.3:80",
+      ],
+      [],
+      { nat: ["KUBE-SVC-A", "KUBE-SEP-1", "KUBE-SEP-2", "KUBE-SEP-3"] },
+    );
+    const r = trace(text, "10.0.0.2", "10.96.0.1");
+    expect(r.paths.map((p) => [p.dnat, Math.round(p.probability * 1000) / 1000])).toEqual([
+      ["10.0.1.1:80", 0.333],
+      ["10.0.1.2:80", 0.333],
+      ["10.0.1.3:80", 0.333],
+    ]);
+    expect(r.paths[0]?.trail).toContain(
+      "nat: -A KUBE-SVC-A -m statistic --mode random --probability 0.3333333333 -j KUBE-SEP-1",
+    );
+  });
+
   test("rule syntax it does not model throws", () => {
     for (const rule of [
-      "-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst -j ACCEPT",
+      "-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst --return-nomatch -j ACCEPT",
       "-A KUBE-SERVICES -i eth0 -j DROP",
       "-A KUBE-SERVICES -p tcp --sport 80 -j DROP",
       "-A KUBE-SERVICES -j SNAT --to-source 1.2.3.4",
       "-A KUBE-SERVICES -m multiport --dports 80,443 -j DROP",
-      "-A KUBE-SERVICES -j MARK --set-xmark 0x4000/0x4000",
+      "-A KUBE-SERVICES -j MARK --set-mark 0x4000",
       "-A KUBE-SERVICES ! -m comment --comment x -j DROP",
     ]) {
       expect(() => parseRuleTables(rules([rule]))).toThrow();

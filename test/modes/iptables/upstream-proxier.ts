@@ -6,11 +6,11 @@
 // through the resulting kernel state (FakeIptables' tables, with the jumps from the built-in
 // chains) with upstream's tracer conventions for which addresses are local.
 
+import { type FlowPacket, IptablesTracer } from "../../../src/host/iptables/trace.ts";
 import { detectLocalByCIDR, noOpLocalDetector } from "../../../src/proxy/local-detect.ts";
 import type { IPFamily } from "../../../src/util/net/family.ts";
 import { UPSTREAM_NODE_ADDRESSES } from "../../support/upstream-test-node.ts";
 import { fakeNfacct, type Setup, setup } from "./harness.ts";
-import { type FlowPacket, IptablesTracer } from "./tracer.ts";
 
 /** Upstream's testNodeIPs: what its tracer treats as local (with 127.0.0.1 and ::1). */
 export const TEST_NODE_IPS = ["192.168.0.2", "192.168.1.2", "192.168.99.11", "2001:db8::1", "2001:db8:1::2"];

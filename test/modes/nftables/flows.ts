@@ -6,8 +6,8 @@
 
 import { expect, test } from "bun:test";
 import type { FakeNftTable } from "../../../src/host/nft/testing/fake.ts";
+import { type L4Protocol, tracePacket } from "../../../src/host/nft/trace.ts";
 import type { IPFamily } from "../../../src/util/net/family.ts";
-import { type L4Protocol, tracePacket } from "./tracer.ts";
 
 export interface Flow {
   readonly name: string;

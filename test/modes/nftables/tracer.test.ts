@@ -4,8 +4,8 @@
 
 import { describe, expect, test } from "bun:test";
 import type { FakeNftChain, FakeNftTable } from "../../../src/host/nft/testing/fake.ts";
-import { UnsupportedRuleError } from "./trace-rule.ts";
-import { type Packet, tracePacket, UNHANDLED } from "./tracer.ts";
+import { type Packet, tracePacket, UNHANDLED } from "../../../src/host/nft/trace.ts";
+import { UnsupportedRuleError } from "../../../src/host/nft/trace-rule.ts";
 
 type ChainSpec = { base?: [type: string, hook: string, priority: number]; rules?: string[] };
 

@@ -12,8 +12,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { FakeNftTable } from "../../../src/host/nft/testing/fake.ts";
 import { FakeNft } from "../../../src/host/nft/testing/fake.ts";
+import { type L4Protocol, tracePacket } from "../../../src/host/nft/trace.ts";
 import type { IPFamily } from "../../../src/util/net/family.ts";
-import { type L4Protocol, tracePacket } from "./tracer.ts";
 import { TRACER_NODE_IPS, tableSnapshot } from "./upstream-fake-proxier.ts";
 import { overallSetup } from "./upstream-overall.ts";
 

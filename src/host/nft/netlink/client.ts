@@ -123,6 +123,7 @@ export function createNetlinkNftClient(opts: NetlinkNftClientOptions): NetlinkNf
     list: (kind) => nft.list(kind),
     version: () => nft.version(),
     listTables: () => nft.listTables(),
+    listTable: () => nft.listTable(),
     deleteTable: (t) => nft.deleteTable(t),
   };
 }

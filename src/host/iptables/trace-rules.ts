@@ -11,7 +11,13 @@ export type Match =
   | { kind: "ctstate"; neg: boolean; states: string[] }
   | { kind: "mark"; neg: boolean; value: number; mask: number }
   | { kind: "statistic"; probability: number }
-  | { kind: "recent"; check: boolean };
+  | { kind: "recent"; check: boolean }
+  /** `-m set --match-set NAME src,dst,...`: one direction per dimension of the set's type. */
+  | { kind: "set"; neg: boolean; name: string; dirs: ("src" | "dst")[] }
+  /** `-m physdev --physdev-is-in`: whether the packet came in over a bridge port. */
+  | { kind: "physdev-is-in"; neg: boolean }
+  /** `-m ipvs --vaddr A --vproto P --vport N`: the packet was handled by that IPVS service. */
+  | { kind: "ipvs"; vaddr?: string; vproto?: string; vport?: number };
 
 export type Target =
   | { kind: "none" }
@@ -19,7 +25,8 @@ export type Target =
   | { kind: "ACCEPT" | "DROP" | "REJECT" | "RETURN" }
   | { kind: "MASQUERADE" }
   | { kind: "DNAT"; to: string }
-  | { kind: "MARK"; op: "or" | "xor"; value: number };
+  /** The new mark is (mark AND NOT mask) XOR value: --or-mark X is X/X, --xor-mark X is X/0. */
+  | { kind: "MARK"; value: number; mask: number };
 
 export interface Rule {
   readonly raw: string;
@@ -77,6 +84,9 @@ const MODULES = new Set([
   "statistic",
   "recent",
   "nfacct",
+  "set",
+  "physdev",
+  "ipvs",
 ]);
 
 /** Targets the tracer does not model (a jump to an undeclared chain fails when evaluated). */
@@ -169,11 +179,38 @@ export function parseRule(raw: string, words: readonly string[]): Rule {
         matches.push({ kind: "recent", check: false });
         break;
       case "--seconds":
+      case "--mask":
+      case "--hitcount":
         i++;
         break;
       case "--reap":
       case "--rsource":
         break;
+      case "--match-set": {
+        const name = take(++i);
+        const dirs = take(++i).split(",");
+        if (!dirs.every((d) => d === "src" || d === "dst"))
+          throw new Error(`unsupported --match-set directions ${dirs.join(",")} in rule: ${raw}`);
+        matches.push({ kind: "set", neg: wasNeg, name, dirs: dirs as ("src" | "dst")[] });
+        break;
+      }
+      case "--physdev-is-in":
+        matches.push({ kind: "physdev-is-in", neg: wasNeg });
+        break;
+      case "--vaddr":
+      case "--vproto":
+      case "--vport": {
+        let m = matches.find((x) => x.kind === "ipvs");
+        if (!m) {
+          m = { kind: "ipvs" };
+          matches.push(m);
+        }
+        const v = take(++i);
+        if (w === "--vaddr") m.vaddr = v.split("/")[0]!;
+        else if (w === "--vproto") m.vproto = v.toLowerCase();
+        else m.vport = num(v, raw);
+        break;
+      }
       case "-j": {
         const t = take(++i);
         if (t === "ACCEPT" || t === "DROP" || t === "RETURN") target = { kind: t };
@@ -189,9 +226,15 @@ export function parseRule(raw: string, words: readonly string[]): Rule {
           i += 2;
         } else if (t === "MARK") {
           const op = words[i + 1];
-          if (op !== "--or-mark" && op !== "--xor-mark")
-            throw new Error(`unsupported MARK option ${op}: ${raw}`);
-          target = { kind: "MARK", op: op === "--or-mark" ? "or" : "xor", value: num(take(i + 2), raw) };
+          const arg = take(i + 2);
+          if (op === "--or-mark" || op === "--xor-mark") {
+            const value = num(arg, raw);
+            target = { kind: "MARK", value, mask: op === "--or-mark" ? value : 0 };
+          } else if (op === "--set-xmark") {
+            // iptables-save's spelling: VALUE/MASK (a bare VALUE sets every bit).
+            const [v, m] = arg.split("/");
+            target = { kind: "MARK", value: num(v, raw), mask: m === undefined ? 0xffffffff : num(m, raw) };
+          } else throw new Error(`unsupported MARK option ${op}: ${raw}`);
           i += 2;
         } else if (OTHER_TARGETS.has(t)) throw new Error(`unsupported target ${t} in rule: ${raw}`);
         else target = { kind: "jump", chain: t };
@@ -202,7 +245,18 @@ export function parseRule(raw: string, words: readonly string[]): Rule {
     }
     if (
       wasNeg &&
-      !["-p", "-s", "-d", "--dport", "--src-type", "--dst-type", "--ctstate", "--mark"].includes(w)
+      ![
+        "-p",
+        "-s",
+        "-d",
+        "--dport",
+        "--src-type",
+        "--dst-type",
+        "--ctstate",
+        "--mark",
+        "--match-set",
+        "--physdev-is-in",
+      ].includes(w)
     ) {
       throw new Error(`unsupported negation of ${w} in rule: ${raw}`);
     }

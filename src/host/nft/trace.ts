@@ -1,4 +1,4 @@
-// A packet tracer for tests: walks the first packet of a new connection through one nftables
+// A packet tracer (for `explain` and the tests): walks the first packet of a new connection through one nftables
 // table (the fake nft's state) the way the kernel's hooks would run it, and says what became of
 // it in the terms of upstream's nftables packet-flow tests: the DNAT targets it can reach
 // (sorted, joined with ", "), or "DROP" / "REJECT", or "" when none of the table's rules
@@ -11,8 +11,8 @@
 // at random (numgen), every branch is followed, so every endpoint shows up, as in upstream's
 // tracer. Rule syntax the tracer does not know throws (trace-rule.ts), wherever it is in the table.
 
-import type { FakeNftTable } from "../../../src/host/nft/testing/fake.ts";
-import { cidrContains, isLoopbackLenient, parseIPLenient } from "../../../src/util/net/address.ts";
+import { cidrContains, isLoopbackLenient, parseIPLenient } from "../../util/net/address.ts";
+import type { SimulatedNftTable } from "./simulator.ts";
 import {
   parseRule,
   parseVerdict,
@@ -44,6 +44,8 @@ export interface PathEnd {
   /** "ip:port" ("[ip]:port" for IPv6) when DNATed. */
   readonly dnat: string | undefined;
   readonly masq: boolean;
+  /** The chance a new connection takes this path (1/N for each numgen mod N branch). */
+  readonly probability: number;
   /** The rules that acted on it, "chain: rule", for failure messages. */
   readonly trail: readonly string[];
 }
@@ -65,6 +67,7 @@ interface State {
   readonly mark: number;
   readonly dnat: string | undefined;
   readonly masq: boolean;
+  readonly prob: number;
   readonly trail: readonly string[];
 }
 
@@ -84,7 +87,7 @@ const MAX_DEPTH = 64;
 const CT_STATES = new Set(["new", "established", "related", "invalid", "untracked"]);
 const PROTOCOL_NUMBERS: Readonly<Record<string, L4Protocol>> = { "6": "tcp", "17": "udp", "132": "sctp" };
 
-export function tracePacket(table: FakeNftTable, packet: Packet, opts: TraceOptions): TraceResult {
+export function tracePacket(table: SimulatedNftTable, packet: Packet, opts: TraceOptions): TraceResult {
   return new Tracer(table, packet, opts).run();
 }
 
@@ -95,7 +98,7 @@ class Tracer {
   private readonly local: Set<string>;
 
   constructor(
-    private readonly table: FakeNftTable,
+    private readonly table: SimulatedNftTable,
     private readonly packet: Packet,
     private readonly opts: TraceOptions,
   ) {
@@ -114,6 +117,7 @@ class Tracer {
       mark: 0,
       dnat: undefined,
       masq: false,
+      prob: 1,
       trail: [],
     };
     const ends: PathEnd[] = [];
@@ -245,24 +249,30 @@ class Tracer {
         return this.matches(t, s, rule) ? rest(s) : [{ state: s, end: "next" }];
       case "numgen": {
         const { hit, miss } = numgenBranches(t.mod, t.offset, (v) => v === t.value);
-        return [...(hit ? rest(s) : []), ...(miss ? [{ state: s, end: "next" as const }] : [])];
+        const odds = (n: number) => ({ ...s, prob: (s.prob * n) / t.mod });
+        return [
+          ...(hit ? rest(odds(hit)) : []),
+          ...(miss ? [{ state: odds(miss), end: "next" as const }] : []),
+        ];
       }
       case "numgen-vmap": {
         onlyCommentsAfter();
         const out: Outcome[] = [];
+        const one = { ...s, prob: s.prob / t.mod };
         for (let v = t.offset; v < t.offset + t.mod; v++) {
           const verdict = t.entries.get(v);
-          if (verdict) out.push(...this.verdict(verdict, acted(s), at, depth));
-          else out.push({ state: s, end: "next" });
+          if (verdict) out.push(...this.verdict(verdict, acted(one), at, depth));
+          else out.push({ state: one, end: "next" });
         }
         return out;
       }
       case "vmap": {
         onlyCommentsAfter();
-        const value = this.mapLookup(t.map, t.selectors, s, rule);
-        return value === undefined
-          ? [{ state: s, end: "next" }]
-          : this.verdict(parseVerdict(value), acted(s), at, depth);
+        const found = this.mapLookup(t.map, t.selectors, s, rule);
+        if (found === undefined) return [{ state: s, end: "next" }];
+        // The element that matched is part of the path: "@map: KEY : VERDICT".
+        const hop = { ...acted(s), trail: [...acted(s).trail, `@${t.map}: ${found[0]} : ${found[1]}`] };
+        return this.verdict(parseVerdict(found[1]), hop, at, depth);
       }
       case "verdict":
         onlyCommentsAfter();
@@ -286,10 +296,11 @@ class Tracer {
       case "dnat-numgen-map": {
         this.natAllowed(at, "prerouting", "output", rule);
         const out: Outcome[] = [];
+        const one = { ...s, prob: s.prob / t.mod };
         for (let v = t.offset; v < t.offset + t.mod; v++) {
           const target = t.entries.get(v);
-          if (target) out.push({ state: acted(this.dnat(s, target.addr, target.port)), end: "accept" });
-          else out.push({ state: s, end: "next" });
+          if (target) out.push({ state: acted(this.dnat(one, target.addr, target.port)), end: "accept" });
+          else out.push({ state: one, end: "next" });
         }
         return out;
       }
@@ -387,10 +398,11 @@ class Tracer {
     selectors: readonly Selector[],
     s: State,
     rule: string,
-  ): string | undefined {
+  ): [key: string, value: string] | undefined {
     const map = this.table.maps.get(name);
     if (!map) throw new UnsupportedRuleError(rule, `@${name}`, "a lookup in a missing map");
-    for (const [key, value] of map.elements) if (this.elementMatches(selectors, key, s, rule)) return value;
+    for (const [key, value] of map.elements)
+      if (this.elementMatches(selectors, key, s, rule)) return [key, value];
     return undefined;
   }
 
@@ -422,17 +434,17 @@ class Tracer {
   }
 }
 
-/** Whether `numgen random mod N offset O` can equal / differ from what `pred` accepts. */
+/** How many values of `numgen random mod N offset O` `pred` accepts, and how many it does not. */
 function numgenBranches(
   mod: number,
   offset: number,
   pred: (v: number) => boolean,
-): { hit: boolean; miss: boolean } {
-  let hit = false;
-  let miss = false;
+): { hit: number; miss: number } {
+  let hit = 0;
+  let miss = 0;
   for (let v = offset; v < offset + mod; v++) {
-    if (pred(v)) hit = true;
-    else miss = true;
+    if (pred(v)) hit++;
+    else miss++;
   }
   return { hit, miss };
 }
@@ -450,7 +462,7 @@ function canonicalIP(text: string, what: string): string {
 }
 
 function pathOf(s: State): Omit<PathEnd, "verdict"> {
-  return { dnat: s.dnat, masq: s.masq, trail: s.trail };
+  return { dnat: s.dnat, masq: s.masq, probability: s.prob, trail: s.trail };
 }
 
 function outputOf(ends: readonly PathEnd[]): string {

@@ -291,21 +291,12 @@ function term(r: Reader, ipX: "ip" | "ip6"): Term {
       const values = r.next("a value").split(",");
       return key === "state" ? { kind: "ct-state", states: values } : { kind: "ct-status", statuses: values };
     }
-    case "mark": {
-      if (r.peek() === "set") {
-        r.next("set");
-        if (r.peek() !== "mark") return { kind: "mark-set", op: "set", value: r.number("a mark") };
-        r.expect("mark");
-        const op = r.next("or, xor or and");
-        if (op !== "or" && op !== "xor" && op !== "and") throw r.fail("a mark operation", op);
-        return { kind: "mark-set", op, value: r.number("a mark") };
-      }
-      r.expect("and");
-      const mask = r.number("a mask");
-      const cmp = r.next("== or !=");
-      if (cmp !== "==" && cmp !== "!=") throw r.fail("a mark comparison", cmp);
-      return { kind: "mark-test", mask, negated: cmp === "!=", value: r.number("a value") };
-    }
+    case "meta":
+      // nft's listing spells the mark `meta mark`, with & | ^ for and/or/xor.
+      r.expect("mark");
+      return markTerm(r);
+    case "mark":
+      return markTerm(r);
     case "numgen": {
       const { mod, offset } = r.numgenHead();
       if (r.peek() === "vmap") {
@@ -378,6 +369,35 @@ function term(r: Reader, ipX: "ip" | "ip6"): Term {
     default:
       throw r.fail("unknown statement", word);
   }
+}
+
+const MARK_OPS: Readonly<Record<string, "or" | "xor" | "and">> = {
+  or: "or",
+  "|": "or",
+  xor: "xor",
+  "^": "xor",
+  and: "and",
+  "&": "and",
+};
+
+/** After `mark` (or `meta mark`): a test `and MASK ==|!= VALUE` or a `set`. */
+function markTerm(r: Reader): Term {
+  if (r.peek() === "set") {
+    r.next("set");
+    if (r.peek() === "meta") r.next("meta");
+    if (r.peek() !== "mark") return { kind: "mark-set", op: "set", value: r.number("a mark") };
+    r.expect("mark");
+    const word = r.next("or, xor or and");
+    const op = MARK_OPS[word];
+    if (!op) throw r.fail("a mark operation", word);
+    return { kind: "mark-set", op, value: r.number("a mark") };
+  }
+  const and = r.next("and");
+  if (MARK_OPS[and] !== "and") throw r.fail('expected "and"', and);
+  const mask = r.number("a mask");
+  const cmp = r.next("== or !=");
+  if (cmp !== "==" && cmp !== "!=") throw r.fail("a mark comparison", cmp);
+  return { kind: "mark-test", mask, negated: cmp === "!=", value: r.number("a value") };
 }
 
 function verdictOf(words: readonly string[]): Verdict | undefined {
