@@ -5,6 +5,7 @@
 
 import type { Exec } from "../exec/types.ts";
 import type { BackendPreference } from "../host/iptables/backend.ts";
+import type { FlowPath } from "../host/iptables/trace.ts";
 import type { Logger } from "../log/logger.ts";
 
 export type ExplainProtocol = "tcp" | "udp" | "sctp";
@@ -174,6 +175,26 @@ function reasonOf(
     case "mixed":
       return "the paths end differently (see each path)";
   }
+}
+
+/**
+ * An iptables tracer's path as explain names it (iptables and ipvs mode): a path a rule ended
+ * explicitly, without a DNAT, gets its deciding rule's comment as detail, and a cause when it
+ * was refused.
+ */
+export function namedFlowPath(p: FlowPath, causeOf: (p: FlowPath) => Cause): TracedPath {
+  const base = {
+    verdict: p.verdict,
+    dnat: p.dnat,
+    masq: p.masq,
+    probability: p.probability,
+    decided: p.decided,
+    hops: p.trail,
+  };
+  const last = p.trail.at(-1);
+  if (last === undefined || p.dnat !== undefined || !p.decided) return base;
+  const detail = ruleComment(last) ?? last;
+  return p.verdict === "accept" ? { ...base, detail } : { ...base, cause: causeOf(p), detail };
 }
 
 /** The text after --comment in an iptables rule, or after comment in an nft rule. */

@@ -41,6 +41,13 @@ export interface FlowPath {
   readonly trail: readonly string[];
 }
 
+/** A save with both tables the tracer walks: a node kube-proxy never ran on may lack them. */
+export function withNatAndFilter(save: string): string {
+  let out = save;
+  for (const t of ["nat", "filter"]) if (!new RegExp(`^\\*${t}$`, "m").test(out)) out += `\n*${t}\nCOMMIT\n`;
+  return out;
+}
+
 export interface FlowResult {
   readonly output: string;
   readonly masq: boolean;

@@ -5,26 +5,20 @@
 
 import { detectBackend } from "../../host/iptables/backend.ts";
 import { createIptablesClient } from "../../host/iptables/client.ts";
-import { type FlowPath, IptablesTracer } from "../../host/iptables/trace.ts";
+import { type FlowPath, IptablesTracer, withNatAndFilter } from "../../host/iptables/trace.ts";
 import { familyOf } from "../../util/net/family.ts";
 import {
   type Cause,
   type ExplainHost,
   type ExplainPacket,
   type Explanation,
+  namedFlowPath,
   ruleComment,
   summarize,
-  type TracedPath,
 } from "../explain.ts";
 
-/** The tracer needs both tables; a node kube-proxy never ran on may lack them. */
-function withTables(text: string): string {
-  let out = text;
-  for (const t of ["nat", "filter"]) if (!new RegExp(`^\\*${t}$`, "m").test(out)) out += `\n*${t}\nCOMMIT\n`;
-  return out;
-}
-
-function causeOf(rule: string): Cause {
+function causeOf(p: FlowPath): Cause {
+  const rule = p.trail.at(-1) ?? "";
   const comment = ruleComment(rule) ?? "";
   if (comment.includes("has no local endpoints")) return "no-local-endpoints";
   if (comment.includes("has no endpoints")) return "no-endpoints";
@@ -34,26 +28,11 @@ function causeOf(rule: string): Cause {
   return "other";
 }
 
-function named(p: FlowPath): TracedPath {
-  const base = {
-    verdict: p.verdict,
-    dnat: p.dnat,
-    masq: p.masq,
-    probability: p.probability,
-    decided: p.decided,
-    hops: p.trail,
-  };
-  const last = p.trail.at(-1);
-  if (last === undefined || p.dnat !== undefined || !p.decided) return base;
-  const detail = ruleComment(last) ?? last;
-  return p.verdict === "accept" ? { ...base, detail } : { ...base, cause: causeOf(last), detail };
-}
-
 export async function explainIptables(host: ExplainHost, packet: ExplainPacket): Promise<Explanation> {
   const family = familyOf(packet.destination);
   const { backend } = await detectBackend(host.exec, host.log, host.backend);
   const client = createIptablesClient({ exec: host.exec, family, backend, logger: host.log });
-  const rules = withTables(await client.saveAll());
+  const rules = withNatAndFilter(await client.saveAll());
   const tracer = new IptablesTracer(rules, host.localIPs);
   const result = tracer.trace({
     source: packet.source,
@@ -62,5 +41,10 @@ export async function explainIptables(host: ExplainHost, packet: ExplainPacket):
     protocol: packet.protocol,
   });
   const save = family === "IPv4" ? "iptables-save" : "ip6tables-save";
-  return summarize("iptables", packet, `${save} (${backend} backend)`, result.paths.map(named));
+  return summarize(
+    "iptables",
+    packet,
+    `${save} (${backend} backend)`,
+    result.paths.map((p) => namedFlowPath(p, causeOf)),
+  );
 }

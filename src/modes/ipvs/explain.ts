@@ -13,6 +13,7 @@ import {
   IptablesTracer,
   type IpvsDecision,
   type PacketFields,
+  withNatAndFilter,
 } from "../../host/iptables/trace.ts";
 import { createIpvsClient } from "../../host/ipvs/client.ts";
 import type { IpvsService } from "../../host/ipvs/types.ts";
@@ -23,9 +24,8 @@ import {
   type ExplainHost,
   type ExplainPacket,
   type Explanation,
-  ruleComment,
+  namedFlowPath,
   summarize,
-  type TracedPath,
 } from "../explain.ts";
 
 type Dim = "ip" | "port" | "net";
@@ -110,28 +110,11 @@ function causeOf(p: FlowPath): Cause {
   return "other";
 }
 
-function named(p: FlowPath): TracedPath {
-  const base = {
-    verdict: p.verdict,
-    dnat: p.dnat,
-    masq: p.masq,
-    probability: p.probability,
-    decided: p.decided,
-    hops: p.trail,
-  };
-  const last = p.trail.at(-1);
-  if (last === undefined || p.dnat !== undefined || !p.decided) return base;
-  const detail = ruleComment(last) ?? last;
-  return p.verdict === "accept" ? { ...base, detail } : { ...base, cause: causeOf(p), detail };
-}
-
 export async function explainIpvs(h: ExplainHost, packet: ExplainPacket): Promise<Explanation> {
   const family = familyOf(packet.destination);
   const { backend } = await detectBackend(h.exec, h.log, h.backend);
   const iptables = createIptablesClient({ exec: h.exec, family, backend, logger: h.log });
-  let rules = await iptables.saveAll();
-  for (const t of ["nat", "filter"])
-    if (!new RegExp(`^\\*${t}$`, "m").test(rules)) rules += `\n*${t}\nCOMMIT\n`;
+  const rules = withNatAndFilter(await iptables.saveAll());
   const sets = await createIpsetClient({ exec: h.exec, logger: h.log }).listSets();
   const services = await createIpvsClient({ exec: h.exec, logger: h.log }).read();
   const tracer = new IptablesTracer(rules, h.localIPs, { inSet: setMatcher(sets), ipvs: ipvsStep(services) });
@@ -146,6 +129,6 @@ export async function explainIpvs(h: ExplainHost, packet: ExplainPacket): Promis
     "ipvs",
     packet,
     `${save} (${backend} backend), ipset save, ipvsadm`,
-    result.paths.map(named),
+    result.paths.map((p) => namedFlowPath(p, causeOf)),
   );
 }
