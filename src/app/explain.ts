@@ -1,27 +1,23 @@
 // `kube-proxy-ts explain IP:port[/proto] [--from IP]`: where a new connection goes through the
-// running mode's rules. With --state the snapshot is synced first on a simulated host, as a dry
-// run replays it, and the rules are read back from that host; without it, the live node's rules
-// are read (read-only: the host is the dry-run recorder, so nothing can be changed). Either way
-// the mode's tracer walks the rules as rendered, not the Services they came from.
+// running mode's rules. With --state the snapshot is synced first on a simulated host (a replay
+// of that one snapshot) and the rules are read back from that host; without it, the live node's
+// rules are read (read-only: the host is the dry-run recorder, so nothing can be changed).
+// Either way the mode's tracer walks the rules as rendered, not the Services they came from.
 
 import { readFile } from "node:fs/promises";
 import type { ExplainRequest, RunOptions } from "../cli/types.ts";
 import type { ProxyConfig } from "../config/types.ts";
 import type { Exec } from "../exec/types.ts";
-import { nodeIPs } from "../k8s/node-info.ts";
-import { resolveNodeName } from "../k8s/node-name.ts";
 import { parseStateDocuments } from "../k8s/state-file.ts";
 import type { Logger } from "../log/logger.ts";
 import type { ExplainPacket } from "../modes/explain.ts";
 import { modeForConfig } from "../modes/registry.ts";
 import { localAddresses } from "../proxy/local-addresses.ts";
 import { errText } from "../util/err-text.ts";
-import { documentsView } from "./cluster-source.ts";
-import { type PlanningSession, startPlanning } from "./dry-run.ts";
 import { renderExplanationDot, renderExplanationJson, renderExplanationText } from "./explain-render.ts";
 import { createHost, type HostOptions } from "./host.ts";
+import { type Replayed, replaySteps } from "./replay.ts";
 import type { Io } from "./run.ts";
-import { createSimulatedHost, type SimulatedHost } from "./simulated-host.ts";
 
 /** The source when --from is not given: a client outside the node (benchmarking ranges, RFC 2544/5180). */
 const OUTSIDE_CLIENT = { v4: "198.18.0.1", v6: "2001:2::1" };
@@ -35,21 +31,16 @@ async function rulesHost(
 ): Promise<{ exec: Exec } | { error: string }> {
   const file = opts.stateFiles?.[0];
   if (file === undefined) return { exec: createHost({ dryRun: true, ...hostOverrides }).exec };
-  let host: SimulatedHost;
-  let session: PlanningSession;
+  let replayed: Replayed;
   try {
     const docs = parseStateDocuments(await readFile(file, "utf8"), file);
-    const view = documentsView(docs, file, config.hostnameOverride);
-    const nodeName = view.nodeName ?? resolveNodeName(config.hostnameOverride);
-    const node = docs.nodes.find((n) => n.metadata?.name === nodeName);
-    host = await createSimulatedHost(view.hostState, nodeIPs(node).ordered);
-    session = await startPlanning(config, opts, host, nodeName, view, log);
+    replayed = await replaySteps(config, opts, [{ file, docs }], log);
   } catch (err) {
     return { error: `${file}: ${errText(err)}` };
   }
-  await session.sync();
+  const { host, reports } = replayed;
   const mode = modeForConfig(config).name;
-  const failed = session.report([]).checks.filter((c) => !c.ok && (c.name === "sync" || c.name === mode));
+  const failed = (reports[0]?.checks ?? []).filter((c) => !c.ok && (c.name === "sync" || c.name === mode));
   if (failed.length > 0)
     return { error: `${file}: the snapshot did not sync: ${failed.map((c) => c.detail).join("; ")}` };
   return { exec: host.exec };
