@@ -13,6 +13,7 @@ import type { Logger } from "../log/logger.ts";
 import { cleanupOtherModes, healthTimeoutMs, modeForConfig, modeNamed } from "../modes/registry.ts";
 import type { RunningMode } from "../modes/types.ts";
 import { trackerMetrics } from "../proxy/change-metrics.ts";
+import { createDriftCounter, DriftChecker, driftIntervalMs, mergeDrift } from "../proxy/drift.ts";
 import { serviceHealthListenAddresses } from "../proxy/healthcheck/listen-addresses.ts";
 import { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
@@ -168,9 +169,26 @@ async function runMode(
     log.info("Initialization done (--init-only); exiting");
     return 0;
   }
+  // Drift found (periodically or on /debug/drift) is repaired by a full sync, queued once the
+  // sync loop exists.
+  let queueSync = () => {};
+  const driftOf = mode.drift?.bind(mode);
+  const drift = driftOf
+    ? new DriftChecker({
+        check: async () => mergeDrift(modeName, await driftOf()),
+        repair: () => {
+          mode.repairDrift?.();
+          queueSync();
+        },
+        counter: createDriftCounter(metrics.registry),
+        log: log.named("drift"),
+        intervalMs: driftIntervalMs(process.env),
+      })
+    : undefined;
   const servers = await startServers(config, modeName, health, metrics.registry, log, {
     featureGates,
     flagValues: opts.flagValues ?? {},
+    ...(drift ? { drift: () => drift.checkOnce() } : {}),
   });
   const periods = modeNamed(modeName).periods(config);
   const controller = new SyncController({
@@ -197,6 +215,7 @@ async function runMode(
       beforeFirstSync: collectGarbage,
     },
   });
+  queueSync = () => controller.requestSync();
   const handler = withNodeHealth(controller, health);
   // A map of every object only for --dump-state: otherwise nobody reads it.
   const recording = opts.dumpStateFile ? recordingHandler(handler) : undefined;
@@ -211,12 +230,14 @@ async function runMode(
     // A stop that came during the first sync must not find canary timers started after it.
     if (stopping) return;
     mode.afterFirstSync(() => controller.requestSync());
+    drift?.start();
     // A file that cannot be written is reported; the proxy keeps running.
     if (opts.dumpStateFile && recording) await dumpState(opts.dumpStateFile, recording.store, host, log);
   });
 
   const code = await waitForShutdown(log, until);
   stopping = true;
+  drift?.stop();
   mode.stop();
   await src.source.stop();
   await controller.stop();

@@ -59,6 +59,8 @@ async function keepTrying(
 export interface ZpageInputs {
   readonly featureGates: EffectiveFeatureGates;
   readonly flagValues: Readonly<Record<string, string>>;
+  /** /debug/drift on the metrics server, when the mode can compare. */
+  readonly drift?: () => Promise<object>;
 }
 
 export async function startServers(
@@ -112,6 +114,7 @@ export async function startServers(
             slis,
             ...(flagz ? { flagz } : {}),
             ...(statusz ? { statusz } : {}),
+            ...(zpages?.drift ? { drift: zpages.drift } : {}),
           }),
         hard,
         log,

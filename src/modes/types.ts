@@ -10,6 +10,7 @@ import type { KernelClient } from "../host/kernel/types.ts";
 import type { SysctlClient } from "../host/sysctl/types.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Check } from "../proxy/check.ts";
+import type { FamilyDrift } from "../proxy/drift.ts";
 import type { Metrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import type { ServiceHealthSink } from "../proxy/service-health-sink.ts";
@@ -39,6 +40,13 @@ export interface RunningMode {
   /** Background work that starts after the first sync (iptables: canary polling). */
   afterFirstSync(requestSync: () => void): void;
   stop(): void;
+  /**
+   * Compares the kernel with the mode's record of what its syncs wrote, one answer per family;
+   * waits for a sync under way. Absent: the mode cannot tell.
+   */
+  drift?(): Promise<FamilyDrift[]>;
+  /** After drift was found: the next sync rewrites everything (the caller queues it). */
+  repairDrift?(): void;
 }
 
 /** A mode built for --dry-run: its proxier plans against the real host and records changes. */

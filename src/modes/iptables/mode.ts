@@ -29,6 +29,10 @@ export const iptablesMode: ModeDefinition<"iptables"> = {
       stop: () => {
         for (const m of monitors) m.stop();
       },
+      drift: () => Promise.all(ipt.proxiers.map((p) => p.drift())),
+      repairDrift: () => {
+        for (const p of ipt.proxiers) p.requestFullSync();
+      },
     };
   },
 

@@ -42,6 +42,10 @@ export const ipvsMode: ModeDefinition<"ipvs"> = {
       proxier: ipvs.proxier,
       afterFirstSync: () => {},
       stop: () => ipvs.stop(),
+      drift: () => Promise.all(ipvs.proxiers.map((p) => p.drift())),
+      repairDrift: () => {
+        for (const p of ipvs.proxiers) p.requestFullSync();
+      },
     };
   },
 

@@ -20,7 +20,17 @@ export const nftablesMode: ModeDefinition<"nftables"> = {
 
   async build(o) {
     const nft = await buildNftablesMode(o, { netlink: true });
-    return { families: nft.families, proxier: nft.proxier, afterFirstSync: () => {}, stop: () => {} };
+    return {
+      families: nft.families,
+      proxier: nft.proxier,
+      afterFirstSync: () => {},
+      stop: () => {},
+      drift: () => Promise.all(nft.proxiers.map((p) => p.drift())),
+      repairDrift: () => {
+        // Listed first: a deleted chain is then created again rather than flushed.
+        for (const p of nft.proxiers) p.requestFullSync({ relist: true });
+      },
+    };
   },
 
   // The planned transactions are the report's `nft -f -` commands (the recorder keeps them).

@@ -1,7 +1,8 @@
 // The metrics server (metricsBindAddress, default 127.0.0.1:10249) with upstream's routes:
 // /metrics, /metrics/slis (the /healthz check results; DELETE resets them), /healthz (the
 // apiserver-style ping check), /proxyMode, /configz, /flagz and /statusz (each while its
-// ComponentFlagz / ComponentStatusz gate is on), and the profiling routes when
+// ComponentFlagz / ComponentStatusz gate is on), /debug/drift (ours: the kernel against what
+// the proxy wrote, see src/proxy/drift.ts), and the profiling routes when
 // enableProfiling is set. Go's pprof cannot exist here, so those answer 501 and
 // say why rather than serving something that only looks like a profile.
 
@@ -30,6 +31,8 @@ export interface MetricsServerOptions {
   flagz?: Flagz;
   /** /statusz, when ComponentStatusz is on: the page's facts, read per request (the paths are filled in here). */
   statusz?: () => Omit<StatuszInput, "paths">;
+  /** /debug/drift: compares the kernel with what the proxy wrote (src/proxy/drift.ts). */
+  drift?: () => Promise<object>;
 }
 
 /** The paths this server answers, as /statusz lists them (itself excluded, as upstream). */
@@ -72,6 +75,17 @@ function healthz(req: IncomingMessage, res: ServerResponse, slis: SliMetrics): v
   reply(res, 200, TEXT, `${out}healthz check passed\n`);
 }
 
+/** The drift report as JSON; a check that failed (the kernel could not be read) answers 500. */
+async function driftPage(res: ServerResponse, drift: () => Promise<object>): Promise<void> {
+  let report: object;
+  try {
+    report = await drift();
+  } catch (err) {
+    return reply(res, 500, TEXT, `drift check failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  }
+  reply(res, 200, "application/json", `${JSON.stringify(report, null, 2)}\n`);
+}
+
 function isProfilingPath(path: string): boolean {
   return path === "/debug/pprof" || path.startsWith("/debug/pprof/") || path.startsWith("/debug/flags");
 }
@@ -99,6 +113,9 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<Ru
         return reply(res, 200, "application/json", goJSON({ [CONFIGZ_GROUP]: opts.configz() }));
       case "/flagz":
         if (opts.flagz) return zpage(res, opts.flagz.response(req.headers.accept));
+        break;
+      case "/debug/drift":
+        if (opts.drift) return driftPage(res, opts.drift);
         break;
       case "/statusz":
         if (opts.statusz)
