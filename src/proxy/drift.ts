@@ -33,6 +33,9 @@ export interface Difference {
   readonly ipFamily?: IPFamily;
 }
 
+/** "1 rule", "3 rules": a chain's size as a difference states it. */
+export const ruleCount = (n: number): string => (n === 1 ? "1 rule" : `${n} rules`);
+
 /** What /debug/drift answers. */
 export interface DriftReport {
   readonly mode: string;

@@ -5,7 +5,7 @@
 // the kernel fills, neither.
 
 import type { ListedTable } from "../../host/nft/table-listing.ts";
-import type { Difference } from "../../proxy/drift.ts";
+import { type Difference, ruleCount as rules } from "../../proxy/drift.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { isAffinitySetName } from "./names.ts";
 
@@ -17,8 +17,6 @@ export interface RecordedTable {
   /** [container, key text, value text ("" in a set)]. */
   readonly elements: Iterable<readonly [string, string, string]>;
 }
-
-const rules = (n: number) => (n === 1 ? "1 rule" : `${n} rules`);
 
 /**
  * `where` names the table ("ip kube-proxy"); `listed` undefined: the table is not there at all

@@ -8,7 +8,7 @@ import { parseIptablesSave } from "../../host/iptables/save-parser.ts";
 import type { RestoreInput } from "../../host/iptables/types.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { stringHash } from "../../util/string-hash.ts";
-import type { Difference } from "../drift.ts";
+import { type Difference, ruleCount } from "../drift.ts";
 import { ruleKey } from "./rule-key.ts";
 
 /** Rule texts kept for naming missing rules, at most. */
@@ -179,7 +179,7 @@ export function iptablesDrift(
         out.push({
           kind: "chain",
           what: `${tableName} ${chain}`,
-          expected: `${rules.length} rules`,
+          expected: ruleCount(rules.length),
           found: "absent",
           ...tag,
         });

@@ -1,7 +1,8 @@
 // One iptables rule's arguments in a form that does not depend on who printed them: the rule as
 // a restore input wrote it and the same rule as iptables-save prints it give the same key.
 // iptables-save reorders matches (-d before -p before -m ...), adds the defaults it filled in
-// (/32 on an address, -m tcp with --dport, REJECT's --reject-with, recent's --mask), prints
+// (/32 on an address, -m tcp with --dport, REJECT's --reject-with, recent's --mask and
+// --rsource), prints
 // MARK's --or-mark and --xor-mark as --set-xmark, marks without leading zeros, and
 // probabilities with eleven decimals.
 
@@ -86,6 +87,8 @@ function normalGroup(g: readonly string[]): string | undefined {
       return DEFAULT_REJECTS.has(value) ? undefined : `${neg}${opt} ${value}`;
     case "--mask":
       return ALL_ONES_MASKS.has(value) ? undefined : `${neg}${opt} ${value}`;
+    case "--rsource":
+      return undefined;
     case "--or-mark":
       return `--set-xmark ${value}/${value}`;
     case "--xor-mark":
