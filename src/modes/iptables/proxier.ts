@@ -228,7 +228,7 @@ export class IptablesProxier implements Proxier {
     if (generation !== this.generation)
       return { skipped: `${family}: a sync ran while the tables were read` };
     return {
-      differences: iptablesDrift(this.record.rules, saved.join("\n"), (h) => this.record.textOf(h), family),
+      differences: iptablesDrift(this.record.rules, saved.join("\n"), family),
     };
   }
 

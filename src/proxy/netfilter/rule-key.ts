@@ -8,6 +8,43 @@
 
 /** Splits arguments as a shell would: double quotes group, a backslash escapes the next character. */
 export function ruleTokens(text: string): string[] {
+  if (text.includes("\\")) return escapedTokens(text);
+  // No escapes: quoted runs and plain runs are sliced, not built a character at a time.
+  const out: string[] = [];
+  let cur = "";
+  let inToken = false;
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 34) {
+      let j = text.indexOf('"', i + 1);
+      if (j < 0) j = n;
+      cur += text.slice(i + 1, j);
+      inToken = true;
+      i = j + 1;
+    } else if (c === 32 || c === 9) {
+      if (inToken) out.push(cur);
+      cur = "";
+      inToken = false;
+      i++;
+    } else {
+      let j = i + 1;
+      while (j < n) {
+        const d = text.charCodeAt(j);
+        if (d === 32 || d === 9 || d === 34) break;
+        j++;
+      }
+      cur += text.slice(i, j);
+      inToken = true;
+      i = j;
+    }
+  }
+  if (inToken) out.push(cur);
+  return out;
+}
+
+function escapedTokens(text: string): string[] {
   const out: string[] = [];
   let cur = "";
   let inToken = false;
@@ -53,30 +90,19 @@ function withPrefix(address: string): string {
   return address.includes(":") ? `${address}/128` : `${address}/32`;
 }
 
-/** One option with its values, "!" in front when negated (iptables-save's "! -s" and "-m x ! --y" alike). */
-function optionGroups(tokens: readonly string[]): string[][] {
-  const groups: string[][] = [];
-  let negated = false;
-  for (const t of tokens) {
-    if (t === "!") negated = true;
-    else if (t.length > 1 && t.startsWith("-") && !/^-\d/.test(t)) {
-      groups.push(negated ? ["!", LONG_NAMES[t] ?? t] : [LONG_NAMES[t] ?? t]);
-      negated = false;
-    } else if (groups.length > 0) groups[groups.length - 1]!.push(t);
-    else groups.push([t]);
-  }
-  return groups;
+/** Marks: the restore input may pad them ("0x00004000"), iptables-save does not. */
+function unpadHex(value: string): string {
+  if (!value.includes("0x")) return value;
+  return value.replace(/\b0x0*([0-9a-f]+)\b/gi, (_, hex: string) => `0x${hex.toLowerCase()}`);
 }
 
-/** A group as the key holds it; undefined when it only says what iptables assumes anyway. */
-function normalGroup(g: readonly string[]): string | undefined {
-  const neg = g[0] === "!" ? "! " : "";
-  const [opt, ...raw] = neg ? g.slice(1) : g;
-  // Marks: the restore input may pad them ("0x00004000"), iptables-save does not.
-  const values = raw.map((v) =>
-    v.replace(/\b0x0*([0-9a-f]+)\b/gi, (_, hex: string) => `0x${hex.toLowerCase()}`),
-  );
-  const value = values.join(" ");
+/**
+ * One option with its values as the key holds it ("!" in front when negated: iptables-save's
+ * "! -s" and "-m x ! --y" alike); undefined when it only says what iptables assumes anyway.
+ */
+function normalGroup(negated: boolean, opt: string, raw: string): string | undefined {
+  const neg = negated ? "! " : "";
+  const value = unpadHex(raw);
   switch (opt) {
     case "-m":
       return PORT_MATCHES.has(value) ? undefined : `${neg}-m ${value}`;
@@ -98,20 +124,55 @@ function normalGroup(g: readonly string[]): string | undefined {
       return `${opt} ${Number.isFinite(p) ? p.toFixed(6) : value}`;
     }
     default:
-      return `${neg}${[opt, ...values].join(" ")}`;
+      return value === "" ? `${neg}${opt}` : `${neg}${opt} ${value}`;
   }
 }
 
+function isOption(t: string): boolean {
+  if (t.length < 2 || t.charCodeAt(0) !== 45) return false;
+  const c = t.charCodeAt(1);
+  return c < 48 || c > 57;
+}
+
+/** Each normalized option of a rule's arguments (everything after "-A CHAIN"), in their order. */
+function eachOption(args: string, take: (group: string) => void): void {
+  // Most rules hold no quote or escape: split at spaces.
+  const tokens = args.includes('"') || args.includes("\\") ? ruleTokens(args) : args.split(" ");
+  let opt: string | undefined;
+  let value = "";
+  let negated = false;
+  let negateNext = false;
+  const flush = () => {
+    if (opt === undefined) {
+      if (value !== "") take(value);
+      return;
+    }
+    const g = normalGroup(negated, opt, value);
+    if (g !== undefined) take(g);
+  };
+  for (const t of tokens) {
+    if (t === "") continue;
+    if (t === "!") {
+      negateNext = true;
+      continue;
+    }
+    if (isOption(t)) {
+      flush();
+      opt = LONG_NAMES[t] ?? t;
+      value = "";
+      negated = negateNext;
+      negateNext = false;
+    } else value = value === "" ? t : `${value} ${t}`;
+  }
+  flush();
+}
+
 /**
- * The key of a rule's arguments (everything after "-A CHAIN"): each option with its values,
- * normalized, the options sorted. Two rules with the same key match the same packets and do
- * the same.
+ * The key of a rule's arguments: its normalized options, sorted. Two rules with the same key
+ * match the same packets and do the same.
  */
 export function ruleKey(args: string): string {
   const out: string[] = [];
-  for (const g of optionGroups(ruleTokens(args))) {
-    const n = normalGroup(g);
-    if (n !== undefined) out.push(n);
-  }
+  eachOption(args, (g) => out.push(g));
   return out.sort().join(" ; ");
 }

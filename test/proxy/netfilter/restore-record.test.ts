@@ -5,7 +5,7 @@
 
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { iptablesDrift, RestoreRecord } from "../../../src/proxy/netfilter/restore-record.ts";
+import { iptablesDrift, LINES_KEPT, RestoreRecord } from "../../../src/proxy/netfilter/restore-record.ts";
 
 /** Reads `input` through the record's tap, in pieces cut anywhere (as a restore would read it). */
 function restore(record: RestoreRecord, input: string, cut = 7): string {
@@ -49,7 +49,7 @@ function recorded(): RestoreRecord {
   return r;
 }
 
-const drift = (r: RestoreRecord, saved: string) => iptablesDrift(r.rules, saved, (h) => r.textOf(h));
+const drift = (r: RestoreRecord, saved: string) => iptablesDrift(r.rules, saved);
 
 describe("RestoreRecord", () => {
   test("invalid until a full restore succeeded; a failed one changes nothing and invalidates", () => {
@@ -63,7 +63,7 @@ describe("RestoreRecord", () => {
     restore(ok, "*nat\n:KUBE-SVC-A - [0:0]\nCOMMIT\n");
     ok.abandon();
     expect(ok.valid).toBe(false);
-    expect(ok.rules.get("nat")?.get("KUBE-SVC-A")).toHaveLength(1);
+    expect(ok.rules.get("nat")?.get("KUBE-SVC-A")?.count).toBe(1);
   });
 
   test("a partial restore rewrites the chains it declares, appends to others, deletes -X'd ones", () => {
@@ -82,8 +82,11 @@ describe("RestoreRecord", () => {
     );
     r.commit(false);
     const nat = r.rules.get("nat")!;
-    expect(nat.get("KUBE-SVC-A")).toHaveLength(2);
-    expect(nat.get("KUBE-SERVICES")).toHaveLength(2);
+    expect(nat.get("KUBE-SVC-A")).toEqual({
+      count: 2,
+      lines: ["-A KUBE-SVC-A -j KUBE-SEP-B", "-A KUBE-SVC-A -j KUBE-SEP-C"],
+    });
+    expect(nat.get("KUBE-SERVICES")?.count).toBe(2);
     expect(nat.has("KUBE-SEP-A")).toBe(false);
     expect(r.valid).toBe(true);
   });
@@ -104,6 +107,50 @@ describe("iptablesDrift", () => {
       { kind: "rule", what: "nat KUBE-SERVICES", expected: "absent", found: "-A KUBE-SERVICES -j DROP" },
       { kind: "rule", what: "nat KUBE-SVC-A", expected: "-A KUBE-SVC-A -j KUBE-SEP-A", found: "absent" },
       { kind: "chain", what: "nat KUBE-SEP-A", expected: "1 rule", found: "absent" },
+    ]);
+  });
+
+  test("past LINES_KEPT rules a chain is known by its count, and compared by it", () => {
+    const r = new RestoreRecord();
+    const rules = Array.from(
+      { length: LINES_KEPT + 2 },
+      (_, i) => `-A KUBE-BIG -s 192.0.2.${i % 250} -m comment --comment r${i} -j ACCEPT`,
+    );
+    restore(
+      r,
+      [
+        "*filter",
+        ":KUBE-SMALL - [0:0]",
+        "-A KUBE-SMALL -j DROP",
+        ":KUBE-BIG - [0:0]",
+        ...rules,
+        "COMMIT",
+        "",
+      ].join("\n"),
+      4096,
+    );
+    r.commit(true);
+    const filter = r.rules.get("filter")!;
+    expect(filter.get("KUBE-SMALL")).toEqual({ count: 1, lines: ["-A KUBE-SMALL -j DROP"] });
+    expect(filter.get("KUBE-BIG")).toEqual({ count: LINES_KEPT + 2, lines: undefined });
+    const saved = (big: readonly string[]) =>
+      [
+        "*filter",
+        ":KUBE-SMALL - [0:0]",
+        ":KUBE-BIG - [0:0]",
+        "-A KUBE-SMALL -j DROP",
+        ...big,
+        "COMMIT",
+        "",
+      ].join("\n");
+    expect(drift(r, saved(rules))).toEqual([]);
+    expect(drift(r, saved(rules.slice(1)))).toEqual([
+      {
+        kind: "rule",
+        what: "filter KUBE-BIG",
+        expected: `${LINES_KEPT + 2} rules`,
+        found: `${LINES_KEPT + 1} rules`,
+      },
     ]);
   });
 
