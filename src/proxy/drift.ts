@@ -110,6 +110,8 @@ export interface DriftCheckerOptions {
 export class DriftChecker {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
+  /** The check under way: a second asker (the route during a periodic check) shares it. */
+  private running: Promise<DriftReport> | undefined;
 
   constructor(private readonly o: DriftCheckerOptions) {}
 
@@ -138,7 +140,14 @@ export class DriftChecker {
    * One check, periodic or asked for (/debug/drift): what drifted is counted, logged and
    * repaired by a full sync. Rejects when the kernel could not be read.
    */
-  async checkOnce(): Promise<DriftReport> {
+  checkOnce(): Promise<DriftReport> {
+    this.running ??= this.runCheck().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async runCheck(): Promise<DriftReport> {
     const report = await this.o.check();
     const { differences } = report;
     if (differences.length === 0) return report;

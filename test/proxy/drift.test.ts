@@ -76,6 +76,21 @@ describe("drift checks", () => {
     expect(log.lines[0]).toContain("unexpected (-A KUBE-SVC-X -j DROP)");
   });
 
+  test("two checks asked for at once are one check: counted and repaired once", async () => {
+    let calls = 0;
+    const { c, registry, repairs } = checker(async () => {
+      calls++;
+      await new Promise((r) => setTimeout(r, 5));
+      return { mode: "ipvs", differences: [GONE] };
+    });
+    const [a, b] = await Promise.all([c.checkOnce(), c.checkOnce()]);
+    expect(a).toBe(b);
+    expect([calls, repairs()]).toEqual([1, 1]);
+    expect(await registry.metrics()).toContain('kubeproxy_ts_drift_differences_total{kind="real-server"} 1');
+    await c.checkOnce();
+    expect(calls).toBe(2);
+  });
+
   test("a check that finds nothing neither counts, logs nor repairs; one that fails rejects", async () => {
     const { c, log, repairs } = checker(async () => ({ mode: "ipvs", differences: [] }));
     await c.checkOnce();

@@ -9,8 +9,10 @@ import { StringMap } from "../../util/string-map.ts";
 import { isAffinitySetName } from "./names.ts";
 
 export class WrittenRecord {
-  /** Chain -> rules written into it since it was last flushed. */
-  readonly chains = new StringMap<number>();
+  private readonly counts = new StringMap<number>();
+  /** The chain rules are being added to (a chain's rules come one after another), and its count. */
+  private pendingChain: string | undefined;
+  private pendingCount = 0;
   /** Sets and maps added and not deleted since. */
   readonly containers = new Set<string>();
   /** Container -> key text -> value text, for containers outside the element store. */
@@ -23,25 +25,46 @@ export class WrittenRecord {
 
   constructor(private readonly inElementStore: (container: string) => boolean) {}
 
+  /** Chain -> rules written into it since it was last flushed. */
+  get chains(): StringMap<number> {
+    this.settle();
+    return this.counts;
+  }
+
+  private settle(): void {
+    if (this.pendingChain === undefined) return;
+    this.counts.set(this.pendingChain, this.pendingCount);
+    this.pendingChain = undefined;
+  }
+
   /** A full sync rewrites everything it keeps: the record starts again with it. */
   reset(): void {
-    this.chains.clear();
+    this.pendingChain = undefined;
+    this.counts.clear();
     this.containers.clear();
     this.elements.clear();
   }
 
   readonly observe = (op: NftOperation): void => {
     const o = op.object;
+    if (o.kind === "rule") {
+      // Counted without a lookup while the same chain's rules follow each other.
+      if (o.chain === this.pendingChain) this.pendingCount++;
+      else {
+        this.settle();
+        this.pendingChain = o.chain;
+        this.pendingCount = (this.counts.get(o.chain) ?? 0) + 1;
+      }
+      return;
+    }
+    this.settle();
     switch (o.kind) {
       case "table":
         if (op.verb !== "add") this.reset();
         return;
       case "chain":
-        if (op.verb === "delete") this.chains.delete(o.name);
-        else if (op.verb === "flush" || !this.chains.has(o.name)) this.chains.set(o.name, 0);
-        return;
-      case "rule":
-        this.chains.set(o.chain, (this.chains.get(o.chain) ?? 0) + 1);
+        if (op.verb === "delete") this.counts.delete(o.name);
+        else if (op.verb === "flush" || !this.counts.has(o.name)) this.counts.set(o.name, 0);
         return;
       case "set":
       case "map":
