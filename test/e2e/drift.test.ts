@@ -4,6 +4,8 @@
 // sync it asks for puts them back (the kernel is polled until it does), and
 // kubeproxy_ts_drift_differences_total counts them. Then the same without asking: the periodic
 // check (KPTS_DRIFT_CHECK_INTERVAL_MS) finds it, logs one line naming it, and it is repaired.
+// And in nftables mode a whole Service chain deleted (with its element), which without drift
+// checks came back only at the hourly full sync (test/e2e/nftables-outside-changes.test.ts).
 //
 // Run as root: `node_modules/.bin/bun test test/e2e/drift.test.ts`.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
@@ -162,6 +164,62 @@ async function deleteElementAndRule(
 }
 
 // ---- the cases --------------------------------------------------------------------------------
+
+describe("nftables mode: drift, a deleted chain of an unchanged Service", () => {
+  const LIMIT_MS = scaled(30_000);
+  const h: ApiHarness = {};
+  beforeAll(async () => {
+    await setUpApiRun(h, {
+      node: NODE,
+      pods: PODS,
+      client: true,
+      services: [FIRST, SECOND],
+      mode: "nftables",
+      env: { KPTS_DRIFT_CHECK_INTERVAL_MS: "0" },
+    });
+    await waitForAnswer(h, SECOND, LIMIT_MS);
+  }, E2E_TEST_TIMEOUT_MS);
+  afterAll(() => tearDownApiRun(h), E2E_TEST_TIMEOUT_MS);
+
+  e2eTest(
+    h,
+    "is named with its element, and the full sync drift asks for (not the hourly one) creates it again",
+    async () => {
+      expect(await settledDrift(h, LIMIT_MS)).toEqual({ mode: "nftables", differences: [] });
+      const chain = await serviceChainOf(h, SECOND);
+      const rules = (await chainRules(h, chain)).length;
+      await run(
+        h,
+        ["nft", "-f", "-"],
+        [
+          `delete element ip kube-proxy service-ips { ${SECOND.clusterIP} . tcp . 80 }`,
+          `flush chain ip kube-proxy ${chain}`,
+          `delete chain ip kube-proxy ${chain}`,
+          "",
+        ].join("\n"),
+      );
+      const report = await getDrift(h);
+      expect([...report.differences].sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
+        expect.objectContaining({
+          kind: "chain",
+          what: `ip kube-proxy chain ${chain}`,
+          expected: `${rules} rule${rules === 1 ? "" : "s"}`,
+          found: "absent",
+        }),
+        expect.objectContaining({
+          kind: "set-element",
+          what: `ip kube-proxy service-ips { ${SECOND.clusterIP} . tcp . 80 }`,
+          found: "absent",
+        }),
+      ]);
+      await waitForAnswer(h, SECOND, LIMIT_MS);
+      expect((await chainRules(h, chain)).length).toBe(rules);
+      expect(await counted(h, "chain")).toBe(1);
+      expect(await settledDrift(h, LIMIT_MS)).toEqual({ mode: "nftables", differences: [] });
+    },
+    LIMIT_MS * 4 + 30_000,
+  );
+});
 
 for (const mode of ["iptables", "nftables"] as const)
   describe(`${mode} mode: drift`, () => {

@@ -85,6 +85,9 @@ async function start(h: Harness, intervalMs: number): Promise<void> {
   h.kubeProxy = startKubeProxy(h.topo, {
     stateFile: h.stateFile,
     mode: "ipvs",
+    // ipvs mode compares everything with the kernel once --ipvs-sync-period has passed, which
+    // would repair the deletion on its own: long enough that only the drift check does.
+    extraArgs: ["--ipvs-sync-period=10m"],
     env: { KPTS_DRIFT_CHECK_INTERVAL_MS: String(intervalMs) },
   });
   try {
