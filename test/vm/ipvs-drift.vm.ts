@@ -1,8 +1,9 @@
 // ipvs mode's drift, in the kernel VM (test/vm/kernel-vm.test.ts runs this file there): the
 // built binary programs IPVS from a --state file; another program deletes a real server
-// (ipvsadm -d) behind its back. GET /debug/drift names it, the full sync it asks for adds it
-// back, and kubeproxy_ts_drift_differences_total{kind="real-server"} counts it. Then the same
-// found by the periodic check (KPTS_DRIFT_CHECK_INTERVAL_MS), which logs one line naming it.
+// (ipvsadm -d) and a member of KUBE-CLUSTER-IP (ipset del) behind its back. GET /debug/drift
+// names them, the full sync it asks for adds them back, and
+// kubeproxy_ts_drift_differences_total{kind} counts them. Then a real server deleted and found by
+// the periodic check (KPTS_DRIFT_CHECK_INTERVAL_MS), which logs one line naming it.
 //
 // By hand: scripts/kernel-vm -- bash -c 'modprobe nf_conntrack &&
 //   node_modules/.bin/bun test --timeout 600000 ./test/vm/ipvs-drift.vm.ts'
@@ -44,7 +45,7 @@ const GONE = "203.0.113.12:8080";
 interface Report {
   readonly mode: string;
   readonly skipped?: string;
-  readonly differences: { kind: string; what: string; expected: string; found: string }[];
+  readonly differences: { kind: string; what: string; expected: string; found: string; ipFamily?: string }[];
 }
 
 async function getDrift(h: Harness): Promise<Report> {
@@ -63,14 +64,10 @@ async function settledDrift(h: Harness, limitMs: number): Promise<Report> {
   }
 }
 
-async function counted(h: Harness): Promise<number> {
+async function counted(h: Harness, kind = "real-server"): Promise<number> {
   const r = await httpGet(h.topo!, "node", `${NODE_METRICS_URL}/metrics`, { timeoutMs: scaled(10_000) });
   if (!r.ok || r.status !== 200) throw new Error(`GET /metrics: ${describeHttp(r)}`);
-  return (
-    metricValue(parseMetrics(r.body ?? ""), "kubeproxy_ts_drift_differences_total", {
-      kind: "real-server",
-    }) ?? 0
-  );
+  return metricValue(parseMetrics(r.body ?? ""), "kubeproxy_ts_drift_differences_total", { kind }) ?? 0;
 }
 
 const hasBoth = (v: Parameters<Parameters<typeof waitForIpvs>[2]>[0]) =>
@@ -102,6 +99,23 @@ async function deleteRealServer(h: Harness): Promise<void> {
   await h.topo!.must("node", ["ipvsadm", "-d", "-t", VS, "-r", GONE], { timeoutMs: 10_000 });
 }
 
+/** The ClusterIP's member of KUBE-CLUSTER-IP, as ipset prints it. */
+const MEMBER = "198.51.100.10,tcp:80";
+
+async function hasMember(h: Harness): Promise<boolean> {
+  const listed = await h.topo!.must("node", ["ipset", "list", "KUBE-CLUSTER-IP"], { timeoutMs: 10_000 });
+  return listed.split("\n").some((l) => l.trim() === MEMBER);
+}
+
+/** Polls `cond` (reading the kernel) until it holds; throws with `what` at the deadline. */
+async function until(cond: () => Promise<boolean>, what: string, limitMs: number): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${limitMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 describe("ipvs mode: drift, asked for on /debug/drift", () => {
   const h: Harness = { extraDiagnostics: ipvsDiagnostics };
   beforeAll(() => start(h, 0), E2E_TEST_TIMEOUT_MS);
@@ -109,11 +123,13 @@ describe("ipvs mode: drift, asked for on /debug/drift", () => {
 
   e2eTest(
     h,
-    "a real server deleted with ipvsadm -d is named, put back by the next sync, and counted",
+    "a real server (ipvsadm -d) and an ipset member (ipset del) deleted are named, put back by the next sync, and counted",
     async () => {
       const limitMs = scaled(30_000);
       expect(await settledDrift(h, limitMs)).toEqual({ mode: "ipvs", differences: [] });
+      expect(await hasMember(h)).toBe(true);
       await deleteRealServer(h);
+      await h.topo!.must("node", ["ipset", "del", "KUBE-CLUSTER-IP", MEMBER], { timeoutMs: 10_000 });
       const report = await getDrift(h);
       expect(report.differences).toEqual([
         {
@@ -122,10 +138,19 @@ describe("ipvs mode: drift, asked for on /debug/drift", () => {
           expected: "weight 1",
           found: "absent",
           ipFamily: "IPv4",
-        } as Report["differences"][number],
+        },
+        {
+          kind: "set-element",
+          what: `ipset KUBE-CLUSTER-IP ${MEMBER}`,
+          expected: "present",
+          found: "absent",
+          ipFamily: "IPv4",
+        },
       ]);
       await waitForIpvs(h.topo!, h.kubeProxy, hasBoth, "the real server back", 30_000);
+      await until(() => hasMember(h), "the ipset member back", limitMs);
       expect(await counted(h)).toBe(1);
+      expect(await counted(h, "set-element")).toBe(1);
       expect(h.kubeProxy!.stderr()).toMatch(/Kernel state drifted from what kube-proxy-ts wrote/);
       expect(await settledDrift(h, limitMs)).toEqual({ mode: "ipvs", differences: [] });
     },

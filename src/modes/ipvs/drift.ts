@@ -1,8 +1,9 @@
 // ipvs mode's drift: the virtual servers and real servers the last sync programmed (real servers
-// still draining at weight 0) against the IPVS table as the kernel lists it. Pure: both sides in,
-// the differences out. Virtual servers of the other family or inside --ipvs-exclude-cidrs are
-// not ours and are not looked at.
+// still draining at weight 0) against the IPVS table as the kernel lists it, and the members of
+// its ipsets against `ipset save`. Pure: both sides in, the differences out. Virtual servers of
+// the other family or inside --ipvs-exclude-cidrs are not ours and are not looked at.
 
+import type { IpsetSet } from "../../host/ipset/types.ts";
 import type { IpvsService } from "../../host/ipvs/types.ts";
 import type { Difference } from "../../proxy/drift.ts";
 import type { IPFamily } from "../../util/net/family.ts";
@@ -100,5 +101,50 @@ export function ipvsDrift(
         found: vsSettings(svc.server),
         ...family,
       });
+  return out;
+}
+
+/** One of our sets as the record holds it: its name and the members the last sync wanted. */
+export interface RecordedSet {
+  readonly name: string;
+  readonly members: Iterable<string>;
+}
+
+/** Every difference between our sets' members and the kernel's sets (as listSets() reads them). */
+export function ipsetDrift(
+  recorded: Iterable<RecordedSet>,
+  kernel: ReadonlyMap<string, IpsetSet>,
+  family?: IPFamily,
+): Difference[] {
+  const tag = family ? { ipFamily: family } : {};
+  const out: Difference[] = [];
+  for (const set of recorded) {
+    const have = kernel.get(set.name);
+    if (!have) {
+      out.push({ kind: "set", what: `ipset ${set.name}`, expected: "present", found: "absent", ...tag });
+      continue;
+    }
+    const wanted = new Set<string>();
+    for (const m of set.members) {
+      wanted.add(m);
+      if (!have.entries.has(m))
+        out.push({
+          kind: "set-element",
+          what: `ipset ${set.name} ${m}`,
+          expected: "present",
+          found: "absent",
+          ...tag,
+        });
+    }
+    for (const m of have.entries)
+      if (!wanted.has(m))
+        out.push({
+          kind: "set-element",
+          what: `ipset ${set.name} ${m}`,
+          expected: "absent",
+          found: "present",
+          ...tag,
+        });
+  }
   return out;
 }

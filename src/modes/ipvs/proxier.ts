@@ -37,7 +37,7 @@ import { Listing } from "../../util/listing.ts";
 import { cidrContains, isLoopbackLenient } from "../../util/net/address.ts";
 import { familyOf, type IPFamily } from "../../util/net/family.ts";
 import { type BindPlan, boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
-import { ipvsDrift } from "./drift.ts";
+import { ipsetDrift, ipvsDrift } from "./drift.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { type IpsetSyncPlan, planIpsets } from "./ipset-sync.ts";
 import { SET_IDS, type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
@@ -345,17 +345,22 @@ export class IpvsProxier implements Proxier {
   }
 
   /**
-   * The IPVS table against what the last sync programmed, between syncs. Skipped while a full
+   * The IPVS table and our ipsets against what the last sync programmed, between syncs. Skipped while a full
    * sync is pending: it compares and rewrites everything anyway.
    */
   drift(): Promise<FamilyDrift> {
     return this.queue.run(async () => {
       if (this.book.fullSyncNeeded) return { skipped: `${this.family}: a full sync is pending` };
-      const kernel = await this.deps.ipvs.read();
+      const [kernel, sets] = await Promise.all([this.deps.ipvs.read(), this.deps.ipset.listSets()]);
       const differences = ipvsDrift(this.virtualServerListing(), kernel, {
         family: this.family,
         owns: (a) => this.ownsAddress(a) && !this.excludeCIDRs.some((cidr) => cidrContains(cidr, a)),
       });
+      const recorded = SET_IDS.map((id) => ({
+        name: this.sets[id].spec.name,
+        members: this.plans.state.entries[id].keys(),
+      }));
+      differences.push(...ipsetDrift(recorded, sets, this.family));
       return { differences };
     });
   }

@@ -1,11 +1,13 @@
 // ipvsDrift: the virtual and real servers the last sync programmed against the IPVS table. A
 // table made from the record has no drift; one real server deleted from it (ipvsadm -d) is one
-// difference naming it; virtual servers another family's or excluded are not looked at.
+// difference naming it; virtual servers another family's or excluded are not looked at. And
+// ipsetDrift: our sets' members against the kernel's, the same way.
 
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
+import type { IpsetSet } from "../../../src/host/ipset/types.ts";
 import type { IpvsService } from "../../../src/host/ipvs/types.ts";
-import { ipvsDrift, type RecordedVirtualServer } from "../../../src/modes/ipvs/drift.ts";
+import { ipsetDrift, ipvsDrift, type RecordedVirtualServer } from "../../../src/modes/ipvs/drift.ts";
 
 const owns = (a: string) => !a.includes(":") && !a.startsWith("192.0.2.");
 
@@ -129,6 +131,61 @@ describe("ipvsDrift", () => {
             kind: "real-server",
             what: `${v.protocol} ${v.address}:${v.port} -> ${gone.address}:${gone.port}`,
             expected: `weight ${gone.weight}`,
+            found: "absent",
+          },
+        ]);
+      }),
+    );
+  });
+});
+
+describe("ipsetDrift", () => {
+  const set = (name: string, entries: string[]): [string, IpsetSet] => [
+    name,
+    { spec: { name, type: "hash:ip,port", family: "inet", comment: "" }, entries: new Set(entries) },
+  ];
+
+  test("a set gone, a member gone and a member added are each named", () => {
+    const kernel = new Map([
+      set("KUBE-CLUSTER-IP", ["198.51.100.10,tcp:80", "198.51.100.99,tcp:80"]),
+      set("KUBE-OTHER", ["192.0.2.1,tcp:1"]),
+    ]);
+    const recorded = [
+      { name: "KUBE-CLUSTER-IP", members: ["198.51.100.10,tcp:80", "198.51.100.11,udp:53"] },
+      { name: "KUBE-LOOP-BACK", members: [] },
+    ];
+    expect(ipsetDrift(recorded, kernel, "IPv4")).toEqual([
+      {
+        kind: "set-element",
+        what: "ipset KUBE-CLUSTER-IP 198.51.100.11,udp:53",
+        expected: "present",
+        found: "absent",
+        ipFamily: "IPv4",
+      },
+      {
+        kind: "set-element",
+        what: "ipset KUBE-CLUSTER-IP 198.51.100.99,tcp:80",
+        expected: "absent",
+        found: "present",
+        ipFamily: "IPv4",
+      },
+      { kind: "set", what: "ipset KUBE-LOOP-BACK", expected: "present", found: "absent", ipFamily: "IPv4" },
+    ]);
+  });
+
+  test("random sets: none against themselves; a member deleted is one difference", () => {
+    const member = fc.integer({ min: 1, max: 254 }).map((n) => `198.51.100.${n},tcp:80`);
+    fc.assert(
+      fc.property(fc.uniqueArray(member, { minLength: 1, maxLength: 20 }), fc.nat(), (members, pick) => {
+        const recorded = [{ name: "KUBE-CLUSTER-IP", members }];
+        expect(ipsetDrift(recorded, new Map([set("KUBE-CLUSTER-IP", members)]))).toEqual([]);
+        const gone = members[pick % members.length]!;
+        const left = members.filter((m) => m !== gone);
+        expect(ipsetDrift(recorded, new Map([set("KUBE-CLUSTER-IP", left)]))).toEqual([
+          {
+            kind: "set-element",
+            what: `ipset KUBE-CLUSTER-IP ${gone}`,
+            expected: "present",
             found: "absent",
           },
         ]);
