@@ -167,6 +167,8 @@ describe("ipvs mode: drift found by the periodic check", () => {
     h,
     "a real server deleted with ipvsadm -d is logged, counted and put back",
     async () => {
+      // Past the start's syncs, which would put it back before any check could see it.
+      expect(await settledDrift(h, scaled(30_000))).toEqual({ mode: "ipvs", differences: [] });
       await deleteRealServer(h);
       await waitForIpvs(h.topo!, h.kubeProxy, hasBoth, "the real server back", 30_000);
       const line = await h.kubeProxy!.waitForOutput(/Kernel state drifted[^\n]*/, 30_000);
