@@ -14,6 +14,7 @@ import { cleanupOtherModes, healthTimeoutMs, modeForConfig, modeNamed } from "..
 import type { RunningMode } from "../modes/types.ts";
 import { trackerMetrics } from "../proxy/change-metrics.ts";
 import { SyncHistory } from "../proxy/debug-state/history.ts";
+import { createDriftCounter, DriftChecker, driftIntervalMs, mergeDrift } from "../proxy/drift.ts";
 import { serviceHealthListenAddresses } from "../proxy/healthcheck/listen-addresses.ts";
 import { ProxierHealth } from "../proxy/healthcheck/proxier-health.ts";
 import { ServiceHealthServer } from "../proxy/healthcheck/service-health.ts";
@@ -171,6 +172,22 @@ async function runMode(
     return 0;
   }
   const history = new SyncHistory();
+  // Drift found (periodically or on /debug/drift) is repaired by a full sync, queued once the
+  // sync loop exists.
+  let queueSync = () => {};
+  const driftOf = mode.drift?.bind(mode);
+  const drift = driftOf
+    ? new DriftChecker({
+        check: async () => mergeDrift(modeName, await driftOf()),
+        repair: () => {
+          mode.repairDrift?.();
+          queueSync();
+        },
+        counter: createDriftCounter(metrics.registry),
+        log: log.named("drift"),
+        intervalMs: driftIntervalMs(process.env),
+      })
+    : undefined;
   const periods = modeNamed(modeName).periods(config);
   const controller = new SyncController({
     nodeName,
@@ -197,6 +214,7 @@ async function runMode(
       beforeFirstSync: collectGarbage,
     },
   });
+  queueSync = () => controller.requestSync();
   const handler = withNodeHealth(controller, health);
   // Every object for --dump-state; for /debug/state's snapshot, the objects other than slices
   // (references to what the informers hold anyway; slices are rebuilt from the trackers).
@@ -211,7 +229,11 @@ async function runMode(
     health,
     metrics.registry,
     log,
-    { featureGates, flagValues: opts.flagValues ?? {} },
+    {
+      featureGates,
+      flagValues: opts.flagValues ?? {},
+      ...(drift ? { drift: () => drift.checkOnce() } : {}),
+    },
     recording &&
       debugStateHandler({
         nodeName,
@@ -234,12 +256,14 @@ async function runMode(
     // A stop that came during the first sync must not find canary timers started after it.
     if (stopping) return;
     mode.afterFirstSync(() => controller.requestSync());
+    drift?.start();
     // A file that cannot be written is reported; the proxy keeps running.
     if (opts.dumpStateFile && recording) await dumpState(opts.dumpStateFile, recording.store, host, log);
   });
 
   const code = await waitForShutdown(log, until);
   stopping = true;
+  drift?.stop();
   mode.stop();
   await src.source.stop();
   await controller.stop();

@@ -59,6 +59,8 @@ async function keepTrying(
 export interface ZpageInputs {
   readonly featureGates: EffectiveFeatureGates;
   readonly flagValues: Readonly<Record<string, string>>;
+  /** /debug/drift on the metrics server, when the mode can compare. */
+  readonly drift?: () => Promise<object>;
 }
 
 export async function startServers(
@@ -114,6 +116,7 @@ export async function startServers(
             ...(flagz ? { flagz } : {}),
             ...(statusz ? { statusz } : {}),
             ...(debugState ? { debugState } : {}),
+            ...(zpages?.drift ? { drift: zpages.drift } : {}),
           }),
         hard,
         log,

@@ -11,6 +11,7 @@ import type { SysctlClient } from "../host/sysctl/types.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Check } from "../proxy/check.ts";
 import type { BackendChoice } from "../proxy/debug-state/schema.ts";
+import type { FamilyDrift } from "../proxy/drift.ts";
 import type { Metrics } from "../proxy/metrics/metrics.ts";
 import type { Proxier } from "../proxy/proxier.ts";
 import type { ServiceHealthSink } from "../proxy/service-health-sink.ts";
@@ -46,6 +47,13 @@ export interface RunningMode {
   stop(): void;
   /** How the mode writes to the kernel, and why (/debug/state); absent: nothing to say. */
   describe?(): readonly BackendChoice[];
+  /**
+   * Compares the kernel with the mode's record of what its syncs wrote, one answer per family;
+   * waits for a sync under way. Absent: the mode cannot tell.
+   */
+  drift?(): Promise<FamilyDrift[]>;
+  /** After drift was found: the next sync rewrites everything (the caller queues it). */
+  repairDrift?(): void;
 }
 
 /** A mode built for --dry-run: its proxier plans against the real host and records changes. */

@@ -4,8 +4,9 @@
 // service-ips element). The next change must still land, the other Services keep working, and
 // the other program's table is left as it was. A deleted table comes back with that change (the
 // partial sync into it fails, and the retry is a full sync that lists the kernel first); a
-// deleted chain of an unchanged Service comes back at the next full sync (hourly, as upstream's),
-// which this test does not wait for. Each case runs twice: with changes sent over netlink (the
+// deleted chain of an unchanged Service comes back at the next full sync, which the next drift
+// check asks for (every 5 minutes by default; test/e2e/drift.test.ts shows it) and upstream
+// leaves to its hourly one; this test does not wait for either. Each case runs twice: with changes sent over netlink (the
 // default) and with everything through nft (KPTS_NFT_NETLINK=0).
 //
 // Last, another program that uses a newer nft (trixie's 1.1.3, built on first use by

@@ -124,6 +124,15 @@ export function createNftClient(opts: NftClientOptions): NftClient {
         : parseNftListNames(res.stdout, kind, table);
     },
 
+    async listTableJson() {
+      const args = ["--json", "list", "table", family, table];
+      const res = await run(args);
+      if (res.code === 0) return res.stdout;
+      const err = new NftError(args, res.code, res.stderr || res.stdout);
+      if (err.isNotFound()) return undefined;
+      throw err;
+    },
+
     async version() {
       const args = ["--version"];
       const res = await opts.exec.run({ cmd: "nft", args, timeoutMs: VERSION_TIMEOUT_MS });

@@ -37,18 +37,22 @@ export class NftTransaction implements NftTransactionLike {
   private readonly where: string;
   /** The operations themselves, when asked to keep them (see operations()). */
   private kept: NftOperation[] | undefined;
+  private readonly observe: ((op: NftOperation) => void) | undefined;
 
   /**
    * `keepOperations`: also keep the typed operations, for a writer that speaks the kernel's
    * netlink rather than nft's text (a partial sync's few; a full sync's would be half a million).
+   * `observe`: told of each operation as it is added (a record of what was written), parts
+   * made as nft reads them included.
    */
   constructor(
     readonly family: NftFamily,
     readonly table: string,
-    opts: { keepOperations?: boolean } = {},
+    opts: { keepOperations?: boolean; observe?: (op: NftOperation) => void } = {},
   ) {
     this.where = `${family} ${nftIdentifier(table, "table name")}`;
     if (opts.keepOperations) this.kept = [];
+    this.observe = opts.observe;
   }
 
   /**
@@ -87,6 +91,7 @@ export class NftTransaction implements NftTransactionLike {
     // Rendered even when kept: every name and text is checked here, whichever writer sends it.
     this.lines.push(renderOperation(this.where, op));
     if (this.kept && !this.producing) this.kept.push(op);
+    this.observe?.(op);
     this.count++;
     if (this.lines.length >= BLOCK_LINES) this.closeBlock();
     return this;

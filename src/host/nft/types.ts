@@ -93,6 +93,11 @@ export interface NftClient {
    * second nft run is spent asking whether the table is there.
    */
   list(kind: NftListKind): Promise<string[]>;
+  /**
+   * The whole table with its elements, as `nft --json list table` prints it (parse it with
+   * table-listing.ts); undefined when the table does not exist. For drift checks, not syncs.
+   */
+  listTableJson?(): Promise<string | undefined>;
   /** `nft --version`'s version number ("1.0.6"); undefined when nft is not installed. */
   version(): Promise<string | undefined>;
   /** Every table on the host; undefined when nft is not installed. */

@@ -31,6 +31,10 @@ export const iptablesMode: ModeDefinition<"iptables"> = {
         for (const m of monitors) m.stop();
       },
       describe: () => [{ component: "iptables", chosen: ipt.backend, reason: ipt.backendReason }],
+      drift: () => Promise.all(ipt.proxiers.map((p) => p.drift())),
+      repairDrift: () => {
+        for (const p of ipt.proxiers) p.requestFullSync();
+      },
     };
   },
 

@@ -6,16 +6,23 @@
 
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { ProxyConfig } from "../../config/types.ts";
-import { type IptablesClient, type RestoreInput, restoreInputText } from "../../host/iptables/types.ts";
+import {
+  type IptablesClient,
+  type RestoreInput,
+  restoreInputText,
+  type Table,
+} from "../../host/iptables/types.ts";
 import type { NfacctClient } from "../../host/nfacct/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
+import type { FamilyDrift } from "../../proxy/drift.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import { decideLocalhostNodePorts } from "../../proxy/localhost-nodeports.ts";
 import type { Metrics } from "../../proxy/metrics/metrics.ts";
 import { chainNamesInSave } from "../../proxy/netfilter/chains.ts";
 import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
 import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
+import { iptablesDrift, RestoreRecord } from "../../proxy/netfilter/restore-record.ts";
 import { NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodeport-addresses.ts";
 import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
 import { restoreFailureFields } from "../../proxy/restore-log.ts";
@@ -141,6 +148,11 @@ export class IptablesProxier implements Proxier {
   private largeClusterMode = false;
   /** prepare()'s baseline, settled to whether it succeeded; the next full sync consumes it. */
   private preparedBaseline: Promise<boolean> | undefined;
+  /** What the restores wrote into our chains (drift checks). */
+  private readonly record = new RestoreRecord();
+  /** The sync under way, if any; and a count that moves at every sync's start and end. */
+  private current: Promise<void> | undefined;
+  private generation = 0;
 
   constructor(private readonly deps: IptablesProxierDeps) {
     this.fixed = fixedSettings(deps);
@@ -191,7 +203,36 @@ export class IptablesProxier implements Proxier {
     return ready;
   }
 
-  async sync(input: SyncInput): Promise<void> {
+  sync(input: SyncInput): Promise<void> {
+    this.generation++;
+    const run = this.syncNow(input).finally(() => {
+      this.generation++;
+    });
+    this.current = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * Our chains as iptables-save lists them against what the restores wrote, between syncs.
+   * Skipped while a full sync is pending (it rewrites every chain), and when a sync ran while
+   * the tables were read.
+   */
+  async drift(): Promise<FamilyDrift> {
+    await this.current;
+    const family = this.deps.family;
+    if (this.book.fullSyncNeeded || !this.record.valid)
+      return { skipped: `${family}: a full sync is pending` };
+    const generation = this.generation;
+    const saved: string[] = [];
+    for (const table of this.record.rules.keys()) saved.push(await this.deps.iptables.save(table as Table));
+    if (generation !== this.generation)
+      return { skipped: `${family}: a sync ran while the tables were read` };
+    return {
+      differences: iptablesDrift(this.record.rules, saved.join("\n"), family),
+    };
+  }
+
+  private async syncNow(input: SyncInput): Promise<void> {
     const start = this.clock.now();
     // Node labels drive topology and podCIDRs may define "local": a change rewrites everything.
     if (this.book.observeNode(input.node)) this.book.requestFullSync();
@@ -211,7 +252,8 @@ export class IptablesProxier implements Proxier {
       if (big) collectGarbage();
       this.recordRuleCounts(set, input, scope.totalEndpoints);
       this.tableLines = set.filterLinesHeld + set.natRuleLines + set.skippedNatRuleLines;
-      await this.restore(set.payload);
+      await this.restore(this.record.tap(set.payload));
+      this.record.commit(fullSync);
       rulesWritten = set.filterLinesWritten + set.natRuleLines;
       // A throttled sweep's period runs from the end of the sync that swept: when a restore
       // takes longer than the period (upstream's 5,000 x 50 takes ~40 s against 30 s), timing it
@@ -226,6 +268,7 @@ export class IptablesProxier implements Proxier {
     } catch (err) {
       // The change sets of this sync are consumed: only a full sync can catch up.
       this.book.requestFullSync();
+      this.record.abandon();
       if (!fullSync) this.deps.metrics.iptablesPartialRestoreFailures.inc();
       this.log.info("Sync failed; the next sync is a full one", { ipFamily: this.deps.family });
       throw err;

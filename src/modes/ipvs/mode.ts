@@ -44,6 +44,10 @@ export const ipvsMode: ModeDefinition<"ipvs"> = {
       afterFirstSync: () => {},
       stop: () => ipvs.stop(),
       describe: () => ipvs.backends,
+      drift: () => Promise.all(ipvs.proxiers.map((p) => p.drift())),
+      repairDrift: () => {
+        for (const p of ipvs.proxiers) p.requestFullSync();
+      },
     };
   },
 

@@ -20,6 +20,7 @@ import type { IpvsChanges, IpvsClient, IpvsService, RealServer } from "../../hos
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
+import type { FamilyDrift } from "../../proxy/drift.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import type { Metrics } from "../../proxy/metrics/metrics.ts";
 import { jumpRuleArgs } from "../../proxy/netfilter/jumps.ts";
@@ -36,6 +37,7 @@ import { Listing } from "../../util/listing.ts";
 import { cidrContains, isLoopbackLenient } from "../../util/net/address.ts";
 import { familyOf, type IPFamily } from "../../util/net/family.ts";
 import { type BindPlan, boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
+import { ipsetDrift, ipvsDrift } from "./drift.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
 import { type IpsetSyncPlan, planIpsets } from "./ipset-sync.ts";
 import { SET_IDS, type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
@@ -340,6 +342,27 @@ export class IpvsProxier implements Proxier {
 
   sync(input: SyncInput): Promise<void> {
     return this.queue.run(() => this.syncNow(input));
+  }
+
+  /**
+   * The IPVS table and our ipsets against what the last sync programmed, between syncs. Skipped while a full
+   * sync is pending: it compares and rewrites everything anyway.
+   */
+  drift(): Promise<FamilyDrift> {
+    return this.queue.run(async () => {
+      if (this.book.fullSyncNeeded) return { skipped: `${this.family}: a full sync is pending` };
+      const [kernel, sets] = await Promise.all([this.deps.ipvs.read(), this.deps.ipset.listSets()]);
+      const differences = ipvsDrift(this.virtualServerListing(), kernel, {
+        family: this.family,
+        owns: (a) => this.ownsAddress(a) && !this.excludeCIDRs.some((cidr) => cidrContains(cidr, a)),
+      });
+      const recorded = SET_IDS.map((id) => ({
+        name: this.sets[id].spec.name,
+        members: this.plans.state.entries[id].keys(),
+      }));
+      differences.push(...ipsetDrift(recorded, sets, this.family));
+      return { differences };
+    });
   }
 
   private async syncNow(input: SyncInput): Promise<void> {

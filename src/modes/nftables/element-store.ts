@@ -103,6 +103,17 @@ export class ElementStore {
     return this.count;
   }
 
+  /**
+   * Every element held, as [container, key text, value text] with the key as nft prints it
+   * ("10.0.0.1 . tcp . 80") and "" for a set's element (drift checks).
+   */
+  *elements(): Generator<[string, string, string]> {
+    for (const [container, byRest] of this.containers)
+      for (const [rest, entries] of byRest.entries())
+        for (const [first, entry] of entries.entries())
+          yield [container, first + rest, typeof entry === "string" ? entry : entry.value];
+  }
+
   private entriesOf(container: string, rest: string): Entries {
     let byRest = this.containers.get(container);
     if (!byRest) {

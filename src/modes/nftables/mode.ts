@@ -27,6 +27,11 @@ export const nftablesMode: ModeDefinition<"nftables"> = {
       afterFirstSync: () => {},
       stop: () => {},
       describe: () => [nft.writer],
+      drift: () => Promise.all(nft.proxiers.map((p) => p.drift())),
+      repairDrift: () => {
+        // Listed first: a deleted chain is then created again rather than flushed.
+        for (const p of nft.proxiers) p.requestFullSync({ relist: true });
+      },
     };
   },
 

@@ -6,10 +6,12 @@
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../../config/feature-gates.ts";
 import type { ProxyConfig } from "../../config/types.ts";
 import { NftError } from "../../host/nft/errors.ts";
+import { parseNftTableListing } from "../../host/nft/table-listing.ts";
 import { NftTransaction } from "../../host/nft/transaction.ts";
 import type { NftClient } from "../../host/nft/types.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
+import type { FamilyDrift } from "../../proxy/drift.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import type { Metrics } from "../../proxy/metrics/metrics.ts";
 import { masqueradeMark } from "../../proxy/netfilter/masquerade.ts";
@@ -23,9 +25,13 @@ import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
 import { isLoopbackLenient } from "../../util/net/address.ts";
 import { familyOf, type IPFamily, nftFamily } from "../../util/net/family.ts";
+import { nftablesDrift } from "./drift.ts";
 import { KUBE_PROXY_TABLE } from "./names.ts";
-import { familyWords } from "./setup.ts";
+import { ELEMENT_CONTAINERS, familyWords } from "./setup.ts";
 import { TableSync } from "./table-sync.ts";
+import { WrittenRecord } from "./written-record.ts";
+
+const STORE_CONTAINERS: ReadonlySet<string> = new Set(ELEMENT_CONTAINERS.map((c) => c.name));
 
 /** A partial sync this big (about 1,500 Services x 10) leaves tens of MB behind it. */
 const OPERATIONS_FOR_FULL_COLLECTION = 100_000;
@@ -75,6 +81,11 @@ export class NftablesProxier implements Proxier {
   private lastTransactionDump = Number.NEGATIVE_INFINITY;
   private readonly mark: string;
   private readonly nodePorts: NodePortAddresses;
+  /** What the transactions wrote, beside the element store (drift checks). */
+  private readonly written = new WrittenRecord((c) => STORE_CONTAINERS.has(c));
+  /** The sync under way, if any; and a count that moves at every sync's start and end. */
+  private current: Promise<void> | undefined;
+  private generation = 0;
 
   constructor(private readonly deps: NftablesProxierDeps) {
     this.log = deps.logger.named("nftables");
@@ -89,12 +100,49 @@ export class NftablesProxier implements Proxier {
     this.log.v(2).info("Using nftables mark for masquerade", { ipFamily: deps.family, mark: this.mark });
   }
 
-  /** Forces the next sync to be a full one. */
-  requestFullSync(): void {
+  /** Forces the next sync to be a full one; `relist`: one that lists the table first. */
+  requestFullSync(opts: { relist?: boolean } = {}): void {
     this.book.requestFullSync();
+    if (opts.relist) this.recordTrusted = false;
   }
 
-  async sync(input: SyncInput): Promise<void> {
+  sync(input: SyncInput): Promise<void> {
+    this.generation++;
+    const run = this.syncNow(input).finally(() => {
+      this.generation++;
+    });
+    this.current = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * The table against the record of what the syncs wrote, between syncs. Skipped while a full
+   * sync is pending (it rewrites everything), and when a sync ran while nft listed the table.
+   */
+  async drift(): Promise<FamilyDrift> {
+    await this.current;
+    const family = this.deps.family;
+    if (this.book.fullSyncNeeded || !this.written.valid)
+      return { skipped: `${family}: a full sync is pending` };
+    if (!this.deps.nft.listTableJson) return { skipped: `${family}: the nft client cannot list the table` };
+    const generation = this.generation;
+    const json = await this.deps.nft.listTableJson();
+    if (generation !== this.generation)
+      return { skipped: `${family}: a sync ran while the table was listed` };
+    const listed = json === undefined ? undefined : parseNftTableListing(json, KUBE_PROXY_TABLE);
+    const written = this.written;
+    const table = this.table;
+    const elements = function* (): Generator<readonly [string, string, string]> {
+      yield* table.recordedElements();
+      for (const [container, held] of written.elements)
+        for (const [key, value] of held) yield [container, key, value];
+    };
+    const record = { chains: written.chains, containers: written.containers, elements: elements() };
+    const where = `${nftFamily(family)} ${KUBE_PROXY_TABLE}`;
+    return { differences: nftablesDrift(record, listed, where, family) };
+  }
+
+  private async syncNow(input: SyncInput): Promise<void> {
     const start = this.clock.now();
     if (this.book.observeNode(input.node)) this.book.requestFullSync();
     const fullSync = this.book.fullSyncNeeded || this.book.periodicFullSyncDue(start);
@@ -110,7 +158,9 @@ export class NftablesProxier implements Proxier {
       // A partial sync keeps its operations: a client that speaks netlink sends them as they are.
       const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE, {
         keepOperations: !fullSync,
+        observe: this.written.observe,
       });
+      if (fullSync) this.written.reset();
       const result = this.table.write(tx, {
         input,
         fullSync,
@@ -164,6 +214,7 @@ export class NftablesProxier implements Proxier {
         });
       if (big) collectSoon();
       if (existing) this.recordTrusted = true;
+      if (fullSync) this.written.valid = true;
       this.book.synced(fullSync, start);
       await this.book.afterSuccess(input, {
         internal: result.noLocalInternal,
@@ -174,6 +225,7 @@ export class NftablesProxier implements Proxier {
       // reads the table again.
       this.book.requestFullSync();
       this.recordTrusted = false;
+      this.written.valid = false;
       this.table.forgetStaleChains();
       this.log.info("Sync failed; the next sync is a full one", { ipFamily: this.deps.family });
       throw err;
@@ -218,7 +270,10 @@ export class NftablesProxier implements Proxier {
   private async deleteStaleChains(now: number): Promise<void> {
     const due = this.table.takeDueStaleChains(now);
     if (due.length === 0) return;
-    const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE, { keepOperations: true });
+    const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE, {
+      keepOperations: true,
+      observe: this.written.observe,
+    });
     for (const chain of due) tx.delete({ kind: "chain", name: chain });
     this.log.info("Deleting stale nftables chains", { ipFamily: this.deps.family, numChains: due.length });
     try {
@@ -226,6 +281,7 @@ export class NftablesProxier implements Proxier {
     } catch (err) {
       // Still there: the next full sync lists them and flushes them again.
       this.recordTrusted = false;
+      this.written.valid = false;
       this.log.error("Unable to delete stale chains; will retry later", { err: errText(err) });
       this.deps.metrics.nftablesCleanupFailures.inc();
     }

@@ -94,6 +94,19 @@ export class StringTable<V> {
     this.deleted++;
   }
 
+  /** Every entry, in no particular order (the table must not change meanwhile). */
+  *entries(): Generator<[string, V]> {
+    const keys = this.keys;
+    if (keys === undefined) {
+      if (this.oneKey !== undefined) yield [this.oneKey, this.oneValue as V];
+      return;
+    }
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i];
+      if (k !== undefined && k !== null) yield [k, this.values[i] as V];
+    }
+  }
+
   /** Rebuilt with at least twice as many slots as live entries, without the deleted ones. */
   private grow(keys: (string | null | undefined)[]): (string | null | undefined)[] {
     const values = this.values;

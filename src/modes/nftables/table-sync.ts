@@ -428,6 +428,11 @@ export class TableSync {
     return written;
   }
 
+  /** The elements the element store holds (what the syncs since the last full one wrote). */
+  recordedElements(): Iterable<readonly [string, string, string]> {
+    return this.elements.elements();
+  }
+
   private activeChains(): Set<string> {
     const out = new Set<string>();
     for (const r of this.records.values()) addNames(out, r.chains);

@@ -1,7 +1,8 @@
 // The metrics server (metricsBindAddress, default 127.0.0.1:10249) with upstream's routes:
 // /metrics, /metrics/slis (the /healthz check results; DELETE resets them), /healthz (the
 // apiserver-style ping check), /proxyMode, /configz, /flagz and /statusz (each while its
-// ComponentFlagz / ComponentStatusz gate is on), and the profiling routes when
+// ComponentFlagz / ComponentStatusz gate is on), /debug/drift (ours: the kernel against what
+// the proxy wrote, see src/proxy/drift.ts), and the profiling routes when
 // enableProfiling is set. Go's pprof cannot exist here, so those answer 501 and
 // say why rather than serving something that only looks like a profile. Ours besides upstream's:
 // /debug/state (see src/proxy/debug-state), when the run provides it.
@@ -33,6 +34,8 @@ export interface MetricsServerOptions {
   statusz?: () => Omit<StatuszInput, "paths">;
   /** /debug/state: the answer to one request's query (made from memory; never waits for a sync). */
   debugState?: (query: URLSearchParams) => Promise<DebugAnswer>;
+  /** /debug/drift: compares the kernel with what the proxy wrote (src/proxy/drift.ts). */
+  drift?: () => Promise<object>;
 }
 
 /** An answer of /debug/state. */
@@ -83,6 +86,17 @@ function healthz(req: IncomingMessage, res: ServerResponse, slis: SliMetrics): v
   reply(res, 200, TEXT, `${out}healthz check passed\n`);
 }
 
+/** The drift report as JSON; a check that failed (the kernel could not be read) answers 500. */
+async function driftPage(res: ServerResponse, drift: () => Promise<object>): Promise<void> {
+  let report: object;
+  try {
+    report = await drift();
+  } catch (err) {
+    return reply(res, 500, TEXT, `drift check failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  }
+  reply(res, 200, "application/json", `${JSON.stringify(report, null, 2)}\n`);
+}
+
 function isProfilingPath(path: string): boolean {
   return path === "/debug/pprof" || path.startsWith("/debug/pprof/") || path.startsWith("/debug/flags");
 }
@@ -118,6 +132,9 @@ export async function startMetricsServer(opts: MetricsServerOptions): Promise<Ru
           const answer = await opts.debugState(query);
           return reply(res, answer.status, answer.contentType, answer.body);
         }
+        break;
+      case "/debug/drift":
+        if (opts.drift) return driftPage(res, opts.drift);
         break;
       case "/statusz":
         if (opts.statusz)

@@ -114,6 +114,7 @@ export function createNetlinkNftClient(opts: NetlinkNftClientOptions): NetlinkNf
     });
   }
 
+  const listTableJson = nft.listTableJson?.bind(nft);
   return {
     family: nft.family,
     table: nft.table,
@@ -121,6 +122,7 @@ export function createNetlinkNftClient(opts: NetlinkNftClientOptions): NetlinkNf
     run,
     check: (tx) => nft.check(tx),
     list: (kind) => nft.list(kind),
+    ...(listTableJson ? { listTableJson } : {}),
     version: () => nft.version(),
     listTables: () => nft.listTables(),
     listTable: () => nft.listTable(),

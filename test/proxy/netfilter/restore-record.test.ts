@@ -1,0 +1,192 @@
+// RestoreRecord and iptablesDrift: the record follows what successful restores did to the chains
+// they named (declared chains flushed, appended rules, deleted chains; a failed restore changes
+// nothing), and the comparison with iptables-save output finds exactly the rules and chains
+// that went missing or appeared, whatever order iptables-save prints options in.
+
+import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import { iptablesDrift, LINES_KEPT, RestoreRecord } from "../../../src/proxy/netfilter/restore-record.ts";
+
+/** Reads `input` through the record's tap, in pieces cut anywhere (as a restore would read it). */
+function restore(record: RestoreRecord, input: string, cut = 7): string {
+  const pieces: string[] = [];
+  for (let i = 0; i < input.length; i += cut) pieces.push(input.slice(i, i + cut));
+  return [...record.tap(pieces)].join("");
+}
+
+const FULL = [
+  "*nat",
+  ":KUBE-SERVICES - [0:0]",
+  ":KUBE-SVC-A - [0:0]",
+  ":KUBE-SEP-A - [0:0]",
+  '-A KUBE-SERVICES -m comment --comment "ns/a:p cluster IP" -m tcp -p tcp -d 198.51.100.1 --dport 80 -j KUBE-SVC-A',
+  "-A KUBE-SVC-A -j KUBE-SEP-A",
+  "-A KUBE-SEP-A -m tcp -p tcp -j DNAT --to-destination 203.0.113.1:8080",
+  "COMMIT",
+  "",
+].join("\n");
+
+/** What iptables-save prints for FULL's nat table (its own option order and defaults). */
+const SAVED = [
+  "*nat",
+  ":PREROUTING ACCEPT [0:0]",
+  ":KUBE-SERVICES - [0:0]",
+  ":KUBE-SVC-A - [0:0]",
+  ":KUBE-SEP-A - [0:0]",
+  ":KUBE-OTHER - [0:0]",
+  '-A KUBE-SERVICES -d 198.51.100.1/32 -p tcp -m comment --comment "ns/a:p cluster IP" -m tcp --dport 80 -j KUBE-SVC-A',
+  "-A KUBE-SVC-A -j KUBE-SEP-A",
+  "-A KUBE-SEP-A -p tcp -m tcp -j DNAT --to-destination 203.0.113.1:8080",
+  "-A KUBE-OTHER -j ACCEPT",
+  "COMMIT",
+  "",
+].join("\n");
+
+function recorded(): RestoreRecord {
+  const r = new RestoreRecord();
+  expect(restore(r, FULL)).toBe(FULL);
+  r.commit(true);
+  return r;
+}
+
+const drift = (r: RestoreRecord, saved: string) => iptablesDrift(r.rules, saved);
+
+describe("RestoreRecord", () => {
+  test("invalid until a full restore succeeded; a failed one changes nothing and invalidates", () => {
+    const r = new RestoreRecord();
+    expect(r.valid).toBe(false);
+    restore(r, FULL);
+    r.commit(false);
+    expect(r.valid).toBe(false);
+    const ok = recorded();
+    expect(ok.valid).toBe(true);
+    restore(ok, "*nat\n:KUBE-SVC-A - [0:0]\nCOMMIT\n");
+    ok.abandon();
+    expect(ok.valid).toBe(false);
+    expect(ok.rules.get("nat")?.get("KUBE-SVC-A")?.count).toBe(1);
+  });
+
+  test("a partial restore rewrites the chains it declares, appends to others, deletes -X'd ones", () => {
+    const r = recorded();
+    restore(
+      r,
+      [
+        "*nat",
+        ":KUBE-SVC-A - [0:0]",
+        "-A KUBE-SVC-A -j KUBE-SEP-B",
+        "-A KUBE-SVC-A -j KUBE-SEP-C",
+        "-A KUBE-SERVICES -j KUBE-NODEPORTS",
+        "-X KUBE-SEP-A",
+        "COMMIT",
+      ].join("\n"),
+    );
+    r.commit(false);
+    const nat = r.rules.get("nat")!;
+    expect(nat.get("KUBE-SVC-A")).toEqual({
+      count: 2,
+      lines: ["-A KUBE-SVC-A -j KUBE-SEP-B", "-A KUBE-SVC-A -j KUBE-SEP-C"],
+    });
+    expect(nat.get("KUBE-SERVICES")?.count).toBe(2);
+    expect(nat.has("KUBE-SEP-A")).toBe(false);
+    expect(r.valid).toBe(true);
+  });
+});
+
+describe("iptablesDrift", () => {
+  test("nothing when the kernel holds what was written (other chains are not looked at)", () => {
+    expect(drift(recorded(), SAVED)).toEqual([]);
+  });
+
+  test("a deleted rule, a deleted chain and an added rule are each named", () => {
+    const r = recorded();
+    const saved = SAVED.replace("-A KUBE-SVC-A -j KUBE-SEP-A\n", "")
+      .replace(":KUBE-SEP-A - [0:0]\n", "")
+      .replace(/-A KUBE-SEP-A [^\n]*\n/, "")
+      .replace("COMMIT", "-A KUBE-SERVICES -j DROP\nCOMMIT");
+    expect(drift(r, saved)).toEqual([
+      { kind: "rule", what: "nat KUBE-SERVICES", expected: "absent", found: "-A KUBE-SERVICES -j DROP" },
+      { kind: "rule", what: "nat KUBE-SVC-A", expected: "-A KUBE-SVC-A -j KUBE-SEP-A", found: "absent" },
+      { kind: "chain", what: "nat KUBE-SEP-A", expected: "1 rule", found: "absent" },
+    ]);
+  });
+
+  test("past LINES_KEPT rules a chain is known by its count, and compared by it", () => {
+    const r = new RestoreRecord();
+    const rules = Array.from(
+      { length: LINES_KEPT + 2 },
+      (_, i) => `-A KUBE-BIG -s 192.0.2.${i % 250} -m comment --comment r${i} -j ACCEPT`,
+    );
+    restore(
+      r,
+      [
+        "*filter",
+        ":KUBE-SMALL - [0:0]",
+        "-A KUBE-SMALL -j DROP",
+        ":KUBE-BIG - [0:0]",
+        ...rules,
+        "COMMIT",
+        "",
+      ].join("\n"),
+      4096,
+    );
+    r.commit(true);
+    const filter = r.rules.get("filter")!;
+    expect(filter.get("KUBE-SMALL")).toEqual({ count: 1, lines: ["-A KUBE-SMALL -j DROP"] });
+    expect(filter.get("KUBE-BIG")).toEqual({ count: LINES_KEPT + 2, lines: undefined });
+    const saved = (big: readonly string[]) =>
+      [
+        "*filter",
+        ":KUBE-SMALL - [0:0]",
+        ":KUBE-BIG - [0:0]",
+        "-A KUBE-SMALL -j DROP",
+        ...big,
+        "COMMIT",
+        "",
+      ].join("\n");
+    expect(drift(r, saved(rules))).toEqual([]);
+    expect(drift(r, saved(rules.slice(1)))).toEqual([
+      {
+        kind: "rule",
+        what: "filter KUBE-BIG",
+        expected: `${LINES_KEPT + 2} rules`,
+        found: `${LINES_KEPT + 1} rules`,
+      },
+    ]);
+  });
+
+  test("random tables: unchanged there is no drift; each deleted rule is one difference", () => {
+    const rule = fc.record({
+      chain: fc.constantFrom("KUBE-SVC-A", "KUBE-SVC-B", "KUBE-SEP-C"),
+      dst: fc.integer({ min: 1, max: 254 }),
+      port: fc.integer({ min: 1, max: 65535 }),
+    });
+    fc.assert(
+      fc.property(fc.array(rule, { minLength: 1, maxLength: 20 }), fc.nat(), (rules, pick) => {
+        const chains = [...new Set(rules.map((x) => x.chain))];
+        const written = (x: (typeof rules)[number]) =>
+          `-A ${x.chain} -m tcp -p tcp -d 198.51.100.${x.dst} --dport ${x.port} -j ACCEPT`;
+        const saved = (x: (typeof rules)[number]) =>
+          `-A ${x.chain} -d 198.51.100.${x.dst}/32 -p tcp -m tcp --dport ${x.port} -j ACCEPT`;
+        const r = new RestoreRecord();
+        restore(
+          r,
+          ["*filter", ...chains.map((c) => `:${c} - [0:0]`), ...rules.map(written), "COMMIT", ""].join("\n"),
+          5,
+        );
+        r.commit(true);
+        const save = (rs: typeof rules) =>
+          ["*filter", ...chains.map((c) => `:${c} - [0:0]`), ...rs.map(saved), "COMMIT", ""].join("\n");
+        expect(drift(r, save(rules))).toEqual([]);
+        const gone = pick % rules.length;
+        const left = rules.filter((_, i) => i !== gone);
+        const found = drift(r, save(left));
+        expect(found).toHaveLength(1);
+        expect(found[0]).toMatchObject({
+          kind: "rule",
+          what: `filter ${rules[gone]!.chain}`,
+          found: "absent",
+        });
+      }),
+    );
+  });
+});
