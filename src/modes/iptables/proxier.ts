@@ -28,6 +28,7 @@ import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
 import { restoreFailureFields } from "../../proxy/restore-log.ts";
 import type { ServiceHealthSink } from "../../proxy/service-health-sink.ts";
 import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
+import { SyncWatch } from "../../proxy/sync-watch.ts";
 import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
 import { errText } from "../../util/err-text.ts";
@@ -150,9 +151,8 @@ export class IptablesProxier implements Proxier {
   private preparedBaseline: Promise<boolean> | undefined;
   /** What the restores wrote into our chains (drift checks). */
   private readonly record = new RestoreRecord();
-  /** The sync under way, if any; and a count that moves at every sync's start and end. */
-  private current: Promise<void> | undefined;
-  private generation = 0;
+  /** Whether a sync ran while a drift check read the kernel. */
+  private readonly syncs = new SyncWatch();
 
   constructor(private readonly deps: IptablesProxierDeps) {
     this.fixed = fixedSettings(deps);
@@ -204,12 +204,7 @@ export class IptablesProxier implements Proxier {
   }
 
   sync(input: SyncInput): Promise<void> {
-    this.generation++;
-    const run = this.syncNow(input).finally(() => {
-      this.generation++;
-    });
-    this.current = run.catch(() => {});
-    return run;
+    return this.syncs.watch(() => this.syncNow(input));
   }
 
   /**
@@ -218,15 +213,14 @@ export class IptablesProxier implements Proxier {
    * the tables were read.
    */
   async drift(): Promise<FamilyDrift> {
-    await this.current;
+    await this.syncs.idle();
     const family = this.deps.family;
     if (this.book.fullSyncNeeded || !this.record.valid)
       return { skipped: `${family}: a full sync is pending` };
-    const generation = this.generation;
+    const mark = this.syncs.mark();
     const saved: string[] = [];
     for (const table of this.record.rules.keys()) saved.push(await this.deps.iptables.save(table as Table));
-    if (generation !== this.generation)
-      return { skipped: `${family}: a sync ran while the tables were read` };
+    if (this.syncs.changedSince(mark)) return { skipped: `${family}: a sync ran while the tables were read` };
     return {
       differences: iptablesDrift(this.record.rules, saved.join("\n"), family),
     };

@@ -19,6 +19,7 @@ import { NodePortAddresses, resolveNodePortAddresses } from "../../proxy/nodepor
 import type { Proxier, SyncInput } from "../../proxy/proxier.ts";
 import type { ServiceHealthSink } from "../../proxy/service-health-sink.ts";
 import { SyncBookkeeping } from "../../proxy/sync-bookkeeping.ts";
+import { SyncWatch } from "../../proxy/sync-watch.ts";
 import type { ServiceKey } from "../../proxy/types.ts";
 import { collectGarbage } from "../../runtime.ts";
 import { type Clock, realClock } from "../../util/clock.ts";
@@ -83,9 +84,8 @@ export class NftablesProxier implements Proxier {
   private readonly nodePorts: NodePortAddresses;
   /** What the transactions wrote, beside the element store (drift checks). */
   private readonly written = new WrittenRecord((c) => STORE_CONTAINERS.has(c));
-  /** The sync under way, if any; and a count that moves at every sync's start and end. */
-  private current: Promise<void> | undefined;
-  private generation = 0;
+  /** Whether a sync ran while a drift check read the kernel. */
+  private readonly syncs = new SyncWatch();
 
   constructor(private readonly deps: NftablesProxierDeps) {
     this.log = deps.logger.named("nftables");
@@ -107,12 +107,7 @@ export class NftablesProxier implements Proxier {
   }
 
   sync(input: SyncInput): Promise<void> {
-    this.generation++;
-    const run = this.syncNow(input).finally(() => {
-      this.generation++;
-    });
-    this.current = run.catch(() => {});
-    return run;
+    return this.syncs.watch(() => this.syncNow(input));
   }
 
   /**
@@ -120,15 +115,14 @@ export class NftablesProxier implements Proxier {
    * sync is pending (it rewrites everything), and when a sync ran while nft listed the table.
    */
   async drift(): Promise<FamilyDrift> {
-    await this.current;
+    await this.syncs.idle();
     const family = this.deps.family;
     if (this.book.fullSyncNeeded || !this.written.valid)
       return { skipped: `${family}: a full sync is pending` };
     if (!this.deps.nft.listTableJson) return { skipped: `${family}: the nft client cannot list the table` };
-    const generation = this.generation;
+    const mark = this.syncs.mark();
     const json = await this.deps.nft.listTableJson();
-    if (generation !== this.generation)
-      return { skipped: `${family}: a sync ran while the table was listed` };
+    if (this.syncs.changedSince(mark)) return { skipped: `${family}: a sync ran while the table was listed` };
     const listed = json === undefined ? undefined : parseNftTableListing(json, KUBE_PROXY_TABLE);
     const written = this.written;
     const table = this.table;
