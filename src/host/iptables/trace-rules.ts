@@ -1,8 +1,9 @@
 // Reads iptables-save (or iptables-restore) text into the rule model the packet-flow tracer
-// (tracer.ts) evaluates: tables of chains of rules, each rule a list of matches and one target.
+// (trace.ts) evaluates: tables of chains of rules, each rule a list of matches and one target.
 // Only the rule forms kube-proxy's iptables mode writes are understood; any other option makes
 // the parser throw, so a rule the tracer cannot evaluate never passes silently.
 
+import { splitSavedRule } from "./rule-args.ts";
 export type Match =
   | { kind: "src" | "dst"; neg: boolean; cidr: string }
   | { kind: "proto"; neg: boolean; proto: string }
@@ -36,35 +37,6 @@ export interface Rule {
 
 /** table name -> chain name -> rules in order (every declared chain is present). */
 export type RuleTables = Map<string, Map<string, Rule[]>>;
-
-/** Splits one rule line into words the way a shell would (double quotes, backslash escapes). */
-export function splitWords(line: string): string[] {
-  const out: string[] = [];
-  let cur = "";
-  let inWord = false;
-  let quoted = false;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (quoted) {
-      if (c === "\\" && i + 1 < line.length) cur += line[++i];
-      else if (c === '"') quoted = false;
-      else cur += c;
-    } else if (c === '"') {
-      quoted = true;
-      inWord = true;
-    } else if (c === " " || c === "\t") {
-      if (inWord) out.push(cur);
-      cur = "";
-      inWord = false;
-    } else {
-      cur += c;
-      inWord = true;
-    }
-  }
-  if (quoted) throw new Error(`unterminated quote in rule: ${line}`);
-  if (inWord) out.push(cur);
-  return out;
-}
 
 function num(text: string | undefined, raw: string): number {
   if (text === undefined) throw new Error(`missing value in rule: ${raw}`);
@@ -283,7 +255,7 @@ export function parseRuleTables(text: string): RuleTables {
       if (!current.has(name)) current.set(name, []);
       continue;
     }
-    const words = splitWords(line);
+    const words = splitSavedRule(line);
     if (words[0] === "-A" && words[1]) {
       const rules = current.get(words[1]);
       if (!rules) throw new Error(`rule for an undeclared chain: ${line}`);

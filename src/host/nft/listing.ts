@@ -7,7 +7,7 @@
 import type { SimulatedNftChain, SimulatedNftMap, SimulatedNftSet, SimulatedNftTable } from "./simulator.ts";
 
 /** Priority names nft prints for the netfilter hooks kube-proxy uses (ip/ip6/inet). */
-const NAMED_PRIORITIES: Readonly<Record<string, number>> = {
+export const NAMED_PRIORITIES: Readonly<Record<string, number>> = {
   raw: -300,
   mangle: -150,
   dstnat: -100,

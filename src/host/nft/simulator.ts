@@ -19,7 +19,7 @@
 import { fail, ok, SimulatedExec } from "../../exec/simulated.ts";
 import type { ExecResult, TextExecRequest } from "../../exec/types.ts";
 import { utf8Length } from "../comment-text.ts";
-import { renderNftListing } from "./listing.ts";
+import { NAMED_PRIORITIES, renderNftListing } from "./listing.ts";
 
 /** The releases the fake speaks as, with their names as `nft --version` prints them. */
 export const SIMULATED_NFT_RELEASES = {
@@ -31,14 +31,6 @@ export const SIMULATED_NFT_VERSION: SimulatedNftVersion = "1.0.6";
 /** Set flags in the order of their NFT_SET_* bits, as nft 1.1 lists them. */
 const SET_FLAG_BITS = ["anonymous", "constant", "interval", "map", "timeout", "dynamic"];
 const FAMILIES = new Set(["ip", "ip6", "inet", "arp", "bridge", "netdev"]);
-const NAMED_PRIORITIES: Readonly<Record<string, number>> = {
-  raw: -300,
-  mangle: -150,
-  dstnat: -100,
-  filter: 0,
-  security: 50,
-  srcnat: 100,
-};
 
 export interface SimulatedNftChain {
   base?: { type: string; hook: string; priority: number };

@@ -6,69 +6,7 @@
 // MARK's --or-mark and --xor-mark as --set-xmark, marks without leading zeros, and
 // probabilities with eleven decimals.
 
-/** Splits arguments as a shell would: double quotes group, a backslash escapes the next character. */
-export function ruleTokens(text: string): string[] {
-  if (text.includes("\\")) return escapedTokens(text);
-  // No escapes: quoted runs and plain runs are sliced, not built a character at a time.
-  const out: string[] = [];
-  let cur = "";
-  let inToken = false;
-  const n = text.length;
-  let i = 0;
-  while (i < n) {
-    const c = text.charCodeAt(i);
-    if (c === 34) {
-      let j = text.indexOf('"', i + 1);
-      if (j < 0) j = n;
-      cur += text.slice(i + 1, j);
-      inToken = true;
-      i = j + 1;
-    } else if (c === 32 || c === 9) {
-      if (inToken) out.push(cur);
-      cur = "";
-      inToken = false;
-      i++;
-    } else {
-      let j = i + 1;
-      while (j < n) {
-        const d = text.charCodeAt(j);
-        if (d === 32 || d === 9 || d === 34) break;
-        j++;
-      }
-      cur += text.slice(i, j);
-      inToken = true;
-      i = j;
-    }
-  }
-  if (inToken) out.push(cur);
-  return out;
-}
-
-function escapedTokens(text: string): string[] {
-  const out: string[] = [];
-  let cur = "";
-  let inToken = false;
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (c === "\\" && i + 1 < text.length) {
-      cur += text[++i];
-      inToken = true;
-    } else if (c === '"') {
-      quoted = !quoted;
-      inToken = true;
-    } else if (!quoted && (c === " " || c === "\t")) {
-      if (inToken) out.push(cur);
-      cur = "";
-      inToken = false;
-    } else {
-      cur += c;
-      inToken = true;
-    }
-  }
-  if (inToken) out.push(cur);
-  return out;
-}
+import { splitSavedRule } from "../../host/iptables/rule-args.ts";
 
 const LONG_NAMES: Readonly<Record<string, string>> = {
   "--source": "-s",
@@ -137,7 +75,7 @@ function isOption(t: string): boolean {
 /** Each normalized option of a rule's arguments (everything after "-A CHAIN"), in their order. */
 function eachOption(args: string, take: (group: string) => void): void {
   // Most rules hold no quote or escape: split at spaces.
-  const tokens = args.includes('"') || args.includes("\\") ? ruleTokens(args) : args.split(" ");
+  const tokens = args.includes('"') || args.includes("\\") ? splitSavedRule(args) : args.split(" ");
   let opt: string | undefined;
   let value = "";
   let negated = false;

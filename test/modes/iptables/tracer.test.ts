@@ -3,8 +3,9 @@
 // makes it throw instead of passing a flow silently.
 
 import { describe, expect, test } from "bun:test";
+import { splitSavedRule } from "../../../src/host/iptables/rule-args.ts";
 import { tracePacket } from "../../../src/host/iptables/trace.ts";
-import { parseRuleTables, splitWords } from "../../../src/host/iptables/trace-rules.ts";
+import { parseRuleTables } from "../../../src/host/iptables/trace-rules.ts";
 
 const NODE = "192.168.0.2";
 
@@ -52,7 +53,7 @@ const trace = (text: string, source: string, destination: string, port = 80, pro
 
 describe("iptables packet-flow tracer", () => {
   test("words: quoted comments with spaces and escaped quotes", () => {
-    expect(splitWords('-A X -m comment --comment "a \\"b\\" c" -j Y')).toEqual([
+    expect(splitSavedRule('-A X -m comment --comment "a \\"b\\" c" -j Y')).toEqual([
       "-A",
       "X",
       "-m",

@@ -4,7 +4,8 @@
 
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { ruleKey, ruleTokens } from "../../../src/proxy/netfilter/rule-key.ts";
+import { splitSavedRule } from "../../../src/host/iptables/rule-args.ts";
+import { ruleKey } from "../../../src/proxy/netfilter/rule-key.ts";
 
 /** [as written, as iptables-save prints it] */
 const SAME: readonly [string, string][] = [
@@ -76,7 +77,7 @@ describe("ruleKey", () => {
   });
 
   test("tokens: quotes group, backslashes escape", () => {
-    expect(ruleTokens('-m comment --comment "a b" -j X')).toEqual([
+    expect(splitSavedRule('-m comment --comment "a b" -j X')).toEqual([
       "-m",
       "comment",
       "--comment",
@@ -84,13 +85,13 @@ describe("ruleKey", () => {
       "-j",
       "X",
     ]);
-    expect(ruleTokens('--comment "say \\"hi\\""')).toEqual(["--comment", 'say "hi"']);
+    expect(splitSavedRule('--comment "say \\"hi\\""')).toEqual(["--comment", 'say "hi"']);
     fc.assert(
       fc.property(
         fc.array(fc.stringMatching(/^[a-z0-9 ./:-]{1,12}$/), { minLength: 1, maxLength: 6 }),
         (words) => {
           const text = words.map((w) => `"${w}"`).join(" ");
-          expect(ruleTokens(text)).toEqual(words);
+          expect(splitSavedRule(text)).toEqual(words);
         },
       ),
     );
