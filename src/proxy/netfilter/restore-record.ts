@@ -5,27 +5,20 @@
 // chain: rules are normalized (rule-key.ts, a few microseconds each) only when a check compares
 // them, so a 10,000-Service full sync (300,000 rules) pays nothing for a check that may not come.
 // Past the limit a chain is known by its rule count alone, as nftables mode's are.
+// One Service of 100,000 ports has 300,000 chains: a chain is one number in a StringMap under a
+// name of its own (a slice of the input would keep the input's pieces alive), with objects only
+// for chains whose lines are kept (a record per chain cost ~500 bytes, 140 MiB for that Service).
 
 import { parseIptablesSave } from "../../host/iptables/save-parser.ts";
 import type { RestoreInput } from "../../host/iptables/types.ts";
+import { flatString } from "../../util/flat-string.ts";
 import type { IPFamily } from "../../util/net/family.ts";
+import { StringMap } from "../../util/string-map.ts";
 import { type Difference, ruleCount } from "../drift.ts";
 import { ruleKey } from "./rule-key.ts";
 
 /** Rule lines kept, at most, for comparing rule by rule. */
 export const LINES_KEPT = 20_000;
-
-interface StagedChain {
-  /** Declared (":CHAIN") or flushed ("-F"): what the record held is gone. */
-  flushed: boolean;
-  deleted: boolean;
-  /** Rules appended; their lines while the record keeps lines (else `complete` is false). */
-  addedCount: number;
-  readonly added: string[];
-  complete: boolean;
-  /** "-D" lines. */
-  readonly removed: string[];
-}
 
 /** One chain as recorded: its rule count, and its lines ("-A CHAIN ...") when kept. */
 export interface RecordedChain {
@@ -33,12 +26,81 @@ export interface RecordedChain {
   readonly lines: readonly string[] | undefined;
 }
 
+/** One table's chains, by name. */
+export interface RecordedTable {
+  readonly size: number;
+  get(chain: string): RecordedChain | undefined;
+  has(chain: string): boolean;
+  keys(): IterableIterator<string>;
+  [Symbol.iterator](): IterableIterator<[string, RecordedChain]>;
+}
+
 /** Table -> chain -> what it holds. */
-export type RecordedRules = ReadonlyMap<string, ReadonlyMap<string, RecordedChain>>;
+export type RecordedRules = ReadonlyMap<string, RecordedTable>;
+
+// A staged chain is one number: the rules appended since it was last emptied, times 8, plus
+// these bits.
+const FLUSHED = 1;
+const DELETED = 2;
+/** Some appended line was not kept (past the limit): the chain is known by its count. */
+const LINES_DROPPED = 4;
+const ADDED = 8;
+
+/** What one restore input did to one table's chains. */
+class StagedTable {
+  readonly chains = new StringMap<number>();
+  /** Appended lines kept, for chains with any (absent: none kept, or LINES_DROPPED). */
+  readonly added = new Map<string, string[]>();
+  /** "-D" lines, for chains with any. */
+  readonly removed = new Map<string, string[]>();
+
+  /** The state of `chain` (a slice of the input; stored under a copy of its own). */
+  state(chain: string): { name: string; state: number } {
+    const state = this.chains.get(chain);
+    if (state !== undefined) return { name: chain, state };
+    const name = flatString(chain);
+    this.chains.set(name, 0);
+    return { name, state: 0 };
+  }
+}
+
+/** A table as committed: per chain its count times 2, plus 1 when its lines are kept. */
+class CommittedTable implements RecordedTable {
+  constructor(
+    readonly chains: StringMap<number>,
+    /** Kept lines, for chains with lines kept and not empty. */
+    readonly lines: Map<string, readonly string[]>,
+  ) {}
+
+  get size(): number {
+    return this.chains.size;
+  }
+
+  get(chain: string): RecordedChain | undefined {
+    const v = this.chains.get(chain);
+    return v === undefined ? undefined : this.decode(chain, v);
+  }
+
+  has(chain: string): boolean {
+    return this.chains.has(chain);
+  }
+
+  keys(): IterableIterator<string> {
+    return this.chains.keys();
+  }
+
+  *[Symbol.iterator](): IterableIterator<[string, RecordedChain]> {
+    for (const [chain, v] of this.chains) yield [chain, this.decode(chain, v)];
+  }
+
+  private decode(chain: string, v: number): RecordedChain {
+    return { count: Math.floor(v / 2), lines: v & 1 ? (this.lines.get(chain) ?? []) : undefined };
+  }
+}
 
 export class RestoreRecord {
-  private readonly tables = new Map<string, Map<string, RecordedChain>>();
-  private staged = new Map<string, Map<string, StagedChain>>();
+  private readonly tables = new Map<string, CommittedTable>();
+  private staged = new Map<string, StagedTable>();
   /** Lines the record keeps, and lines staged to be kept. */
   private keptLines = 0;
   private stagedLines = 0;
@@ -58,7 +120,7 @@ export class RestoreRecord {
         // Read again (an error's context): staged afresh.
         self.staged = new Map();
         self.stagedLines = 0;
-        let table: Map<string, StagedChain> | undefined;
+        let table: StagedTable | undefined;
         let carry = "";
         for (const piece of pieces) {
           let from = 0;
@@ -86,30 +148,23 @@ export class RestoreRecord {
     text: string,
     from: number,
     to: number,
-    table: Map<string, StagedChain> | undefined,
-  ): Map<string, StagedChain> | undefined {
+    table: StagedTable | undefined,
+  ): StagedTable | undefined {
     const c0 = text.charCodeAt(from);
     if (c0 === 42 /* * */) {
       const name = text.slice(from + 1, to).trim();
       let t = this.staged.get(name);
       if (!t) {
-        t = new Map();
+        t = new StagedTable();
         this.staged.set(name, t);
       }
       return t;
     }
     if (!table) return table;
-    const chainOf = (name: string): StagedChain => {
-      let c = table.get(name);
-      if (!c) {
-        c = { flushed: false, deleted: false, addedCount: 0, added: [], complete: true, removed: [] };
-        table.set(name, c);
-      }
-      return c;
-    };
     if (c0 === 58 /* : */) {
       const space = text.indexOf(" ", from);
-      emptied(chainOf(text.slice(from + 1, space < 0 || space > to ? to : space)), false);
+      const { name } = table.state(text.slice(from + 1, space < 0 || space > to ? to : space));
+      this.emptied(table, name, false);
       return table;
     }
     if (c0 !== 45 /* - */) return text.startsWith("COMMIT", from) && to - from === 6 ? undefined : table;
@@ -118,24 +173,43 @@ export class RestoreRecord {
     if (text.charCodeAt(from + 2) !== 32) return table;
     let end = text.indexOf(" ", from + 3);
     if (end < 0 || end > to) end = to;
-    const c = chainOf(text.slice(from + 3, end));
+    const { name, state } = table.state(text.slice(from + 3, end));
     switch (op) {
       case "X":
       case "F":
-        emptied(c, op === "X");
+        this.emptied(table, name, op === "X");
         break;
-      case "D":
-        c.removed.push(text.slice(from, to));
+      case "D": {
+        const line = text.slice(from, to);
+        const removed = table.removed.get(name);
+        if (removed) removed.push(line);
+        else table.removed.set(name, [line]);
         break;
+      }
       case "A":
-      case "I":
-        c.addedCount++;
-        if (c.complete && this.keptLines + this.stagedLines < LINES_KEPT) {
-          c.added.push(text.slice(from, to));
+      case "I": {
+        if (!(state & LINES_DROPPED) && this.keptLines + this.stagedLines < LINES_KEPT) {
+          const line = text.slice(from, to);
+          const added = table.added.get(name);
+          if (added) added.push(line);
+          else table.added.set(name, [line]);
           this.stagedLines++;
-        } else c.complete = false;
+          table.chains.set(name, state + ADDED);
+        } else {
+          this.stagedLines -= table.added.get(name)?.length ?? 0;
+          table.added.delete(name);
+          table.chains.set(name, (state | LINES_DROPPED) + ADDED);
+        }
+      }
     }
     return table;
+  }
+
+  /** Declared (":CHAIN"), flushed or deleted: what the record held of it is gone. */
+  private emptied(table: StagedTable, chain: string, deleted: boolean): void {
+    this.stagedLines -= table.added.get(chain)?.length ?? 0;
+    table.added.delete(chain);
+    table.chains.set(chain, FLUSHED | (deleted ? DELETED : 0));
   }
 
   /** The restore succeeded: what it did is the record. `complete`: it named every chain (full sync). */
@@ -145,37 +219,65 @@ export class RestoreRecord {
       this.keptLines = 0;
     }
     for (const [name, staged] of this.staged) {
-      let t = this.tables.get(name);
-      if (!t) {
-        t = new Map();
-        this.tables.set(name, t);
-      }
-      for (const [chain, c] of staged) {
-        const before = t.get(chain);
-        this.keptLines -= before?.lines?.length ?? 0;
-        if (c.deleted) {
-          t.delete(chain);
-          continue;
-        }
-        const base: RecordedChain = c.flushed || !before ? { count: 0, lines: [] } : before;
-        let lines = base.lines ? [...base.lines] : undefined;
-        let count = base.count;
-        for (const removed of c.removed) {
-          count = Math.max(0, count - 1);
-          if (!lines) continue;
-          const key = ruleKey(argsOf(removed));
-          const i = lines.findIndex((l) => ruleKey(argsOf(l)) === key);
-          if (i >= 0) lines.splice(i, 1);
-        }
-        count += c.addedCount;
-        lines = lines && c.complete ? [...lines, ...c.added] : undefined;
-        this.keptLines += lines?.length ?? 0;
-        t.set(chain, { count, lines });
-      }
+      const t = this.tables.get(name);
+      this.tables.set(name, t ? this.merged(t, staged) : this.adopted(staged));
     }
     this.staged = new Map();
     this.stagedLines = 0;
     if (complete) this.valid = true;
+  }
+
+  /**
+   * A table the record did not hold, made of what was staged in place (one Service's 300,000
+   * chains are not copied): everything it names starts empty.
+   */
+  private adopted(staged: StagedTable): CommittedTable {
+    const gone: string[] = [];
+    for (const [chain, state] of staged.chains) {
+      if (state & DELETED) {
+        gone.push(chain);
+        continue;
+      }
+      const lines = state & LINES_DROPPED ? undefined : (staged.added.get(chain) ?? []);
+      this.keptLines += lines?.length ?? 0;
+      // A "-D" of a rule the record never held leaves the count at 0, as merged does.
+      staged.chains.set(chain, Math.floor(state / ADDED) * 2 + (lines ? 1 : 0));
+    }
+    for (const chain of gone) {
+      staged.chains.delete(chain);
+      staged.added.delete(chain);
+    }
+    return new CommittedTable(staged.chains, staged.added);
+  }
+
+  /** `t` with what a partial restore did to it applied. */
+  private merged(t: CommittedTable, staged: StagedTable): CommittedTable {
+    for (const [chain, state] of staged.chains) {
+      const before = t.get(chain);
+      this.keptLines -= before?.lines?.length ?? 0;
+      if (state & DELETED) {
+        t.chains.delete(chain);
+        t.lines.delete(chain);
+        continue;
+      }
+      const base: RecordedChain = state & FLUSHED || !before ? { count: 0, lines: [] } : before;
+      let lines = base.lines ? [...base.lines] : undefined;
+      let count = base.count;
+      for (const removed of staged.removed.get(chain) ?? []) {
+        count = Math.max(0, count - 1);
+        if (!lines) continue;
+        const key = ruleKey(argsOf(removed));
+        const i = lines.findIndex((l) => ruleKey(argsOf(l)) === key);
+        if (i >= 0) lines.splice(i, 1);
+      }
+      count += Math.floor(state / ADDED);
+      lines = lines && !(state & LINES_DROPPED) ? [...lines, ...(staged.added.get(chain) ?? [])] : undefined;
+      this.keptLines += lines?.length ?? 0;
+      t.chains.set(chain, count * 2 + (lines ? 1 : 0));
+      if (lines?.length) t.lines.set(chain, lines);
+      else t.lines.delete(chain);
+    }
+    return t;
   }
 
   /** The restore failed: nothing it said happened. */
@@ -184,14 +286,6 @@ export class RestoreRecord {
     this.stagedLines = 0;
     this.valid = false;
   }
-}
-
-function emptied(c: StagedChain, deleted: boolean): void {
-  c.flushed = true;
-  c.deleted = deleted;
-  c.addedCount = 0;
-  c.added.length = 0;
-  c.complete = true;
 }
 
 /** A rule line's arguments: "-A CHAIN args" -> "args". */

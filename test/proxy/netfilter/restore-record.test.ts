@@ -3,6 +3,7 @@
 // nothing), and the comparison with iptables-save output finds exactly the rules and chains
 // that went missing or appeared, whatever order iptables-save prints options in.
 
+import { heapStats } from "bun:jsc";
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { iptablesDrift, LINES_KEPT, RestoreRecord } from "../../../src/proxy/netfilter/restore-record.ts";
@@ -188,5 +189,118 @@ describe("iptablesDrift", () => {
         });
       }),
     );
+  });
+});
+
+describe("RestoreRecord, partial restores and size", () => {
+  /** What the record should say: every chain's lines, never dropped (a model without the limit). */
+  type Model = Map<string, string[]>;
+
+  function applyToModel(model: Model, lines: readonly string[]): void {
+    const removed: [string, string][] = [];
+    for (const line of lines) {
+      const [op, chain] = line.startsWith(":") ? [":", line.slice(1).split(" ")[0]!] : line.split(" ");
+      if (op === ":" || op === "-F") model.set(chain!, []);
+      else if (op === "-X") model.delete(chain!);
+      else if (op === "-A") {
+        const held = model.get(chain!);
+        if (held) held.push(line);
+        else model.set(chain!, [line]);
+      } else if (op === "-D") removed.push([chain!, line]);
+    }
+    // A "-D" takes one rule of the same text (the generator only removes rules a chain holds).
+    for (const [chain, line] of removed) {
+      const held = model.get(chain)!;
+      held.splice(held.indexOf(`-A${line.slice(2)}`), 1);
+    }
+  }
+
+  test("random full and partial restores, some failing: counts and kept lines follow the chains", () => {
+    const chain = fc.constantFrom("KUBE-SVC-A", "KUBE-SVC-B", "KUBE-SEP-C", "KUBE-SEP-D", "KUBE-FW-E");
+    const rule = (c: string, n: number) => `-A ${c} -s 192.0.2.${n} -j ACCEPT`;
+    const step = fc.record({
+      full: fc.boolean(),
+      fails: fc.boolean(),
+      declared: fc.uniqueArray(chain, { maxLength: 3 }),
+      appended: fc.array(fc.tuple(chain, fc.integer({ min: 1, max: 9 })), { maxLength: 12 }),
+      removed: fc.array(fc.tuple(chain, fc.integer({ min: 1, max: 9 })), { maxLength: 2 }),
+      deleted: fc.uniqueArray(chain, { maxLength: 1 }),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 8 }), (steps) => {
+        const r = new RestoreRecord();
+        let model: Model = new Map();
+        let valid = false;
+        for (const s of steps) {
+          const declared = s.full ? [...new Set([...s.declared, ...s.appended.map(([c]) => c)])] : s.declared;
+          const deleted = s.deleted.filter(
+            (c) => !declared.includes(c) && !s.appended.some(([a]) => a === c),
+          );
+          // A "-D" removes a rule the chain holds (iptables-restore refuses others), of a chain
+          // the input does not declare, delete or append to (as a sync writes them).
+          const removed = s.full
+            ? []
+            : [...new Map(s.removed.map(([c, n]) => [rule(c, n), [c, n] as const])).values()].filter(
+                ([c, n]) =>
+                  model.get(c)?.includes(rule(c, n)) &&
+                  !declared.includes(c) &&
+                  !deleted.includes(c) &&
+                  !s.appended.some(([a]) => a === c),
+              );
+          const lines = [
+            ...declared.map((c) => `:${c} - [0:0]`),
+            ...s.appended.map(([c, n]) => rule(c, n)),
+            ...removed.map(([c, n]) => rule(c, n).replace("-A ", "-D ")),
+            ...deleted.map((c) => `-X ${c}`),
+          ];
+          restore(r, ["*filter", ...lines, "COMMIT", ""].join("\n"), 6);
+          if (s.fails) {
+            r.abandon();
+            valid = false;
+            continue;
+          }
+          r.commit(s.full);
+          if (s.full) model = new Map();
+          applyToModel(model, lines);
+          if (s.full) valid = true;
+          expect(r.valid).toBe(valid);
+          if (!valid) continue;
+          const table = r.rules.get("filter");
+          const seen = new Set<string>();
+          for (const [c, rec] of table ?? []) {
+            seen.add(c);
+            const want = model.get(c);
+            expect(want).toBeDefined();
+            expect(rec.count).toBe(want!.length);
+            if (rec.lines) expect([...rec.lines].sort()).toEqual([...want!].sort());
+          }
+          expect([...seen].sort()).toEqual([...model.keys()].sort());
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test("a chain past the kept lines costs no object of its own (one Service of 100,000 ports has 300,000)", () => {
+    const chains = 60_000;
+    const input = ["*nat"];
+    for (let i = 0; i < chains; i++) input.push(`:KUBE-SEP-${i} - [0:0]`);
+    for (let i = 0; i < chains; i++)
+      input.push(`-A KUBE-SEP-${i} -p tcp -j DNAT --to-destination 203.0.113.1:${i}`);
+    input.push("COMMIT", "");
+    const objects = () => {
+      Bun.gc(true);
+      const counts = heapStats().objectTypeCounts;
+      return (counts.Object ?? 0) + (counts.Array ?? 0);
+    };
+    const r = new RestoreRecord();
+    const before = objects();
+    restore(r, input.join("\n"), 64 * 1024);
+    r.commit(true);
+    const after = objects();
+    expect(r.rules.get("nat")?.size).toBe(chains);
+    expect(r.rules.get("nat")?.get(`KUBE-SEP-${chains - 1}`)).toEqual({ count: 1, lines: undefined });
+    // The kept lines' chains (at most LINES_KEPT) have an array each; the others none.
+    expect(after - before).toBeLessThan(LINES_KEPT + 1_000);
   });
 });
