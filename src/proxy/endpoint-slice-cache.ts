@@ -106,28 +106,6 @@ interface MergeTarget {
 }
 
 /**
- * The endpoints of one service port by port number and IP, while it is merged: no "ip:port" key
- * string per endpoint and port. The first port number seen has its table inline (most ports
- * only ever have one).
- */
-interface MergeTables {
-  readonly port: number;
-  readonly byIP: Map<string, EndpointInfo>;
-  otherPorts?: Map<number, Map<string, EndpointInfo>>;
-}
-
-function tableFor(tables: MergeTables, port: number): Map<string, EndpointInfo> {
-  if (port === tables.port) return tables.byIP;
-  tables.otherPorts ??= new Map();
-  let byIP = tables.otherPorts.get(port);
-  if (!byIP) {
-    byIP = new Map();
-    tables.otherPorts.set(port, byIP);
-  }
-  return byIP;
-}
-
-/**
  * The reads of a PortEndpoint, on a class of their own: JSC gives every instance of a class
  * whose prototype holds getters room for six fields (64 bytes); PortEndpoint holds its two in 32.
  */
@@ -187,16 +165,25 @@ class PortEndpoint extends PortEndpointReads implements EndpointInfo {
 /** 2: ready; 1: serving (terminating); 0: neither. */
 const usability = (ep: Pick<EndpointInfo, "ready" | "serving">) => (ep.ready ? 2 : ep.serving ? 1 : 0);
 
-function addPort(tables: MergeTables, port: SlicePort, endpoints: readonly SliceEndpoint[]): void {
-  const byIP = tableFor(tables, port.port);
-  for (const e of endpoints) {
-    const seen = byIP.get(e.ip);
-    // One IP:port listed twice: an endpoint moving between slices, or (upstream 1.36,
-    // kubernetes#135593) a pod IP reused by a new pod while the old one still terminates. The
-    // more usable copy wins (ready, then serving), so a ghost terminating pod never hides the
-    // live one; between equals, the first slice by name.
-    if (!seen || usability(e) > usability(seen)) byIP.set(e.ip, new PortEndpoint(e, port.port));
+/**
+ * `sorted` (by compareEndpoints, stably) with one endpoint per IP:port. One IP:port listed twice
+ * is an endpoint moving between slices, or (upstream 1.36, kubernetes#135593) a pod IP reused by
+ * a new pod while the old one still terminates: the more usable copy wins (ready, then serving),
+ * so a ghost terminating pod never hides the live one; between equals, the first slice by name
+ * (the stable sort keeps the slices' order among equal IP:ports). In place.
+ */
+function withoutRepeats(sorted: PortEndpoint[]): PortEndpoint[] {
+  let kept = 0;
+  for (const e of sorted) {
+    const last = kept > 0 ? sorted[kept - 1]! : undefined;
+    if (last && last.ip === e.ip && last.port === e.port) {
+      if (usability(e) > usability(last)) sorted[kept - 1] = e;
+      continue;
+    }
+    sorted[kept++] = e;
   }
+  sorted.length = kept;
+  return sorted;
 }
 
 /** Where the id strings of known service ports are found (the service map): one copy kept. */
@@ -260,17 +247,16 @@ export function compareEndpoints(a: EndpointInfo, b: EndpointInfo): number {
 }
 
 /**
- * Endpoints merged between two collections of young garbage: each port merged leaves its tables
- * behind, which the runtime would let pile up (a Service of 100 ports x 10,000 endpoints makes
- * a million table entries, one port's at a time).
+ * Endpoints merged between two collections of young garbage: each port merged leaves garbage
+ * behind (its sort's), which the runtime would let pile up (a Service of 100 ports x 10,000
+ * endpoints merges a million endpoints, one port's at a time).
  */
 const ENDPOINTS_PER_COLLECTION = 65_536;
 let sinceCollection = 0;
 
 /**
  * Merges the slices of one Service into endpoints per service port id. The ports are found
- * first, then merged one at a time, so only one port's tables exist at once: all at once, a
- * Service of 100 ports x 10,000 endpoints holds a million table entries besides its endpoints.
+ * first, then merged one at a time, so only one port's endpoints are being sorted at once.
  */
 export function mergeSlices(
   slices: ReadonlyMap<string, ParsedSlice>,
@@ -286,16 +272,17 @@ export function mergeSlices(
   }
   const out = new Map<string, PortEndpoints>();
   for (const [id, t] of targets) {
-    const endpoints: EndpointInfo[] = [];
+    // Sorted, then repeats dropped: no table by IP per port (a Service of 100,000 ports would
+    // make 100,000 of them).
+    const endpoints: PortEndpoint[] = [];
     const { sources } = t;
-    const tables: MergeTables = { port: (sources[0] as SlicePort).port, byIP: new Map() };
-    for (let i = 0; i < sources.length; i += 2)
-      addPort(tables, sources[i] as SlicePort, sources[i + 1] as readonly SliceEndpoint[]);
+    for (let i = 0; i < sources.length; i += 2) {
+      const port = (sources[i] as SlicePort).port;
+      for (const e of sources[i + 1] as readonly SliceEndpoint[]) endpoints.push(new PortEndpoint(e, port));
+    }
     sources.length = 0;
-    for (const ep of tables.byIP.values()) endpoints.push(ep);
-    for (const byIP of tables.otherPorts?.values() ?? []) for (const ep of byIP.values()) endpoints.push(ep);
-    if (endpoints.length > 0)
-      out.set(id, { protocol: t.protocol, endpoints: endpoints.sort(compareEndpoints) });
+    withoutRepeats(endpoints.sort(compareEndpoints));
+    if (endpoints.length > 0) out.set(id, { protocol: t.protocol, endpoints });
     sinceCollection += endpoints.length;
     if (sinceCollection >= ENDPOINTS_PER_COLLECTION) {
       sinceCollection = 0;

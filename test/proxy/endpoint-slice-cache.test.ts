@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import type { EndpointSliceObject } from "../../src/k8s/objects.ts";
 import { compareEndpoints } from "../../src/proxy/endpoint-slice-cache.ts";
 import { EndpointsMap } from "../../src/proxy/endpoints-map.ts";
@@ -130,6 +131,53 @@ describe("EndpointSliceCache merging", () => {
       [slice("web-a", [ep("192.0.2.1", "node-b")]), false],
     ]);
     expect(map.get("ns/web:http")![0]!).toMatchObject({ nodeName: "node-b", isLocal: false });
+  });
+
+  test("random slices with repeated IP:ports: one endpoint each, the first most usable by slice name, sorted by ip:port", () => {
+    const condition = fc.constantFrom(
+      { ready: true, serving: true, terminating: false },
+      { ready: false, serving: true, terminating: true },
+      { ready: false, serving: false, terminating: true },
+    );
+    const endpoint = fc.record({
+      ip: fc.constantFrom("192.0.2.1", "192.0.2.10", "192.0.2.2", "198.51.100.1"),
+      node: fc.constantFrom("node-a", "node-b", "node-c"),
+      condition,
+    });
+    const port = fc.constantFrom(8080, 80, 9);
+    const sliceArb = fc.record({
+      name: fc.constantFrom("web-a", "web-b", "web-c", "web-d"),
+      port,
+      endpoints: fc.array(endpoint, { maxLength: 6 }),
+    });
+    fc.assert(
+      fc.property(fc.uniqueArray(sliceArb, { selector: (x) => x.name, maxLength: 4 }), (slices) => {
+        const { map } = run(
+          slices.map((x) => [
+            slice(
+              x.name,
+              x.endpoints.map((e) => ep(e.ip, e.node, e.condition)),
+              { ports: [{ name: "http", port: x.port, protocol: "TCP" }] },
+            ),
+            false,
+          ]),
+        );
+        // The model: a table by "ip:port", slices in name order, a later copy wins only when
+        // more usable; then sorted by that text.
+        const usable = (c: { ready: boolean; serving: boolean }) => (c.ready ? 2 : c.serving ? 1 : 0);
+        const best = new Map<string, { node: string; condition: { ready: boolean; serving: boolean } }>();
+        for (const x of [...slices].sort((a, b) => (a.name < b.name ? -1 : 1)))
+          for (const e of x.endpoints) {
+            const key = `${e.ip}:${x.port}`;
+            const seen = best.get(key);
+            if (!seen || usable(e.condition) > usable(seen.condition)) best.set(key, e);
+          }
+        const want = [...best.keys()].sort().map((k) => `${k} ${best.get(k)!.node}`);
+        const got = (map.get("ns/web:http") ?? []).map((e) => `${e.endpoint} ${e.nodeName}`);
+        expect(got).toEqual(want);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   test("an endpoint moving between slices stays", () => {
