@@ -110,24 +110,27 @@ interface PortFields {
 }
 
 // A bad port number, protocol or nodePort drops the port entry: a half-valid port could
-// expose traffic somewhere the Service never asked for.
-function readPort(raw: ServicePortSpec, path: string, problems: ProblemList): PortFields | undefined {
+// expose traffic somewhere the Service never asked for. The field's path is made only for a
+// problem (a Service may have 100,000 ports).
+function readPort(raw: ServicePortSpec, i: number, problems: ProblemList): PortFields | undefined {
+  const path = () => `spec.ports[${i}]`;
   if (typeof raw !== "object" || raw === null) {
-    problems.invalid(path, raw, "not a port object; port skipped");
+    problems.invalid(path(), raw, "not a port object; port skipped");
     return undefined;
   }
   const name = raw.name ?? "";
-  if (typeof name !== "string") return problems.invalid(`${path}.name`, name, "not a string; port skipped");
+  if (typeof name !== "string") return problems.invalid(`${path()}.name`, name, "not a string; port skipped");
   // The name goes into keys, chain names and comments: only what the API server would accept.
   const bad = validServicePortName(name);
-  if (bad) return problems.invalid(`${path}.name`, shownValue(name), `${bad}; port skipped`);
+  if (bad) return problems.invalid(`${path()}.name`, shownValue(name), `${bad}; port skipped`);
   if (!isPortNumber(raw.port))
-    return problems.invalid(`${path}.port`, raw.port, "not a port number; port skipped");
+    return problems.invalid(`${path()}.port`, raw.port, "not a port number; port skipped");
   const protocol = parseProtocol(raw.protocol);
-  if (!protocol) return problems.invalid(`${path}.protocol`, raw.protocol, "unknown protocol; port skipped");
+  if (!protocol)
+    return problems.invalid(`${path()}.protocol`, raw.protocol, "unknown protocol; port skipped");
   const nodePort = raw.nodePort ?? 0;
   if (nodePort !== 0 && !isPortNumber(nodePort)) {
-    return problems.invalid(`${path}.nodePort`, nodePort, "not a port number; port skipped");
+    return problems.invalid(`${path()}.nodePort`, nodePort, "not a port number; port skipped");
   }
   return { name, port: raw.port, protocol, nodePort };
 }
@@ -170,8 +173,8 @@ export function servicePorts(
   const rawPorts = Array.isArray(spec.ports) ? spec.ports : [];
   if (spec.ports != null && !Array.isArray(spec.ports))
     problems.invalid("spec.ports", spec.ports, "not a list; no ports");
-  for (const [i, raw] of rawPorts.entries()) {
-    const fields = readPort(raw, `spec.ports[${i}]`, problems);
+  for (let i = 0; i < rawPorts.length; i++) {
+    const fields = readPort(rawPorts[i]!, i, problems);
     if (!fields) continue;
     const info = portInfo(fields, wide);
     if (seen.has(info.id)) {

@@ -2,6 +2,7 @@
 // canonical text, family and protocol spellings, and host:port joining and splitting.
 
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import {
   canonicalIPInet,
   cidrContains,
@@ -169,5 +170,44 @@ describe("platform rule (Node status addresses, --bind-address)", () => {
     expect(parseIPStrict("fe80::1%eth0")).toBeUndefined();
     expect(platformIPFamily("node-a.example")).toBeUndefined();
     expect(platformIPFamily("")).toBeUndefined();
+  });
+});
+
+describe("the canonical dotted-quad fast path of the lenient readers", () => {
+  // Octets as an API object may spell them: canonical, with leading zeros, too big; prefixes
+  // with leading zeros or too long; blanks around.
+  const octet = fc.oneof(
+    fc.integer({ min: 0, max: 255 }).map(String),
+    fc.integer({ min: 0, max: 999 }).map((n) => `0${n}`),
+    fc.integer({ min: 256, max: 9999 }).map(String),
+  );
+  const quad = fc.array(octet, { minLength: 3, maxLength: 5 }).map((o) => o.join("."));
+  const prefix = fc.oneof(fc.integer({ min: 0, max: 40 }).map(String), fc.constantFrom("08", "032", "", "x"));
+  const pad = fc.constantFrom("", " ", "\t");
+
+  test("an address reads as the general reader reads it", () => {
+    fc.assert(
+      fc.property(quad, pad, (q, p) => {
+        const text = `${p}${q}`;
+        // The general reader: a /32 network of the same text is the address itself.
+        const net = parseNetLenient(`${text}/32`);
+        const want =
+          net && !/^\s/.test(text) ? { ip: net.bytes.join("."), family: "IPv4" as const } : undefined;
+        expect(parseIPLenient(text)).toEqual(want);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test("a CIDR reads as the general reader reads it, host bits cleared", () => {
+    fc.assert(
+      fc.property(quad, prefix, pad, (q, bits, p) => {
+        const text = `${p}${q}/${bits}${p}`;
+        const net = parseNetLenient(text);
+        const want = net && { cidr: `${net.bytes.join(".")}/${net.prefix}`, family: net.family };
+        expect(parseCIDRLenient(text)).toEqual(want);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

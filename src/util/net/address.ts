@@ -221,6 +221,8 @@ function lenientIP(text: unknown): LenientIP | undefined {
 
 /** An IP literal by ParseIPSloppy's rule; undefined for anything else (including zones). */
 export function parseIPLenient(text: unknown): ParsedIP | undefined {
+  if (typeof text === "string" && canonicalIPv4Value(text, 0, text.length) >= 0)
+    return { ip: text, family: "IPv4" };
   const parsed = lenientIP(text);
   return parsed && { ip: parsed.ip, family: parsed.family };
 }
@@ -251,10 +253,31 @@ export function parseNetLenient(text: unknown): IPNet | undefined {
 
 /** parseNetLenient as canonical "network/prefix" text. */
 export function parseCIDRLenient(text: unknown): ParsedCIDR | undefined {
+  const fast = typeof text === "string" ? canonicalIPv4CIDR(text) : undefined;
+  if (fast) return fast;
   const net = parseNetLenient(text);
   if (!net) return undefined;
   const network = net.family === "IPv4" ? net.bytes.join(".") : formatIPv6(net.bytes, false);
   return { cidr: `${network}/${net.prefix}`, family: net.family };
+}
+
+/**
+ * A canonical "a.b.c.d/n" with no host bits set is its own canonical text; undefined for
+ * anything else (parseNetLenient judges it).
+ */
+function canonicalIPv4CIDR(text: string): ParsedCIDR | undefined {
+  const slash = text.indexOf("/");
+  const bits = text.length - slash - 1;
+  if (slash < 0 || bits < 1 || bits > 2) return undefined;
+  const c0 = text.charCodeAt(slash + 1);
+  const c1 = bits === 2 ? text.charCodeAt(slash + 2) : 48;
+  if (c0 < 48 || c0 > 57 || c1 < 48 || c1 > 57 || (bits === 2 && c0 === 48)) return undefined;
+  const prefix = bits === 2 ? (c0 - 48) * 10 + (c1 - 48) : c0 - 48;
+  if (prefix > 32) return undefined;
+  const value = canonicalIPv4Value(text, 0, slash);
+  if (value < 0) return undefined;
+  const hostBits = prefix === 32 ? 0 : value % 2 ** (32 - prefix);
+  return hostBits === 0 ? { cidr: text, family: "IPv4" } : undefined;
 }
 
 /** Whether `net` contains `ip` (read leniently; false for unparsable input or mixed families). */
