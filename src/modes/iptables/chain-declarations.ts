@@ -28,6 +28,11 @@ export class ChainDeclarations implements LineSink {
     return this.names.length;
   }
 
+  /** The names declared (the strings pushed). */
+  get chains(): readonly string[] {
+    return this.names;
+  }
+
   /**
    * Puts the declarations in the order the restore gets them: name order from `minChains`
    * chains on, else as declared. Sorting names orders the lines the same way: what follows a

@@ -246,7 +246,7 @@ export class IptablesProxier implements Proxier {
       if (big) collectGarbage();
       this.recordRuleCounts(set, input, scope.totalEndpoints);
       this.tableLines = set.filterLinesHeld + set.natRuleLines + set.skippedNatRuleLines;
-      await this.restore(this.record.tap(set.payload));
+      await this.restore(this.record.tap(set.payload, { table: "nat", chains: set.natChains }));
       this.record.commit(fullSync);
       rulesWritten = set.filterLinesWritten + set.natRuleLines;
       // A throttled sweep's period runs from the end of the sync that swept: when a restore

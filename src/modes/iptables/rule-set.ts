@@ -117,6 +117,8 @@ export interface RuleSet {
    * RestoreInput). Made as it is read, and made again if read again (for an error's context).
    */
   readonly payload: Iterable<string>;
+  /** The nat chains the payload declares: the strings the port states hold. */
+  readonly natChains: readonly string[];
   readonly filterRuleLines: number;
   /** Nat rules written, without the "-X" lines. */
   readonly natRuleLines: number;
@@ -476,6 +478,7 @@ export class RuleSetBuilder {
     const payload = new NewlineEnded(natFirst ? [...nat, ...filter] : [...filter, ...nat]);
     return {
       payload,
+      natChains: out.natChains.chains,
       filterRuleLines,
       natRuleLines:
         out.natRules.length + out.natRules.deferredLines + out.natExtraLines - deletedChains.length,

@@ -45,6 +45,18 @@ const DELETED = 2;
 /** Some appended line was not kept (past the limit): the chain is known by its count. */
 const LINES_DROPPED = 4;
 const ADDED = 8;
+/** An expected chain (RestoreRecord.tap's `declared`) the input has not named yet. */
+const UNSEEN = -1;
+
+/**
+ * The chains an input declares in one table, as strings held elsewhere anyway (the port states'
+ * chain names): the record keeps them as its keys instead of a copy of each name (a Service of
+ * 100 ports x 10,000 endpoints declares a million chains).
+ */
+export interface DeclaredChains {
+  readonly table: string;
+  readonly chains: Iterable<string>;
+}
 
 /** What one restore input did to one table's chains. */
 class StagedTable {
@@ -54,13 +66,17 @@ class StagedTable {
   /** "-D" lines, for chains with any. */
   readonly removed = new Map<string, string[]>();
 
-  /** The state of `chain` (a slice of the input; stored under a copy of its own). */
-  state(chain: string): { name: string; state: number } {
+  /**
+   * The state of `chain` (a slice of the input). A chain not seen before is stored under a copy
+   * of its own name, or under the string it was expected under: setting a key that is there
+   * keeps the key, so the slice never becomes one.
+   */
+  state(chain: string): number {
     const state = this.chains.get(chain);
-    if (state !== undefined) return { name: chain, state };
-    const name = flatString(chain);
-    this.chains.set(name, 0);
-    return { name, state: 0 };
+    if (state === UNSEEN) return 0;
+    if (state !== undefined) return state;
+    this.chains.set(flatString(chain), 0);
+    return 0;
   }
 }
 
@@ -111,8 +127,11 @@ export class RestoreRecord {
     return this.tables;
   }
 
-  /** `input` as it is, read through the record: what it does is staged as the restore reads it. */
-  tap(input: RestoreInput): Iterable<string> {
+  /**
+   * `input` as it is, read through the record: what it does is staged as the restore reads it.
+   * `declared`: chains it declares, whose names the record may keep (see DeclaredChains).
+   */
+  tap(input: RestoreInput, declared?: DeclaredChains): Iterable<string> {
     const pieces = typeof input === "string" ? [input] : input;
     const self = this;
     return {
@@ -120,6 +139,11 @@ export class RestoreRecord {
         // Read again (an error's context): staged afresh.
         self.staged = new Map();
         self.stagedLines = 0;
+        if (declared) {
+          const expected = new StagedTable();
+          for (const chain of declared.chains) expected.chains.set(chain, UNSEEN);
+          self.staged.set(declared.table, expected);
+        }
         let table: StagedTable | undefined;
         let carry = "";
         for (const piece of pieces) {
@@ -163,7 +187,8 @@ export class RestoreRecord {
     if (!table) return table;
     if (c0 === 58 /* : */) {
       const space = text.indexOf(" ", from);
-      const { name } = table.state(text.slice(from + 1, space < 0 || space > to ? to : space));
+      const name = text.slice(from + 1, space < 0 || space > to ? to : space);
+      table.state(name);
       this.emptied(table, name, false);
       return table;
     }
@@ -173,7 +198,8 @@ export class RestoreRecord {
     if (text.charCodeAt(from + 2) !== 32) return table;
     let end = text.indexOf(" ", from + 3);
     if (end < 0 || end > to) end = to;
-    const { name, state } = table.state(text.slice(from + 3, end));
+    const name = text.slice(from + 3, end);
+    const state = table.state(name);
     switch (op) {
       case "X":
       case "F":
@@ -234,7 +260,7 @@ export class RestoreRecord {
   private adopted(staged: StagedTable): CommittedTable {
     const gone: string[] = [];
     for (const [chain, state] of staged.chains) {
-      if (state & DELETED) {
+      if (state === UNSEEN || state & DELETED) {
         gone.push(chain);
         continue;
       }
@@ -253,6 +279,7 @@ export class RestoreRecord {
   /** `t` with what a partial restore did to it applied. */
   private merged(t: CommittedTable, staged: StagedTable): CommittedTable {
     for (const [chain, state] of staged.chains) {
+      if (state === UNSEEN) continue;
       const before = t.get(chain);
       this.keptLines -= before?.lines?.length ?? 0;
       if (state & DELETED) {

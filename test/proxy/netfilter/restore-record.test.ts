@@ -6,13 +6,18 @@
 import { heapStats } from "bun:jsc";
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { iptablesDrift, LINES_KEPT, RestoreRecord } from "../../../src/proxy/netfilter/restore-record.ts";
+import {
+  type DeclaredChains,
+  iptablesDrift,
+  LINES_KEPT,
+  RestoreRecord,
+} from "../../../src/proxy/netfilter/restore-record.ts";
 
 /** Reads `input` through the record's tap, in pieces cut anywhere (as a restore would read it). */
-function restore(record: RestoreRecord, input: string, cut = 7): string {
+function restore(record: RestoreRecord, input: string, cut = 7, declared?: DeclaredChains): string {
   const pieces: string[] = [];
   for (let i = 0; i < input.length; i += cut) pieces.push(input.slice(i, i + cut));
-  return [...record.tap(pieces)].join("");
+  return [...record.tap(pieces, declared)].join("");
 }
 
 const FULL = [
@@ -219,6 +224,9 @@ describe("RestoreRecord, partial restores and size", () => {
     const chain = fc.constantFrom("KUBE-SVC-A", "KUBE-SVC-B", "KUBE-SEP-C", "KUBE-SEP-D", "KUBE-FW-E");
     const rule = (c: string, n: number) => `-A ${c} -s 192.0.2.${n} -j ACCEPT`;
     const step = fc.record({
+      // The chains the input declares told up front (as the proxier does), with one more that
+      // the input never names: it must not be recorded.
+      told: fc.boolean(),
       full: fc.boolean(),
       fails: fc.boolean(),
       declared: fc.uniqueArray(chain, { maxLength: 3 }),
@@ -253,7 +261,8 @@ describe("RestoreRecord, partial restores and size", () => {
             ...removed.map(([c, n]) => rule(c, n).replace("-A ", "-D ")),
             ...deleted.map((c) => `-X ${c}`),
           ];
-          restore(r, ["*filter", ...lines, "COMMIT", ""].join("\n"), 6);
+          const told = s.told ? { table: "filter", chains: [...declared, "KUBE-NEVER-NAMED"] } : undefined;
+          restore(r, ["*filter", ...lines, "COMMIT", ""].join("\n"), 6, told);
           if (s.fails) {
             r.abandon();
             valid = false;
