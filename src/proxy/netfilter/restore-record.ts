@@ -5,9 +5,11 @@
 // chain: rules are normalized (rule-key.ts, a few microseconds each) only when a check compares
 // them, so a 10,000-Service full sync (300,000 rules) pays nothing for a check that may not come.
 // Past the limit a chain is known by its rule count alone, as nftables mode's are.
-// One Service of 100,000 ports has 300,000 chains: a chain is one number in a StringMap under a
-// name of its own (a slice of the input would keep the input's pieces alive), with objects only
-// for chains whose lines are kept (a record per chain cost ~500 bytes, 140 MiB for that Service).
+// One Service of 100 ports x 10,000 endpoints has a million chains: a chain is one number in a
+// StringMap, under the name string the proxier holds anyway (DeclaredChains) or a copy of its
+// own, never a slice of the input (that would keep the input's pieces alive); objects only for
+// chains whose lines are kept. A record per chain had cost ~500 bytes (~140 MiB for the 300,000
+// chains of a 100,000-port Service).
 
 import { parseIptablesSave } from "../../host/iptables/save-parser.ts";
 import type { RestoreInput } from "../../host/iptables/types.ts";
