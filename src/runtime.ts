@@ -46,14 +46,21 @@ export function collectYoungGarbageAnyway(): void {
 }
 
 /**
+ * collectGarbage even where collections are off: for a one-off job that makes hundreds of
+ * megabytes of garbage in a run (a big restore input made as it is read, in a dry run too).
+ */
+export function collectGarbageAnyway(): void {
+  const g = globalThis as unknown as RuntimeGlobals;
+  if (g.Bun?.gc) g.Bun.gc(true);
+  else g.gc?.();
+}
+
+/**
  * A full collection now, where the runtime allows it (Bun, which also hands freed memory back
  * to the system; Node run with --expose-gc). For the moment right after something big became
  * garbage and before something big is built: a collection left to the runtime would come
  * later, on top of both.
  */
 export function collectGarbage(): void {
-  if (!collections) return;
-  const g = globalThis as unknown as RuntimeGlobals;
-  if (g.Bun?.gc) g.Bun.gc(true);
-  else g.gc?.();
+  if (collections) collectGarbageAnyway();
 }

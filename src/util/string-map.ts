@@ -56,6 +56,28 @@ export class StringMap<V> {
     return this;
   }
 
+  /**
+   * Where `key`'s value is kept, for valueAt and setValueAt (one lookup for a read and a write);
+   * -1 when absent. A position holds until a key is deleted and the map then grows.
+   */
+  positionOf(key: string): number {
+    const i = this.find(key);
+    return i < 0 ? -1 : this.index[i]! - 1;
+  }
+
+  valueAt(position: number): V {
+    return this.valueList[position] as V;
+  }
+
+  setValueAt(position: number, value: V): void {
+    this.valueList[position] = value;
+  }
+
+  /** Makes room for `entries` keys in all, so that adding up to them rebuilds nothing. */
+  reserve(entries: number): void {
+    if ((entries + this.deletedSlots) * 4 > this.index.length * 3) this.rebuild(Math.max(entries, this.live));
+  }
+
   delete(key: string): boolean {
     const i = this.find(key);
     if (i < 0) return false;

@@ -47,17 +47,14 @@ const DELETED = 2;
 /** Some appended line was not kept (past the limit): the chain is known by its count. */
 const LINES_DROPPED = 4;
 const ADDED = 8;
-/** An expected chain (RestoreRecord.tap's `declared`) the input has not named yet. */
-const UNSEEN = -1;
-
 /**
- * The chains an input declares in one table, as strings held elsewhere anyway (the port states'
- * chain names): the record keeps them as its keys instead of a copy of each name (a Service of
- * 100 ports x 10,000 endpoints declares a million chains).
+ * The chains an input declares in one table, in the order it declares them, as strings held
+ * elsewhere anyway (the port states' chain names): the record keeps them as its keys instead of
+ * a copy of each name (a Service of 100 ports x 10,000 endpoints declares a million chains).
  */
 export interface DeclaredChains {
   readonly table: string;
-  readonly chains: Iterable<string>;
+  readonly chains: readonly string[];
 }
 
 /** What one restore input did to one table's chains. */
@@ -67,18 +64,39 @@ class StagedTable {
   readonly added = new Map<string, string[]>();
   /** "-D" lines, for chains with any. */
   readonly removed = new Map<string, string[]>();
+  /** The chain the last line named, and where its state is: a chain's rules come together. */
+  private lastChain: string | undefined;
+  private lastAt = -1;
+  /** The chains the input is expected to declare, in order, and the next one. */
+  private expected: readonly string[] = [];
+  private next = 0;
+
+  /** Expects `chains` to be declared in this order (see DeclaredChains). */
+  expect(chains: readonly string[]): void {
+    this.chains.reserve(chains.length);
+    this.expected = chains;
+    this.next = 0;
+  }
 
   /**
-   * The state of `chain` (a slice of the input). A chain not seen before is stored under a copy
-   * of its own name, or under the string it was expected under: setting a key that is there
-   * keeps the key, so the slice never becomes one.
+   * Where the state of `chain` (a slice of the input) is kept. A chain not seen before starts
+   * at 0, under the expected string when it is the next one expected, else under a copy of its
+   * own name (never the slice). Nothing is deleted while a table is staged, so a position holds
+   * and a new key's is the count of keys before it.
    */
-  state(chain: string): number {
-    const state = this.chains.get(chain);
-    if (state === UNSEEN) return 0;
-    if (state !== undefined) return state;
-    this.chains.set(flatString(chain), 0);
-    return 0;
+  at(chain: string): number {
+    if (chain === this.lastChain) return this.lastAt;
+    let at = this.chains.positionOf(chain);
+    if (at < 0) {
+      const expected = this.expected[this.next];
+      const key = expected === chain ? expected : flatString(chain);
+      if (key === expected) this.next++;
+      at = this.chains.size;
+      this.chains.set(key, 0);
+    }
+    this.lastChain = chain;
+    this.lastAt = at;
+    return at;
   }
 }
 
@@ -143,7 +161,7 @@ export class RestoreRecord {
         self.stagedLines = 0;
         if (declared) {
           const expected = new StagedTable();
-          for (const chain of declared.chains) expected.chains.set(chain, UNSEEN);
+          expected.expect(declared.chains);
           self.staged.set(declared.table, expected);
         }
         let table: StagedTable | undefined;
@@ -190,8 +208,7 @@ export class RestoreRecord {
     if (c0 === 58 /* : */) {
       const space = text.indexOf(" ", from);
       const name = text.slice(from + 1, space < 0 || space > to ? to : space);
-      table.state(name);
-      this.emptied(table, name, false);
+      this.emptied(table, name, table.at(name), false);
       return table;
     }
     if (c0 !== 45 /* - */) return text.startsWith("COMMIT", from) && to - from === 6 ? undefined : table;
@@ -201,11 +218,12 @@ export class RestoreRecord {
     let end = text.indexOf(" ", from + 3);
     if (end < 0 || end > to) end = to;
     const name = text.slice(from + 3, end);
-    const state = table.state(name);
+    const at = table.at(name);
+    const state = table.chains.valueAt(at);
     switch (op) {
       case "X":
       case "F":
-        this.emptied(table, name, op === "X");
+        this.emptied(table, name, at, op === "X");
         break;
       case "D": {
         const line = text.slice(from, to);
@@ -222,11 +240,13 @@ export class RestoreRecord {
           if (added) added.push(line);
           else table.added.set(name, [line]);
           this.stagedLines++;
-          table.chains.set(name, state + ADDED);
+          table.chains.setValueAt(at, state + ADDED);
         } else {
-          this.stagedLines -= table.added.get(name)?.length ?? 0;
-          table.added.delete(name);
-          table.chains.set(name, (state | LINES_DROPPED) + ADDED);
+          if (!(state & LINES_DROPPED)) {
+            this.stagedLines -= table.added.get(name)?.length ?? 0;
+            table.added.delete(name);
+          }
+          table.chains.setValueAt(at, (state | LINES_DROPPED) + ADDED);
         }
       }
     }
@@ -234,10 +254,12 @@ export class RestoreRecord {
   }
 
   /** Declared (":CHAIN"), flushed or deleted: what the record held of it is gone. */
-  private emptied(table: StagedTable, chain: string, deleted: boolean): void {
-    this.stagedLines -= table.added.get(chain)?.length ?? 0;
-    table.added.delete(chain);
-    table.chains.set(chain, FLUSHED | (deleted ? DELETED : 0));
+  private emptied(table: StagedTable, chain: string, at: number, deleted: boolean): void {
+    if (!(table.chains.valueAt(at) & LINES_DROPPED)) {
+      this.stagedLines -= table.added.get(chain)?.length ?? 0;
+      table.added.delete(chain);
+    }
+    table.chains.setValueAt(at, FLUSHED | (deleted ? DELETED : 0));
   }
 
   /** The restore succeeded: what it did is the record. `complete`: it named every chain (full sync). */
@@ -262,7 +284,7 @@ export class RestoreRecord {
   private adopted(staged: StagedTable): CommittedTable {
     const gone: string[] = [];
     for (const [chain, state] of staged.chains) {
-      if (state === UNSEEN || state & DELETED) {
+      if (state & DELETED) {
         gone.push(chain);
         continue;
       }
@@ -281,7 +303,6 @@ export class RestoreRecord {
   /** `t` with what a partial restore did to it applied. */
   private merged(t: CommittedTable, staged: StagedTable): CommittedTable {
     for (const [chain, state] of staged.chains) {
-      if (state === UNSEEN) continue;
       const before = t.get(chain);
       this.keptLines -= before?.lines?.length ?? 0;
       if (state & DELETED) {
