@@ -18,17 +18,25 @@ describe("StringMap", () => {
       if (op < (growing ? 6 : 2)) {
         table.set(key, step);
         map.set(key, step);
+      } else if (op < 7 && table.has(key)) {
+        // A value changed where it is kept: found once, read and written there.
+        const at = table.positionOf(key);
+        expect(table.valueAt(at)).toBe(map.get(key)!);
+        table.setValueAt(at, -step);
+        map.set(key, -step);
       } else if (op < 9) {
         expect(table.delete(key)).toBe(map.delete(key));
       } else {
         expect(table.get(key)).toBe(map.get(key));
         expect(table.has(key)).toBe(map.has(key));
+        expect(table.positionOf(key) >= 0).toBe(map.has(key));
       }
       expect(table.size).toBe(map.size);
       if (step % 5000 === 0) expect([...table]).toEqual([...map]);
       if (step === 40_000) {
         table.clear();
         map.clear();
+        table.reserve(3000);
       }
     }
     expect([...table.keys()]).toEqual([...map.keys()]);
