@@ -3,13 +3,13 @@
 // tree: paths share the hops they start with, and each ends in a node with its verdict).
 
 import type { ExplainPath, Explanation } from "../modes/explain.ts";
+import { joinHostPort } from "../util/net/host-port.ts";
 
 const percent = (p: number) => `${Math.round(p * 1000) / 10}%`;
 
 function target(e: Explanation): string {
   const p = e.packet;
-  const host = p.destination.includes(":") ? `[${p.destination}]` : p.destination;
-  return `${host}:${p.port}/${p.protocol}`;
+  return `${joinHostPort(p.destination, p.port)}/${p.protocol}`;
 }
 
 function pathHead(p: ExplainPath): string {

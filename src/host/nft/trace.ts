@@ -12,6 +12,7 @@
 // tracer. Rule syntax the tracer does not know throws (trace-rule.ts), wherever it is in the table.
 
 import { cidrContains, isLoopbackLenient, parseIPLenient } from "../../util/net/address.ts";
+import { joinHostPort } from "../../util/net/host-port.ts";
 import type { SimulatedNftTable } from "./simulator.ts";
 import {
   parseRule,
@@ -323,8 +324,7 @@ class Tracer {
 
   private dnat(s: State, addr: string, port: number): State {
     const ip = canonicalIP(addr, "a DNAT address");
-    const target = ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
-    return { ...s, daddr: ip, dport: port, dnat: target };
+    return { ...s, daddr: ip, dport: port, dnat: joinHostPort(ip, port) };
   }
 
   private verdict(v: Verdict, s: State, at: Hook, depth: number): Outcome[] {

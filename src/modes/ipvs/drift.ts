@@ -7,6 +7,7 @@ import type { IpsetSet } from "../../host/ipset/types.ts";
 import type { IpvsService } from "../../host/ipvs/types.ts";
 import type { Difference } from "../../proxy/drift.ts";
 import type { IPFamily } from "../../util/net/family.ts";
+import { joinHostPort } from "../../util/net/host-port.ts";
 
 /** A virtual server as the proxier's record holds it (VirtualServerView). */
 export interface RecordedVirtualServer {
@@ -22,13 +23,9 @@ export interface RecordedVirtualServer {
   }>;
 }
 
-function hostPort(address: string, port: number): string {
-  return address.includes(":") ? `[${address}]:${port}` : `${address}:${port}`;
-}
-
 /** "TCP 198.51.100.1:80", as ipvsadm -Ln names a virtual server. */
 function vsName(v: { readonly address: string; readonly port: number; readonly protocol: string }): string {
-  return `${v.protocol.toUpperCase()} ${hostPort(v.address, v.port)}`;
+  return `${v.protocol.toUpperCase()} ${joinHostPort(v.address, v.port)}`;
 }
 
 function vsSettings(v: { readonly scheduler: string; readonly timeout: number }): string {
@@ -64,10 +61,10 @@ export function ipvsDrift(
     const got = vsSettings(have.server);
     if (want !== got) out.push({ kind: "virtual-server", what: name, expected: want, found: got, ...family });
     const reals = new Map<string, number>();
-    for (const r of have.reals) reals.set(hostPort(r.address, r.port), r.weight);
+    for (const r of have.reals) reals.set(joinHostPort(r.address, r.port), r.weight);
     const wanted = new Set<string>();
     for (const r of vs.realServers) {
-      const at = hostPort(r.address, r.port);
+      const at = joinHostPort(r.address, r.port);
       wanted.add(at);
       const weight = reals.get(at);
       const what = `${name} -> ${at}`;

@@ -19,6 +19,7 @@ import { createIpvsClient } from "../../host/ipvs/client.ts";
 import type { IpvsService } from "../../host/ipvs/types.ts";
 import { cidrContains } from "../../util/net/address.ts";
 import { familyOf } from "../../util/net/family.ts";
+import { joinHostPort } from "../../util/net/host-port.ts";
 import {
   type Cause,
   type ExplainHost,
@@ -84,7 +85,7 @@ function ipvsStep(services: readonly IpvsService[]) {
     );
     if (!svc) return { kind: "none" };
     const v = svc.server;
-    const name = `${v.protocol} ${v.address.includes(":") ? `[${v.address}]` : v.address}:${v.port} (${v.scheduler}${v.timeout > 0 ? `, persistent ${v.timeout}s` : ""})`;
+    const name = `${v.protocol} ${joinHostPort(v.address, v.port)} (${v.scheduler}${v.timeout > 0 ? `, persistent ${v.timeout}s` : ""})`;
     const live = svc.reals.filter((r) => r.weight > 0);
     const total = live.reduce((n, r) => n + r.weight, 0);
     if (live.length === 0) return { kind: "reject", service: name };
@@ -93,7 +94,7 @@ function ipvsStep(services: readonly IpvsService[]) {
       service: name,
       virtual: { vaddr: v.address, vproto: v.protocol.toLowerCase(), vport: v.port },
       targets: live.map((r) => ({
-        to: `${r.address.includes(":") ? `[${r.address}]` : r.address}:${r.port}`,
+        to: joinHostPort(r.address, r.port),
         share: r.weight / total,
         note: `weight ${r.weight}`,
       })),
