@@ -8,6 +8,7 @@
 //   namespace/name), so a newcomer cannot take traffic from an existing Service.
 // Losers keep the rest of their addresses. Every step is linear in the addresses touched.
 
+import { ITEMS_PER_STEP, type Steps } from "../util/time-slice.ts";
 import { plainServicePort, type ServiceKey, type ServicePortInfo } from "./types.ts";
 
 export interface AddressConflict {
@@ -67,11 +68,21 @@ export class AddressClaims {
   /** External or LoadBalancer IP -> its claimants: one (the usual case) or several. */
   private readonly claimants = new Map<string, Claimant | Claimant[]>();
 
-  /** Adds (or with `remove`, takes back) the claims of one Service; notes every IP touched. */
-  index(key: ServiceKey, ports: readonly ServicePortInfo[], touched: Set<string>, remove = false): void {
+  /**
+   * Adds (or with `remove`, takes back) the claims of one Service; notes every IP touched.
+   * Steps: a pause may come between any two ports or addresses.
+   */
+  *index(
+    key: ServiceKey,
+    ports: readonly ServicePortInfo[],
+    touched: Set<string>,
+    remove = false,
+  ): Steps<void> {
     const external = new Set<string>();
     const portKeys = new Set<string>();
+    let items = 0;
     for (const p of ports) {
+      if (++items % ITEMS_PER_STEP === 0) yield;
       for (const ip of Object.values(p.clusterIPs)) {
         if (!ip) continue;
         touched.add(ip);
@@ -86,6 +97,7 @@ export class AddressClaims {
     const createdAtMs = ports[0]?.createdAtMs ?? Number.POSITIVE_INFINITY;
     const claimant: Claimant = { key, createdAtMs, ports: portKeys };
     for (const ip of external) {
+      if (++items % ITEMS_PER_STEP === 0) yield;
       touched.add(ip);
       if (remove) this.release(ip, key);
       else this.claim(ip, claimant);
@@ -121,34 +133,43 @@ export class AddressClaims {
     }
   }
 
-  /** The ports `key` may program: its own, minus addresses it lost. Unchanged ports are reused. */
-  resolve(key: ServiceKey, ports: readonly ServicePortInfo[]): ResolvedPorts {
+  /**
+   * The ports `key` may program: its own, minus addresses it lost. Unchanged ports are reused.
+   * Steps: a pause may come between any two ports, or addresses of one.
+   */
+  *resolve(key: ServiceKey, ports: readonly ServicePortInfo[]): Steps<ResolvedPorts> {
     const conflicts: AddressConflict[] = [];
-    const out = ports.map((p) => {
-      const externalIPs = this.allowed(key, p, p.externalIPs, "spec.externalIPs", conflicts);
-      const loadBalancerVIPs = this.allowed(
-        key,
-        p,
-        p.loadBalancerVIPs,
-        "status.loadBalancer.ingress",
-        conflicts,
-      );
-      if (externalIPs === p.externalIPs && loadBalancerVIPs === p.loadBalancerVIPs) return p;
-      return { ...plainServicePort(p), externalIPs, loadBalancerVIPs };
-    });
+    const out: ServicePortInfo[] = [];
+    for (let i = 0; i < ports.length; i++) {
+      if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+      const p = ports[i]!;
+      // Most ports have no addresses: no generator is made for them.
+      const externalIPs =
+        p.externalIPs.length === 0
+          ? p.externalIPs
+          : yield* this.allowed(key, p, p.externalIPs, "spec.externalIPs", conflicts);
+      const loadBalancerVIPs =
+        p.loadBalancerVIPs.length === 0
+          ? p.loadBalancerVIPs
+          : yield* this.allowed(key, p, p.loadBalancerVIPs, "status.loadBalancer.ingress", conflicts);
+      if (externalIPs === p.externalIPs && loadBalancerVIPs === p.loadBalancerVIPs) out.push(p);
+      else out.push({ ...plainServicePort(p), externalIPs, loadBalancerVIPs });
+    }
     return { ports: out, conflicts };
   }
 
-  private allowed(
+  private *allowed(
     key: ServiceKey,
     p: ServicePortInfo,
     ips: readonly string[],
     field: AddressConflict["field"],
     conflicts: AddressConflict[],
-  ): readonly string[] {
+  ): Steps<readonly string[]> {
     let kept: string[] | undefined;
     const pk = portKey(p.port, p.protocol);
-    for (const [i, ip] of ips.entries()) {
+    for (let i = 0; i < ips.length; i++) {
+      if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+      const ip = ips[i]!;
       const owners = this.clusterIPs.get(ip);
       const winner = owners ? undefined : this.winner(ip, pk);
       const ok = !owners && (winner === undefined || winner === key);

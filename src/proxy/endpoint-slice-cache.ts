@@ -8,6 +8,7 @@ import { flatString } from "../util/flat-string.ts";
 import type { IPFamily } from "../util/net/family.ts";
 import { joinHostPort } from "../util/net/host-port.ts";
 import type { Protocol } from "../util/net/protocol.ts";
+import { ITEMS_PER_STEP, type Steps } from "../util/time-slice.ts";
 import type { ParsedSlice, SliceEndpoint, SlicePort } from "./endpoint-slice.ts";
 import { type EndpointInfo, type ServiceKey, type ServicePortName, servicePortNameString } from "./types.ts";
 
@@ -257,15 +258,18 @@ let sinceCollection = 0;
 /**
  * Merges the slices of one Service into endpoints per service port id. The ports are found
  * first, then merged one at a time, so only one port's endpoints are being sorted at once.
+ * Steps: a pause may come between any two slice ports, or merged ports.
  */
-export function mergeSlices(
+export function* mergeSlices(
   slices: ReadonlyMap<string, ParsedSlice>,
   ctx: MergeContext,
-): Map<string, PortEndpoints> {
+): Steps<Map<string, PortEndpoints>> {
   const targets = new Map<string, MergeTarget>();
+  let items = 0;
   for (const sliceName of [...slices.keys()].sort()) {
     const slice = slices.get(sliceName)!;
     for (let i = 0; i < slice.ports.size; i++) {
+      if (++items % ITEMS_PER_STEP === 0) yield;
       const port = slice.ports.at(i);
       targetFor(targets, port, sliceName, ctx)?.sources.push(port, slice.endpoints);
     }
@@ -287,6 +291,12 @@ export function mergeSlices(
     if (sinceCollection >= ENDPOINTS_PER_COLLECTION) {
       sinceCollection = 0;
       collectYoungGarbage();
+    }
+    // A port's endpoints count as items too: a port of 10,000 endpoints is a step of its own.
+    items += 1 + endpoints.length;
+    if (items >= ITEMS_PER_STEP) {
+      items = 0;
+      yield;
     }
   }
   return out;

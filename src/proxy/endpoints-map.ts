@@ -6,6 +6,7 @@
 import { collectYoungGarbage } from "../runtime.ts";
 import type { IPFamily } from "../util/net/family.ts";
 import type { Protocol } from "../util/net/protocol.ts";
+import { ITEMS_PER_STEP, runSteps, type Steps } from "../util/time-slice.ts";
 import { type KnownPortIds, mergeSlices, type PortEndpoints } from "./endpoint-slice-cache.ts";
 import type { EndpointsChangeTracker } from "./endpoints-tracker.ts";
 import { ServiceEndpoints } from "./service-endpoints.ts";
@@ -63,16 +64,27 @@ export class EndpointsMap implements EndpointsMapView {
   private count = 0;
   private readonly localReady = new Map<ServiceKey, LocalReadyCounts>();
 
-  /** `knownIds`: the service ports, whose id strings the endpoints are then kept under. */
+  /**
+   * Applies the tracker's pending changes at once. `knownIds`: the service ports, whose id
+   * strings the endpoints are then kept under.
+   */
   update(tracker: EndpointsChangeTracker, knownIds?: KnownPortIds): EndpointsUpdateResult {
+    return runSteps(this.updating(tracker, knownIds));
+  }
+
+  /**
+   * update() in steps (a pause may come after any port of a Service being merged); a Service's
+   * endpoints are replaced whole, between two steps.
+   */
+  *updating(tracker: EndpointsChangeTracker, knownIds?: KnownPortIds): Steps<EndpointsUpdateResult> {
     const { slices, triggerTimes } = tracker.checkout();
     const result: EndpointsUpdateResult = {
       updatedServices: new Set(),
       lastChangeTriggerTimes: triggerTimes,
     };
-    let merged = 0;
+    let servicesMerged = 0;
     for (const [key, applied] of slices) {
-      if (++merged % SERVICES_PER_COLLECTION === 0) collectYoungGarbage();
+      if (++servicesMerged % SERVICES_PER_COLLECTION === 0) collectYoungGarbage();
       const slash = key.indexOf("/");
       const ctx = {
         namespace: key.slice(0, slash),
@@ -81,7 +93,8 @@ export class EndpointsMap implements EndpointsMapView {
         logger: tracker.logger,
         knownIds,
       };
-      if (this.replace(key, mergeSlices(applied, ctx))) result.updatedServices.add(key);
+      const merged = yield* mergeSlices(applied, ctx);
+      if (yield* this.replace(key, merged)) result.updatedServices.add(key);
     }
     return result;
   }
@@ -105,13 +118,15 @@ export class EndpointsMap implements EndpointsMapView {
    * Compares against what this map holds for the Service; returns whether anything differed.
    * An unchanged port keeps its endpoint list (proxiers tell unchanged ports by identity).
    */
-  private replace(key: ServiceKey, current: Map<string, PortEndpoints>): boolean {
+  private *replace(key: ServiceKey, current: Map<string, PortEndpoints>): Steps<boolean> {
     const old = this.services.get(key);
     let changed = (old?.size ?? 0) !== current.size;
     const ids = [...current.keys()].sort();
     const protocols: Protocol[] = [];
     const lists: (readonly EndpointInfo[])[] = [];
+    let items = 0;
     for (const id of ids) {
+      if (++items % ITEMS_PER_STEP === 0) yield;
       const cur = current.get(id)!;
       const i = old ? old.indexOf(id) : -1;
       if (i >= 0 && samePort(old!, i, cur)) {

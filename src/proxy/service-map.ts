@@ -5,6 +5,7 @@
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import { StringMap } from "../util/string-map.ts";
+import { ITEMS_PER_STEP, runSteps, type Steps } from "../util/time-slice.ts";
 import { AddressClaims, type AddressConflict } from "./address-claims.ts";
 import { ProblemList, ProblemReporter } from "./problems.ts";
 import type { ServiceChangeTracker } from "./service-tracker.ts";
@@ -43,24 +44,34 @@ export class ServiceMap implements ServicePortMap {
     );
   }
 
+  /** Applies the tracker's pending changes at once. */
   update(tracker: ServiceChangeTracker): ServiceUpdateResult {
+    return runSteps(this.updating(tracker));
+  }
+
+  /**
+   * update() in steps, so that a sync can let the servers answer during a Service of 100,000
+   * ports: a pause may come between any two ports. Between pauses the map holds every port it lists
+   * (a Service's old and new ports, while it is replaced); only the sync reads it meanwhile.
+   */
+  *updating(tracker: ServiceChangeTracker): Steps<ServiceUpdateResult> {
     const result: ServiceUpdateResult = { updatedServices: new Set(), deletedUDPClusterIPs: new Set() };
     const touched = new Set<string>();
     for (const [key, change] of tracker.checkout()) {
       result.updatedServices.add(key);
-      this.claims.index(key, this.wanted.get(key) ?? [], touched, true);
+      yield* this.claims.index(key, this.wanted.get(key) ?? [], touched, true);
       const ports = change.current.ports;
       if (ports.length > 0) this.wanted.set(key, ports);
       else this.wanted.delete(key);
-      this.claims.index(key, ports, touched);
+      yield* this.claims.index(key, ports, touched);
     }
     // A change can hand an address to (or take it from) a Service that did not change itself.
     const others = new Set<ServiceKey>();
     this.claims.claimantsOf(touched, others);
-    for (const key of result.updatedServices) this.apply(key, result.deletedUDPClusterIPs, true);
+    for (const key of result.updatedServices) yield* this.apply(key, result.deletedUDPClusterIPs, true);
     for (const key of others) {
       if (result.updatedServices.has(key)) continue;
-      if (this.apply(key, result.deletedUDPClusterIPs, false)) result.updatedServices.add(key);
+      if (yield* this.apply(key, result.deletedUDPClusterIPs, false)) result.updatedServices.add(key);
     }
     return result;
   }
@@ -70,13 +81,13 @@ export class ServiceMap implements ServicePortMap {
    * A Service that did not change itself keeps its port objects unless its addresses did:
    * proxiers tell unchanged ports by identity.
    */
-  private apply(key: ServiceKey, deletedUDP: Set<string>, updated: boolean): boolean {
+  private *apply(key: ServiceKey, deletedUDP: Set<string>, updated: boolean): Steps<boolean> {
     const wanted = this.wanted.get(key) ?? [];
-    const { ports, conflicts } = this.claims.resolve(key, wanted);
+    const { ports, conflicts } = yield* this.claims.resolve(key, wanted);
     this.reportConflicts(key, wanted[0], conflicts);
     const before = this.portsOf(key);
     const changed = before.length !== ports.length || before.some((p, i) => !sameAddresses(p, ports[i]!));
-    if (updated || changed) this.replace(key, ports, deletedUDP);
+    if (updated || changed) yield* this.replace(key, ports, deletedUDP);
     return changed;
   }
 
@@ -120,18 +131,30 @@ export class ServiceMap implements ServicePortMap {
   }
 
   // Removal is computed against what this map holds, not the tracker's "previous", so the
-  // map can never keep a port the tracker forgot about.
-  private replace(key: ServiceKey, current: readonly ServicePortInfo[], deletedUDP: Set<string>): void {
-    const keep = new Set(current.map((p) => p.id));
-    for (const id of this.idsByService.get(key) ?? []) {
+  // map can never keep a port the tracker forgot about. New ports go in before the Service's
+  // list of ids changes, old ones out after: whenever it pauses, every id listed is held.
+  private *replace(
+    key: ServiceKey,
+    current: readonly ServicePortInfo[],
+    deletedUDP: Set<string>,
+  ): Steps<void> {
+    const keep = new Set<string>();
+    let items = 0;
+    for (const p of current) {
+      if (++items % ITEMS_PER_STEP === 0) yield;
+      keep.add(p.id);
+      this.ports.set(p.id, p);
+    }
+    const previous = this.idsByService.get(key) ?? [];
+    if (current.length > 0) this.idsByService.set(key, [...keep]);
+    else this.idsByService.delete(key);
+    for (const id of previous) {
+      if (++items % ITEMS_PER_STEP === 0) yield;
       if (keep.has(id)) continue;
       const old = this.ports.get(id);
       if (old?.protocol === "UDP") for (const ip of Object.values(old.clusterIPs)) if (ip) deletedUDP.add(ip);
       this.ports.delete(id);
     }
-    for (const p of current) this.ports.set(p.id, p);
-    if (current.length > 0) this.idsByService.set(key, [...keep]);
-    else this.idsByService.delete(key);
     const hc = current.find((p) => p.healthCheckNodePort !== 0)?.healthCheckNodePort;
     if (hc) this.healthCheckPorts.set(key, hc);
     else this.healthCheckPorts.delete(key);

@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { TimeSlice } from "../../src/util/time-slice.ts";
+import { runSteps, runStepsPaced, type Steps, TimeSlice } from "../../src/util/time-slice.ts";
 
 describe("TimeSlice", () => {
   test("a loop that pauses when due lets the server answer before the loop ends", async () => {
@@ -42,5 +42,34 @@ describe("TimeSlice", () => {
   test("due once the budget is used", () => {
     expect(new TimeSlice(1_000_000).due).toBe(false);
     expect(new TimeSlice(0).due).toBe(true);
+  });
+
+  test("steps run to the same result at once and paced; paced, a used-up slice lets queued callbacks in", async () => {
+    function* countTo(n: number, seen: number[]): Steps<number> {
+      let sum = 0;
+      for (let i = 1; i <= n; i++) {
+        seen.push(i);
+        sum += i;
+        yield;
+      }
+      return sum;
+    }
+    const atOnce: number[] = [];
+    expect(runSteps(countTo(10, atOnce))).toBe(55);
+    // Budget 0: due at every step, so each step is followed by one turn of the event loop.
+    const paced: number[] = [];
+    let turns = 0;
+    const tick = () => {
+      turns++;
+      if (turns < 100) setImmediate(tick);
+    };
+    setImmediate(tick);
+    expect(await runStepsPaced(countTo(10, paced), new TimeSlice(0))).toBe(55);
+    expect(paced).toEqual(atOnce);
+    expect(turns).toBeGreaterThanOrEqual(10);
+    // A slice never used up pauses nowhere: nothing else runs before the steps end.
+    const before = turns;
+    expect(await runStepsPaced(countTo(10, []), new TimeSlice(1_000_000))).toBe(55);
+    expect(turns).toBe(before);
   });
 });
