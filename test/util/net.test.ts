@@ -210,4 +210,23 @@ describe("the canonical dotted-quad fast path of the lenient readers", () => {
       { numRuns: 2000 },
     );
   });
+
+  test("containment answers as the general readers do, host bits of either side ignored", () => {
+    const ip = fc.oneof(quad, fc.constantFrom("::ffff:192.0.2.1", "2001:db8::1", "192.0.2.1 "));
+    // Near addresses too, so that some containments hold.
+    const near = fc
+      .tuple(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 255 }))
+      .map(([a, b]) => `10.${a}.${b}.7`);
+    fc.assert(
+      fc.property(fc.oneof(quad, near), prefix, pad, fc.oneof(ip, near), (q, bits, p, address) => {
+        const cidr = `${p}${q}/${bits}`;
+        const net = parseNetLenient(cidr);
+        expect(cidrContains(cidr, address)).toBe(net !== undefined && netContains(net, address));
+      }),
+      { numRuns: 3000 },
+    );
+    expect(cidrContains("10.1.0.0/16", "10.1.255.9")).toBe(true);
+    expect(cidrContains("10.1.2.3/16", "10.2.0.1")).toBe(false);
+    expect(cidrContains("0.0.0.0/0", "192.0.2.1")).toBe(true);
+  });
 });

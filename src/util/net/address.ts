@@ -267,17 +267,27 @@ export function parseCIDRLenient(text: unknown): ParsedCIDR | undefined {
  */
 function canonicalIPv4CIDR(text: string): ParsedCIDR | undefined {
   const slash = text.indexOf("/");
-  const bits = text.length - slash - 1;
-  if (slash < 0 || bits < 1 || bits > 2) return undefined;
-  const c0 = text.charCodeAt(slash + 1);
-  const c1 = bits === 2 ? text.charCodeAt(slash + 2) : 48;
-  if (c0 < 48 || c0 > 57 || c1 < 48 || c1 > 57 || (bits === 2 && c0 === 48)) return undefined;
-  const prefix = bits === 2 ? (c0 - 48) * 10 + (c1 - 48) : c0 - 48;
-  if (prefix > 32) return undefined;
+  const prefix = canonicalIPv4PrefixBits(text, slash);
+  if (prefix < 0) return undefined;
   const value = canonicalIPv4Value(text, 0, slash);
   if (value < 0) return undefined;
-  const hostBits = prefix === 32 ? 0 : value % 2 ** (32 - prefix);
-  return hostBits === 0 ? { cidr: text, family: "IPv4" } : undefined;
+  return hostBitsOf(value, prefix) === 0 ? { cidr: text, family: "IPv4" } : undefined;
+}
+
+/** The prefix after `slash` when it is 0-32 in plain decimal (no leading zero); else -1. */
+function canonicalIPv4PrefixBits(text: string, slash: number): number {
+  const bits = text.length - slash - 1;
+  if (slash < 0 || bits < 1 || bits > 2) return -1;
+  const c0 = text.charCodeAt(slash + 1);
+  const c1 = bits === 2 ? text.charCodeAt(slash + 2) : 48;
+  if (c0 < 48 || c0 > 57 || c1 < 48 || c1 > 57 || (bits === 2 && c0 === 48)) return -1;
+  const prefix = bits === 2 ? (c0 - 48) * 10 + (c1 - 48) : c0 - 48;
+  return prefix > 32 ? -1 : prefix;
+}
+
+/** The bits of a 32-bit address value past its first `prefix`. */
+function hostBitsOf(value: number, prefix: number): number {
+  return prefix === 32 ? 0 : value % 2 ** (32 - prefix);
 }
 
 /** Whether `net` contains `ip` (read leniently; false for unparsable input or mixed families). */
@@ -293,8 +303,17 @@ export function isLoopbackLenient(ip: string): boolean {
   return loopbackBytes(lenientIP(ip));
 }
 
-/** Whether `cidr` contains `ip`, both read leniently (false for unparsable input or mixed families). */
+/**
+ * Whether `cidr` contains `ip`, both read leniently (false for unparsable input or mixed families).
+ * Canonical IPv4 text on both sides is compared as numbers, making nothing: a Service may hold
+ * 100,000 source ranges, each checked against the node IP on every sync.
+ */
 export function cidrContains(cidr: string, ip: string): boolean {
+  const slash = cidr.indexOf("/");
+  const prefix = canonicalIPv4PrefixBits(cidr, slash);
+  const network = prefix < 0 ? -1 : canonicalIPv4Value(cidr, 0, slash);
+  const address = network < 0 ? -1 : canonicalIPv4Value(ip);
+  if (address >= 0) return network - hostBitsOf(network, prefix) === address - hostBitsOf(address, prefix);
   const net = parseNetLenient(cidr);
   return net !== undefined && netContains(net, ip);
 }
