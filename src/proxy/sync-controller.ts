@@ -181,28 +181,30 @@ export class SyncController implements ClusterEventHandler {
       return;
     }
     if (this.syncs === 0) this.opts.hooks?.beforeFirstSync?.();
-    // Paced: one Service of 100,000 ports takes the maps about half a second to fold in.
-    const slice = new TimeSlice();
-    const serviceUpdate = await runStepsPaced(this.services.updating(this.serviceTracker), slice);
-    const endpointsUpdate = await runStepsPaced(
-      this.endpoints.updating(this.endpointsTracker, this.services),
-      slice,
-    );
-    const record = this.opts.history?.begin({
-      services: serviceUpdate.updatedServices.size,
-      endpoints: endpointsUpdate.updatedServices.size,
-    });
-    const input: SyncInput = {
-      services: this.services,
-      endpoints: this.endpoints,
-      serviceUpdate,
-      endpointsUpdate,
-      node: this.node,
-      nodeName: this.opts.nodeName,
-      serviceCIDRs: this.serviceCIDRs.cidrs,
-      ...(record ? { note: record } : {}),
-    };
+    // Open from the start: folding a Service of 100,000 ports into the maps is part of the sync.
+    const record = this.opts.history?.begin();
     try {
+      // Paced: that fold takes about half a second, which the servers must not wait for.
+      const slice = new TimeSlice();
+      const serviceUpdate = await runStepsPaced(this.services.updating(this.serviceTracker), slice);
+      const endpointsUpdate = await runStepsPaced(
+        this.endpoints.updating(this.endpointsTracker, this.services),
+        slice,
+      );
+      record?.changes({
+        services: serviceUpdate.updatedServices.size,
+        endpoints: endpointsUpdate.updatedServices.size,
+      });
+      const input: SyncInput = {
+        services: this.services,
+        endpoints: this.endpoints,
+        serviceUpdate,
+        endpointsUpdate,
+        node: this.node,
+        nodeName: this.opts.nodeName,
+        serviceCIDRs: this.serviceCIDRs.cidrs,
+        ...(record ? { note: record } : {}),
+      };
       await this.opts.proxier.sync(input);
     } catch (err) {
       record?.finish({ error: err });

@@ -20,6 +20,11 @@ const EXAMPLE = parseStateDocuments(readFileSync("examples/cluster.yaml", "utf8"
 /** A controller fed the example whose proxier waits, each sync, until released. */
 async function setup() {
   const waiting: (() => void)[] = [];
+  let entered: () => void = () => {};
+  /** Resolves once a sync has reached the proxier (after the maps are folded in). */
+  const inProxier = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
   const history = new SyncHistory();
   const ctl = new SyncController({
     nodeName: "node-a",
@@ -28,6 +33,7 @@ async function setup() {
         new Promise<void>((resolve) => {
           input.note?.family("IPv4", true);
           waiting.push(resolve);
+          entered();
         }),
     },
     minSyncPeriodMs: 0,
@@ -54,15 +60,20 @@ async function setup() {
   const release = () => {
     for (const r of waiting.splice(0)) r();
   };
-  return { ctl, answer, release, exec };
+  return { ctl, answer, release, exec, inProxier };
 }
 
 const q = (s: string) => new URLSearchParams(s);
 
 describe("/debug/state handler", () => {
   test("answers while a sync runs, and shows it in progress; then the finished sync", async () => {
-    const { ctl, answer, release } = await setup();
+    const { ctl, answer, release, inProxier } = await setup();
     const syncing = ctl.syncNow();
+    // In progress from the start, before the proxier has been reached...
+    const opened = debugStateSchema.parse(JSON.parse((await answer(q(""))).body));
+    expect(opened.syncInProgress?.number).toBe(1);
+    // ...and while the proxier runs.
+    await inProxier;
     const during = await answer(q(""));
     expect(during.status).toBe(200);
     const s = debugStateSchema.parse(JSON.parse(during.body));

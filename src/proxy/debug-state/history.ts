@@ -15,8 +15,16 @@ export interface SyncNote {
   ): void;
 }
 
+/** Services with changes a sync applies: to their ports, and to their endpoints. */
+export interface SyncChanges {
+  readonly services: number;
+  readonly endpoints: number;
+}
+
 /** A sync under way: proxiers note on it, the controller finishes it once. */
 export interface OpenSync extends SyncNote {
+  /** The changes it applies, once they are known (the maps are folded in after it opens). */
+  changes(counts: SyncChanges): void;
   /** Closes the record: ok without an argument, failed with the error given. */
   finish(failure?: { readonly error: unknown }): void;
 }
@@ -46,8 +54,9 @@ export class SyncHistory {
     this.monotonic = opts.monotonic ?? (() => performance.now());
   }
 
-  /** Opens the record of a sync that applies these changes. */
-  begin(changes: { readonly services: number; readonly endpoints: number }): OpenSync {
+  /** Opens the record of a sync (that applies these changes, when known already). */
+  begin(known: SyncChanges = { services: 0, endpoints: 0 }): OpenSync {
+    let changes = known;
     const number = ++this.started;
     const start = new Date(this.wallClock()).toISOString();
     const t0 = this.monotonic();
@@ -55,6 +64,9 @@ export class SyncHistory {
     this.running = { number, start };
     let finished = false;
     return {
+      changes: (counts) => {
+        if (!finished) changes = counts;
+      },
       family: (family, fullSync, written) => {
         if (finished) return;
         families.set(family, {

@@ -38,6 +38,16 @@ describe("sync history", () => {
     expect(syncRecordSchema.parse(r)).toEqual(r!);
   });
 
+  test("changes told after the record opens are the record's; after it closes, ignored", () => {
+    const h = new SyncHistory(clocks().opts);
+    const s = h.begin();
+    expect(h.inProgress?.number).toBe(1);
+    s.changes({ services: 100_000, endpoints: 1 });
+    s.finish();
+    s.changes({ services: 7, endpoints: 7 });
+    expect(h.records().map((r) => [r.changedServices, r.changedEndpoints])).toEqual([[100_000, 1]]);
+  });
+
   test("partial when no family synced in full, full when one did, unknown when none said", () => {
     const h = new SyncHistory(clocks().opts);
     const a = h.begin({ services: 0, endpoints: 1 });
