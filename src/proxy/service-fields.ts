@@ -3,7 +3,7 @@
 // that entry, never the rest of the Service.
 
 import type { ServiceObject } from "../k8s/objects.ts";
-import { parseCIDRLenient, parseIPLenient } from "../util/net/address.ts";
+import { canonicalCIDRLenient, canonicalIPLenient, parseIPLenient } from "../util/net/address.ts";
 import { familyOf, type IPFamily } from "../util/net/family.ts";
 import type { ProblemList } from "./problems.ts";
 
@@ -64,10 +64,11 @@ export function readClusterIPs(spec: Spec, problems: ProblemList): ClusterIPs | 
 export function readIPList(value: unknown, field: string, problems: ProblemList): string[] {
   // A Set keeps the fold linear: a Service may carry 100,000 entries.
   const out = new Set<string>();
-  for (const [i, raw] of listOf(value, field, problems).entries()) {
-    const parsed = parseIPLenient(raw);
-    if (!parsed) problems.invalid(`${field}[${i}]`, raw, "not an IP address; ignored");
-    else out.add(parsed.ip);
+  const list = listOf(value, field, problems);
+  for (let i = 0; i < list.length; i++) {
+    const ip = canonicalIPLenient(list[i]);
+    if (ip === undefined) problems.invalid(`${field}[${i}]`, list[i], "not an IP address; ignored");
+    else out.add(ip);
   }
   return [...out];
 }
@@ -89,9 +90,9 @@ export function readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList):
     const { ip, ipMode } = ing as { ip?: unknown; ipMode?: unknown };
     // hostname-only ingress and proxy-mode load balancers need no VIP rules on the node.
     if (ip === undefined || ip === "" || !isVIPMode(ipMode)) continue;
-    const parsed = parseIPLenient(ip);
-    if (!parsed) problems.invalid(`${field}[${i}].ip`, ip, "not an IP address; ignored");
-    else out.add(parsed.ip);
+    const parsed = canonicalIPLenient(ip);
+    if (parsed === undefined) problems.invalid(`${field}[${i}].ip`, ip, "not an IP address; ignored");
+    else out.add(parsed);
   }
   return [...out];
 }
@@ -107,10 +108,10 @@ export function readSourceRanges(spec: Spec, problems: ProblemList): SourceRange
   const value = spec.loadBalancerSourceRanges;
   const raw = listOf(value, field, problems, "LoadBalancer IPs closed");
   const ranges = new Set<string>();
-  for (const [i, text] of raw.entries()) {
-    const parsed = parseCIDRLenient(text);
-    if (!parsed) problems.invalid(`${field}[${i}]`, text, "not a CIDR; ignored");
-    else ranges.add(parsed.cidr);
+  for (let i = 0; i < raw.length; i++) {
+    const cidr = canonicalCIDRLenient(raw[i]);
+    if (cidr === undefined) problems.invalid(`${field}[${i}]`, raw[i], "not a CIDR; ignored");
+    else ranges.add(cidr);
   }
   const given = raw.length > 0 || (value !== undefined && value !== null && !Array.isArray(value));
   return { ranges: [...ranges], given };

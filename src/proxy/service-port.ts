@@ -7,7 +7,7 @@ import { shownValue, validServicePortName } from "../k8s/validation.ts";
 import { flatString } from "../util/flat-string.ts";
 import { isPortNumber } from "../util/net/host-port.ts";
 import { parseProtocol } from "../util/net/protocol.ts";
-import { sha256Base32Prefix } from "../util/sha256-base32.ts";
+import { Sha256Pieces } from "../util/sha256-base32.ts";
 import type { ProblemList } from "./problems.ts";
 import {
   readClusterIPs,
@@ -187,17 +187,31 @@ export function servicePorts(
   return out;
 }
 
+/** Ports whose own fields are hashed as one piece of text (a few hundred KB at most). */
+const PORTS_PER_HASHED_PIECE = 4096;
+
 /**
  * A short digest that differs when any field of any port differs. The Service-wide fields are
  * shared by every port (they read one ServiceWide), so they are serialised once: per port only
- * its own fields, which keeps the cost linear in the Service's size, not ports × lists.
+ * its own fields, which keeps the cost linear in the Service's size, not ports × lists. Hashed
+ * piece by piece: the text of 100,000 ports is never made whole.
  */
 export function servicePortsFingerprint(ports: readonly ServicePortInfo[]): string {
   const first = ports[0];
   if (!first) return "";
   const { name: _n, id: _i, port: _p, protocol: _r, nodePort: _np, ...wide } = plainServicePort(first);
-  const own = ports.map((p) => [p.id, p.port, p.protocol, p.nodePort]);
-  return sha256Base32Prefix(JSON.stringify([wide, own]), 48);
+  const hash = new Sha256Pieces().update(JSON.stringify(wide));
+  // Each piece is a JSON array: pieces one after another still read one way only.
+  for (let from = 0; from < ports.length; from += PORTS_PER_HASHED_PIECE) {
+    const own: (string | number)[] = [];
+    const to = Math.min(ports.length, from + PORTS_PER_HASHED_PIECE);
+    for (let i = from; i < to; i++) {
+      const p = ports[i]!;
+      own.push(p.id, p.port, p.protocol, p.nodePort);
+    }
+    hash.update(JSON.stringify(own));
+  }
+  return hash.base32Prefix(48);
 }
 
 /** What upstream's UsesClusterEndpoints / UsesLocalEndpoints read: policies, and whether this

@@ -18,7 +18,25 @@ const codes: number[] = [];
 
 /** The first `chars` characters (a multiple of 8, at most 48) of base32(sha256(input)). */
 export function sha256Base32Prefix(input: string, chars: number): string {
-  const d = sha256(input);
+  return base32Prefix(sha256(input), chars);
+}
+
+/** sha256Base32Prefix of text given piece by piece (text too big to be made whole). */
+export class Sha256Pieces {
+  private readonly hash = nodeCrypto.createHash("sha256");
+
+  update(piece: string): this {
+    this.hash.update(piece);
+    return this;
+  }
+
+  /** Of the pieces given, in order, as one text; the hash takes no more pieces after. */
+  base32Prefix(chars: number): string {
+    return base32Prefix(this.hash.digest(), chars);
+  }
+}
+
+function base32Prefix(d: Uint8Array, chars: number): string {
   codes.length = 0;
   // Every 5 digest bytes are 8 base32 characters; no padding is reached below 30 bytes.
   for (let g = 0; codes.length < chars; g += 5) {

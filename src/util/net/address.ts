@@ -227,6 +227,12 @@ export function parseIPLenient(text: unknown): ParsedIP | undefined {
   return parsed && { ip: parsed.ip, family: parsed.family };
 }
 
+/** parseIPLenient's text alone; a canonical dotted quad is returned as it is, making nothing. */
+export function canonicalIPLenient(text: unknown): string | undefined {
+  if (typeof text === "string" && canonicalIPv4Value(text, 0, text.length) >= 0) return text;
+  return lenientIP(text)?.ip;
+}
+
 /** A parsed network, for repeated containment checks. */
 export interface IPNet {
   readonly family: IPFamily;
@@ -253,8 +259,7 @@ export function parseNetLenient(text: unknown): IPNet | undefined {
 
 /** parseNetLenient as canonical "network/prefix" text. */
 export function parseCIDRLenient(text: unknown): ParsedCIDR | undefined {
-  const fast = typeof text === "string" ? canonicalIPv4CIDR(text) : undefined;
-  if (fast) return fast;
+  if (typeof text === "string" && isCanonicalIPv4CIDR(text)) return { cidr: text, family: "IPv4" };
   const net = parseNetLenient(text);
   if (!net) return undefined;
   const network = net.family === "IPv4" ? net.bytes.join(".") : formatIPv6(net.bytes, false);
@@ -262,16 +267,24 @@ export function parseCIDRLenient(text: unknown): ParsedCIDR | undefined {
 }
 
 /**
- * A canonical "a.b.c.d/n" with no host bits set is its own canonical text; undefined for
- * anything else (parseNetLenient judges it).
+ * parseCIDRLenient's text alone. A canonical IPv4 CIDR is returned as it is, and nothing is
+ * made for it: a Service may list 100,000 of them.
  */
-function canonicalIPv4CIDR(text: string): ParsedCIDR | undefined {
+export function canonicalCIDRLenient(text: unknown): string | undefined {
+  if (typeof text === "string" && isCanonicalIPv4CIDR(text)) return text;
+  return parseCIDRLenient(text)?.cidr;
+}
+
+/**
+ * Whether `text` is a canonical "a.b.c.d/n" with no host bits set: its own canonical text
+ * (anything else goes to parseNetLenient).
+ */
+function isCanonicalIPv4CIDR(text: string): boolean {
   const slash = text.indexOf("/");
   const prefix = canonicalIPv4PrefixBits(text, slash);
-  if (prefix < 0) return undefined;
+  if (prefix < 0) return false;
   const value = canonicalIPv4Value(text, 0, slash);
-  if (value < 0) return undefined;
-  return hostBitsOf(value, prefix) === 0 ? { cidr: text, family: "IPv4" } : undefined;
+  return value >= 0 && hostBitsOf(value, prefix) === 0;
 }
 
 /** The prefix after `slash` when it is 0-32 in plain decimal (no leading zero); else -1. */
