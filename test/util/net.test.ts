@@ -4,7 +4,9 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import {
+  canonicalCIDRLenient,
   canonicalIPInet,
+  canonicalIPLenient,
   cidrContains,
   compareIPs,
   formatIPv6Inet,
@@ -209,6 +211,22 @@ describe("the canonical dotted-quad fast path of the lenient readers", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  test("the text-only readers answer the text of the general readers", () => {
+    fc.assert(
+      fc.property(quad, prefix, pad, (q, bits, p) => {
+        const ip = `${p}${q}`;
+        const cidr = `${p}${q}/${bits}${p}`;
+        expect(canonicalIPLenient(ip)).toBe(parseIPLenient(ip)?.ip);
+        expect(canonicalCIDRLenient(cidr)).toBe(parseCIDRLenient(cidr)?.cidr);
+      }),
+      { numRuns: 2000 },
+    );
+    for (const odd of [undefined, 7, "2001:DB8::1", "::ffff:192.0.2.1", "2001:db8::1/64"]) {
+      expect(canonicalIPLenient(odd)).toBe(parseIPLenient(odd)?.ip);
+      expect(canonicalCIDRLenient(odd)).toBe(parseCIDRLenient(odd)?.cidr);
+    }
   });
 
   test("containment answers as the general readers do, host bits of either side ignored", () => {
