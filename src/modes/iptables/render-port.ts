@@ -81,7 +81,9 @@ export function renderPort(
   const activeChains = serviceChainNames(names, plan);
   for (const chain of activeChains) out.natChains.push(chain);
   const chainRuleLines = serviceChainRuleCount(view, plan, chainSettings);
-  out.natRules.defer(new DeferredChainRules(chainRuleLines, view, names, plan, chainSettings));
+  // A port with no chain rules (no endpoints, say) holds nothing until the restore.
+  if (chainRuleLines > 0)
+    out.natRules.defer(new DeferredChainRules(chainRuleLines, view, names, plan, chainSettings));
   // Made by spreading what is kept of the inputs: JSC lays such an object out tighter than a
   // literal of the same fields (~136 against ~168 bytes), and there is one per service port.
   const { view: _view, endpoints: _endpoints, ...kept } = inputs;
