@@ -132,6 +132,14 @@ describe("address claims", () => {
       clusterIP: fc.constantFrom("198.51.100.70", "198.51.100.71", "198.51.100.72", "198.51.100.73"),
       external: fc.subarray(ips),
       created: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
+      // Claims are per port: Services that share an IP on one port and not on another.
+      ports: fc.subarray(
+        [
+          { name: "dns", port: 53, protocol: "UDP" },
+          { name: "http", port: 80, protocol: "TCP" },
+        ],
+        { minLength: 1 },
+      ),
     });
     const view = (m: ServiceMap) =>
       [...m.entries()].map(([id, p]) => `${id}=${p.externalIPs.join(",")}`).sort();
@@ -145,7 +153,10 @@ describe("address claims", () => {
           if (o.remove) live.delete(key);
           else {
             const created = o.created === undefined ? undefined : `202${o.created}-01-01T00:00:00Z`;
-            live.set(key, svc(o.ns, o.name, { clusterIP: o.clusterIP, externalIPs: o.external }, created));
+            live.set(
+              key,
+              svc(o.ns, o.name, { clusterIP: o.clusterIP, externalIPs: o.external, ports: o.ports }, created),
+            );
           }
           stepwise.apply([before, live.get(key)]);
         }
