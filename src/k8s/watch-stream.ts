@@ -1,6 +1,10 @@
 // Decodes a watch response: newline-delimited JSON events, read until the server ends the
 // stream, the connection fails, or nothing at all arrives for too long (a half-open TCP
-// connection would otherwise leave kube-proxy silently stale).
+// connection would otherwise leave kube-proxy silently stale). One event can be megabytes (a
+// Service of 100,000 ports): each chunk is searched for the end of the line alone, and reading
+// steps aside between parsing an event and handing it over, so the servers answer meanwhile.
+
+import { TimeSlice } from "../util/time-slice.ts";
 
 export interface WatchEvent {
   type: string;
@@ -24,7 +28,9 @@ export async function readWatchStream(
 ): Promise<void> {
   const reader = stream.getReader();
   const decoder = new TextDecoder();
-  let buffered = "";
+  /** The line being read: the text of the chunks before, then this chunk's, joined at its end. */
+  const open: string[] = [];
+  const slice = new TimeSlice();
   let idle = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const cancel = () => void reader.cancel().catch(() => {});
@@ -37,8 +43,9 @@ export async function readWatchStream(
   };
   opts.signal?.addEventListener("abort", cancel, { once: true });
 
-  const deliver = (line: string): boolean => {
+  const deliver = async (line: string): Promise<boolean> => {
     if (line.trim() === "") return true;
+    if (slice.due) await slice.pause();
     let event: WatchEvent;
     try {
       event = JSON.parse(line) as WatchEvent;
@@ -46,6 +53,8 @@ export async function readWatchStream(
       throw new Error(`undecodable watch event: ${line.slice(0, 200)}`);
     }
     if (typeof event?.type !== "string") throw new Error(`watch event without a type: ${line.slice(0, 200)}`);
+    // A big event's parse may have used the slice: its handling is the next piece of work.
+    if (slice.due) await slice.pause();
     return onEvent(event);
   };
 
@@ -56,14 +65,19 @@ export async function readWatchStream(
       if (idle) throw new Error(`watch stream idle for ${opts.idleMs} ms`);
       if (done) break;
       arm();
-      buffered += decoder.decode(value, { stream: true });
-      for (let nl = buffered.indexOf("\n"); nl >= 0; nl = buffered.indexOf("\n")) {
-        const line = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        if (!deliver(line)) return;
+      const text = decoder.decode(value, { stream: true });
+      let from = 0;
+      for (let nl = text.indexOf("\n"); nl >= 0; nl = text.indexOf("\n", from)) {
+        open.push(text.slice(from, nl));
+        from = nl + 1;
+        const line = open.join("");
+        open.length = 0;
+        if (!(await deliver(line))) return;
       }
+      if (from < text.length) open.push(text.slice(from));
     }
-    deliver(buffered + decoder.decode());
+    open.push(decoder.decode());
+    await deliver(open.join(""));
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener("abort", cancel);

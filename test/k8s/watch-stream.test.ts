@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import { readWatchStream, type WatchEvent } from "../../src/k8s/watch-stream.ts";
 
 /** A byte stream fed by the test, chunk by chunk. */
@@ -86,5 +87,52 @@ describe("readWatchStream", () => {
     ctl.abort();
     await p;
     expect(ctl.signal.aborted).toBe(true);
+  });
+
+  test("events come out whole and in order however the bytes are cut (multibyte text and megabyte lines too)", async () => {
+    const event = fc.record({
+      type: fc.constantFrom("ADDED", "MODIFIED", "DELETED", "BOOKMARK"),
+      object: fc.record({ name: fc.string({ unit: "grapheme" }), n: fc.nat() }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(event, { minLength: 1, maxLength: 8 }),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        async (events, cuts) => {
+          const bytes = new TextEncoder().encode(events.map((e) => `${JSON.stringify(e)}\n`).join(""));
+          const seen: WatchEvent[] = [];
+          const stream = new ReadableStream<Uint8Array>({
+            start(c) {
+              let at = 0;
+              for (const cut of [...new Set(cuts.map((n) => n % bytes.length))].sort((a, b) => a - b)) {
+                if (cut > at) c.enqueue(bytes.slice(at, cut));
+                at = Math.max(at, cut);
+              }
+              c.enqueue(bytes.slice(at));
+              c.close();
+            },
+          });
+          await readWatchStream(stream, (e) => seen.push(e) > 0, { idleMs: 60_000 });
+          expect(seen).toEqual(events);
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // One event of ~2 MB in 2,000 chunks: one line, read whole.
+    const big = {
+      type: "ADDED",
+      object: { spec: { ports: Array.from({ length: 50_000 }, (_, i) => ({ name: `p${i}`, port: i })) } },
+    };
+    const bytes = new TextEncoder().encode(`${JSON.stringify(big)}\n`);
+    const step = Math.ceil(bytes.length / 2000);
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let at = 0; at < bytes.length; at += step) c.enqueue(bytes.slice(at, at + step));
+        c.close();
+      },
+    });
+    const seen: WatchEvent[] = [];
+    await readWatchStream(stream, (e) => seen.push(e) > 0, { idleMs: 60_000 });
+    expect(seen).toEqual([big]);
   });
 });
