@@ -49,17 +49,6 @@ export class ProblemList {
   }
 }
 
-/** A list that drops everything: for re-reading objects whose problems were already told. */
-export class QuietProblemList extends ProblemList {
-  override invalid(): undefined {
-    return undefined;
-  }
-  override note(): undefined {
-    return undefined;
-  }
-  override add(): void {}
-}
-
 function refText(ref: ObjectRef): string {
   return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
 }

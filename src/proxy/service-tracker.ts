@@ -1,6 +1,9 @@
-// Collects Service changes between syncs. Per Service it keeps the state the proxier last saw
-// ("previous") and the newest state ("current"); when they become equal again (add then delete,
-// update and back) the Service drops out, so a sync only touches what really changed.
+// Collects Service changes between syncs. Per Service it keeps the fingerprint of the state the
+// service map last took ("previous") and the newest state ("current"); when they become equal
+// again (add then delete, update and back) the Service drops out, so a sync only touches what
+// really changed. Only the current object is read: the previous state is the tracker's own
+// record, so an update of a 100,000-port Service is read once, not twice, and a resync (the same
+// object handed back) is not read at all.
 
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/feature-gates.ts";
 import { type EventRecorder, nullRecorder } from "../k8s/events.ts";
@@ -9,7 +12,7 @@ import { validServiceName } from "../k8s/validation.ts";
 import { type Logger, nullLogger } from "../log/logger.ts";
 import type { ChangeMetrics } from "./change-metrics.ts";
 import { guarded, reportedObjectName } from "./guard.ts";
-import { ProblemList, ProblemReporter, QuietProblemList } from "./problems.ts";
+import { ProblemList, ProblemReporter } from "./problems.ts";
 import { servicePorts, servicePortsFingerprint } from "./service-port.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "./types.ts";
 
@@ -20,7 +23,8 @@ export interface ServiceState {
 }
 
 export interface ServiceChange {
-  readonly previous: ServiceState;
+  /** The fingerprint of what the service map holds for the Service ("" for nothing). */
+  readonly previous: string;
   current: ServiceState;
 }
 
@@ -37,6 +41,8 @@ export interface ServiceTrackerOptions {
 
 export class ServiceChangeTracker {
   private items = new Map<ServiceKey, ServiceChange>();
+  /** Each Service's fingerprint as the last checkout handed it to the map (none: no ports). */
+  private readonly taken = new Map<ServiceKey, string>();
   private readonly logger: Logger;
   private readonly reporter: ProblemReporter;
   private readonly gates: EffectiveFeatureGates;
@@ -59,6 +65,8 @@ export class ServiceChangeTracker {
     // pending is the number of Services waiting after it.
     this.metrics?.total.inc();
     try {
+      // The informer's resync hands back the very object it delivered last: already recorded.
+      if (previous === current) return false;
       return guarded(this.logger, "serviceChanged", false, () => this.record(previous, current));
     } finally {
       this.metrics?.pending.set(this.items.size);
@@ -74,6 +82,10 @@ export class ServiceChangeTracker {
   checkout(): Map<ServiceKey, ServiceChange> {
     const out = this.items;
     this.items = new Map();
+    for (const [key, change] of out) {
+      if (change.current.fingerprint === "") this.taken.delete(key);
+      else this.taken.set(key, change.current.fingerprint);
+    }
     this.metrics?.pending.set(0);
     return out;
   }
@@ -94,15 +106,9 @@ export class ServiceChangeTracker {
     const item = this.items.get(key);
     const before = item ? item.current.fingerprint : undefined;
     if (item) item.current = next;
-    else {
-      // Its problems were told when it was current; read it quietly.
-      const prev = previous
-        ? toState(previous, id.namespace, id.name, new QuietProblemList(problems.ref), this.gates)
-        : EMPTY;
-      this.items.set(key, { previous: prev, current: next });
-    }
+    else this.items.set(key, { previous: this.taken.get(key) ?? "", current: next });
     const change = this.items.get(key)!;
-    const settled = change.previous.fingerprint === change.current.fingerprint;
+    const settled = change.previous === change.current.fingerprint;
     if (settled) this.items.delete(key);
     const after = settled ? undefined : next.fingerprint;
     if (before !== after)

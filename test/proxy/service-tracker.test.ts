@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import type { ServiceObject } from "../../src/k8s/objects.ts";
 import { ServiceMap } from "../../src/proxy/service-map.ts";
 import { ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
@@ -168,5 +169,95 @@ describe("ServiceMap.update", () => {
     const { map } = applied([[undefined, dns]]);
     expect(map.portsOf("ns/dns").map((p) => p.id)).toEqual(["ns/dns:dns", "ns/dns:dns-tcp"]);
     expect(map.portsOf("ns/none")).toEqual([]);
+  });
+});
+
+/** A Service that fails the test when any of its fields is read. */
+function unreadable(): ServiceObject {
+  return new Proxy({} as ServiceObject, {
+    get: (_t, field) => {
+      throw new Error(`read ${String(field)}`);
+    },
+    has: (_t, field) => {
+      throw new Error(`probed ${String(field)}`);
+    },
+  });
+}
+
+describe("what the tracker reads", () => {
+  test("an update reads the current object only; a resync (the same object again) reads nothing", () => {
+    const tracker = new ServiceChangeTracker();
+    const map = new ServiceMap();
+    tracker.serviceChanged(undefined, web);
+    map.update(tracker);
+    expect(tracker.serviceChanged(unreadable(), web8080)).toBe(true);
+    map.update(tracker);
+    expect(map.get("ns/web:http")?.port).toBe(8080);
+    const resynced = unreadable();
+    expect(tracker.serviceChanged(resynced, resynced)).toBe(false);
+    expect(tracker.pendingChanges().size).toBe(0);
+  });
+});
+
+describe("ServiceChangeTracker against a model", () => {
+  // Each Service is absent or one of these variants (distinct ports, so distinct fingerprints);
+  // "headless" has no ports the proxy serves, so it counts as absent.
+  const NAMES = ["a", "b", "c"] as const;
+  const variants = (name: string): (ServiceObject | undefined)[] => [
+    undefined,
+    service(name, { clusterIP: "198.51.100.10" }),
+    service(name, { clusterIP: "198.51.100.10", ports: [{ name: "http", port: 8080 }] }),
+    service(name, { clusterIP: "198.51.100.11", ports: [{ name: "dns", port: 53, protocol: "UDP" }] }),
+    service(name, { clusterIP: "None" }),
+  ];
+  const served = (v: number) => (v === 0 || v === 4 ? 0 : v);
+  type Op = { kind: "set"; name: number; variant: number } | { kind: "sync" } | { kind: "resync" };
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc.record({ kind: fc.constant("set" as const), name: fc.nat(2), variant: fc.nat(4) }),
+    },
+    { weight: 1, arbitrary: fc.constant({ kind: "sync" as const }) },
+    { weight: 1, arbitrary: fc.constant({ kind: "resync" as const }) },
+  );
+
+  test("pending Services, return values and the map follow the informer's last objects", () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+        const tracker = new ServiceChangeTracker();
+        const map = new ServiceMap();
+        // What the informer holds, and what the map took at the last sync, per name.
+        const informer = new Map<string, ServiceObject>();
+        const latest = [0, 0, 0];
+        const taken = [0, 0, 0];
+        const pendingOf = (i: number) => (served(latest[i]!) !== taken[i] ? served(latest[i]!) : undefined);
+        for (const o of ops) {
+          if (o.kind === "sync") {
+            map.update(tracker);
+            for (let i = 0; i < 3; i++) taken[i] = served(latest[i]!);
+          } else if (o.kind === "resync") {
+            for (const obj of informer.values()) expect(tracker.serviceChanged(obj, obj)).toBe(false);
+          } else {
+            const name = NAMES[o.name]!;
+            const before = pendingOf(o.name);
+            // A new object each time, as a watch event brings (equal content for the same variant).
+            const next = variants(name)[o.variant];
+            const prev = informer.get(name);
+            if (next) informer.set(name, next);
+            else informer.delete(name);
+            latest[o.name] = o.variant;
+            expect(tracker.serviceChanged(prev, next)).toBe(before !== pendingOf(o.name));
+          }
+          const pending = NAMES.filter((_, i) => pendingOf(i) !== undefined).map((n) => `ns/${n}`);
+          expect([...tracker.pendingChanges()].sort()).toEqual(pending);
+        }
+        map.update(tracker);
+        for (let i = 0; i < 3; i++) {
+          const ports = map.portsOf(`ns/${NAMES[i]}`).map((p) => p.port);
+          expect(ports).toEqual([[], [80], [8080], [53]][served(latest[i]!)]!);
+        }
+      }),
+      { seed: 2323, numRuns: 300 },
+    );
   });
 });
