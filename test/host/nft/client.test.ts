@@ -146,6 +146,30 @@ describe("createNftClient", () => {
     expect(() => tx.pieces()).toThrow(/read once/);
   });
 
+  test("a deferred part's steps reach the reader even when they add nothing, so it can pause", () => {
+    let steps = 0;
+    const tx = new NftTransaction("ip", "t").add({ kind: "table" }).defer(function* (t) {
+      for (let i = 0; i < 1000; i++) {
+        steps++;
+        if (i === 999) t.add({ kind: "chain", name: "last" });
+        yield;
+      }
+    });
+    const reader = tx.pieces()[Symbol.iterator]();
+    const seenAt: number[] = [];
+    for (let piece = reader.next(); !piece.done; piece = reader.next()) seenAt.push(steps);
+    // One piece per step (the table's block first): the reader had a turn after every step.
+    expect(seenAt.length).toBeGreaterThanOrEqual(1001);
+    for (let i = 1; i <= 1000; i++) expect(seenAt[i]).toBe(i);
+    const again = new NftTransaction("ip", "t").add({ kind: "table" }).defer(function* (t) {
+      for (let i = 0; i < 1000; i++) {
+        if (i === 999) t.add({ kind: "chain", name: "last" });
+        yield;
+      }
+    });
+    expect(again.render()).toBe("add table ip t\nadd chain ip t last\n");
+  });
+
   test("render() makes a deferred part once and keeps the text", () => {
     let runs = 0;
     const tx = new NftTransaction("ip", "t").defer(function* (t) {
