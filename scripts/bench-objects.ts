@@ -13,6 +13,9 @@
 //     restore input (parsed and built in user space, not committed); nftables mode, `nft -c -f`
 //     of each transaction (checked by the kernel, not committed); each in a throwaway network
 //     namespace. ipvs mode: "-" (no ip_vs to check ipvsadm input against).
+// Per case also "object": the RSS a bare bun process gains holding the hostile objects' JSON text
+// and parsed form at once, what any JSON client holds while such an object arrives; a last table
+// sets the memory target (peak RSS - rest <= 2 x rules) against it.
 // The figures include what a dry run adds to a sync: the report's Service listing and its JSON.
 // --sync-only measures the sync alone instead: scripts/sync-memory.ts runs the same dry run in a
 // bun process with the daemon's garbage collections on, reads each planned input through once
@@ -426,6 +429,45 @@ export function writeState(
     JSON.stringify({ apiVersion: "v1", kind: "List", items: [...background(), ...objects, HOST_STATE] }),
   );
   return { file, summary };
+}
+
+/**
+ * The RSS a bare bun process gains by holding the hostile objects' JSON text and their parsed
+ * form at once (after full collections): what any JSON client of the API server holds while
+ * such an object arrives, whatever it then makes of it. Median of three runs, in KiB.
+ */
+async function objectHeldKiB(dir: string, name: CaseName, scale: number): Promise<number> {
+  const n = (count: number) => Math.max(1, Math.round(count * scale));
+  const file = join(dir, `${name}.objects.json`);
+  writeFileSync(file, JSON.stringify(hostile(name, n).objects));
+  const code = [
+    'const { readFileSync } = require("node:fs");',
+    "const rss = () => { Bun.gc(true); Bun.gc(true); return process.memoryUsage().rss; };",
+    "const before = rss();",
+    `const text = readFileSync(${JSON.stringify(file)}, "utf8");`,
+    "const parsed = JSON.parse(text);",
+    "const after = rss();",
+    // Both read after the measurement: held through it.
+    "console.log(String(Math.round((after - before) / 1024)), text.length, parsed.length);",
+  ].join("\n");
+  const kib: number[] = [];
+  try {
+    for (let r = 0; r < 3; r++) {
+      const out = await new Promise<string>((done, fail) => {
+        const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "pipe", "inherit"] });
+        let text = "";
+        child.stdout.on("data", (d: Buffer) => {
+          text += d.toString();
+        });
+        child.on("error", fail);
+        child.on("close", (c) => (c === 0 ? done(text) : fail(new Error(`object cost probe exited ${c}`))));
+      });
+      kib.push(Number(out.split(" ")[0]));
+    }
+  } finally {
+    rmSync(file, { force: true });
+  }
+  return median(kib);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1109,6 +1151,7 @@ async function main(o: Options): Promise<void> {
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
   const rows: { name: CaseName; mode: Mode; cells: Cell[] }[] = [];
   const notes: string[] = [];
+  const objectMiB = new Map<CaseName, number>();
   try {
     // Each binary's RSS at rest per mode: the same cluster without the hostile Service.
     const rest = bins.map(() => new Map<Mode, number>());
@@ -1133,6 +1176,9 @@ async function main(o: Options): Promise<void> {
     for (const name of o.cases) {
       const { file, summary } = writeState(dir, name, o.scale);
       console.log(`${name}: ${summary} (state ${f1(statSync(file).size / MiB)} MiB)`);
+      const held = (await objectHeldKiB(dir, name, o.scale)) / 1024;
+      objectMiB.set(name, held);
+      console.log(`  the object's text and parsed form, held at once in a bare bun process: ${f1(held)} MiB`);
       for (const mode of o.modes) {
         const results: RunResult[][] = bins.map(() => []);
         for (let r = 0; r < o.runs; r++) {
@@ -1173,6 +1219,25 @@ async function main(o: Options): Promise<void> {
     console.log(`${lead(row.name, row.mode)}${row.cells.map((c) => `${sep}${cellText(c)}`).join("")}`);
   console.log(
     "(medians; rules = bytes of every planned command's stdin; MiB/1k lines = (RSS-rest) per 1,000 lines of it; rest = peak RSS without the hostile Service; floor = iptables-restore --test / nft -c -f of that input in a fresh netns, - where none)",
+  );
+  // The memory target (peak RSS - rest <= 2 x rules) against what reading the object costs.
+  console.log("");
+  console.log(`${lead("case", "mode")}${"2 x rules MiB".padStart(14)}${"object MiB".padStart(12)}  target`);
+  for (const row of rows) {
+    const last = row.cells[row.cells.length - 1]!;
+    const twice = Number(last.rules) * 2;
+    const held = objectMiB.get(row.name) ?? Number.NaN;
+    const verdict = !Number.isFinite(twice)
+      ? "-"
+      : held >= twice
+        ? "below the object's own cost"
+        : Number(last.net) <= 2
+          ? "met"
+          : "not met";
+    console.log(`${lead(row.name, row.mode)}${f1(twice).padStart(14)}${f1(held).padStart(12)}  ${verdict}`);
+  }
+  console.log(
+    "(object = the RSS a bare bun process gains holding the hostile objects' JSON text and parsed form at once, median of 3: what any JSON client holds while the object arrives; target per the last binary's (RSS-rest)/rules)",
   );
   if (notes.length) console.log(`notes:\n${notes.map((n) => `  ${n}`).join("\n")}`);
 }
