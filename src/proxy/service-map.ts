@@ -130,6 +130,11 @@ export class ServiceMap implements ServicePortMap {
     return (this.idsByService.get(key) ?? []).map((id) => this.ports.get(id)!);
   }
 
+  /** The ids of one Service's ports, as held (no copy: read it before the map changes). */
+  portIdsOf(key: ServiceKey): readonly string[] {
+    return this.idsByService.get(key) ?? [];
+  }
+
   // Removal is computed against what this map holds, not the tracker's "previous", so the
   // map can never keep a port the tracker forgot about. New ports go in before the Service's
   // list of ids changes, old ones out after: whenever it pauses, every id listed is held.

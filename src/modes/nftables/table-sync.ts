@@ -14,6 +14,7 @@ import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { lowerProtocol } from "../../util/net/protocol.ts";
 import { StringMap } from "../../util/string-map.ts";
+import { ITEMS_PER_STEP } from "../../util/time-slice.ts";
 import { ElementStore, type HeldElements } from "./element-store.ts";
 import { addNames, type NameList, nameList, namesIn } from "./name-list.ts";
 import { CLUSTER_IPS_CHECK, isAffinitySetName, isServiceChainName } from "./names.ts";
@@ -255,29 +256,45 @@ export class TableSync {
     req: TableSyncRequest,
     result: Mutable<TableSyncResult>,
   ): void {
-    const ids = new Set<string>();
-    for (const key of req.changedServices) {
-      for (const id of this.idsByService.get(key)?.keys() ?? []) ids.add(id);
-      for (const port of req.input.services.portsOf(key)) ids.add(port.id);
-    }
+    // A port both written and wanted counts twice here: at most this many change.
+    let most = 0;
+    for (const key of req.changedServices)
+      most += (this.idsByService.get(key)?.size ?? 0) + req.input.services.portIdsOf(key).length;
     // A change as big as a full sync (a Service with 100,000 ports) is made as nft reads it, like
     // a full sync, so the servers are not held up meanwhile; a small one is written at once.
-    if (ids.size > PORTS_WRITTEN_AT_ONCE) {
-      tx.defer((t) => this.changedPorts(t, req, ids, result));
+    if (most > PORTS_WRITTEN_AT_ONCE) {
+      tx.defer((t) => this.changedPorts(t, req, result));
       return;
     }
-    for (const _ of this.changedPorts(tx, req, ids, result));
+    for (const _ of this.changedPorts(tx, req, result));
+  }
+
+  /** The ids of the changed Services' ports, written or wanted, in steps; sorted. */
+  private *changedPortIds(req: TableSyncRequest): Generator<void, string[]> {
+    const ids = new Set<string>();
+    for (const key of req.changedServices) {
+      for (const id of this.idsByService.get(key)?.keys() ?? []) {
+        ids.add(id);
+        if (ids.size % ITEMS_PER_STEP === 0) yield;
+      }
+      for (const id of req.input.services.portIdsOf(key)) {
+        ids.add(id);
+        if (ids.size % ITEMS_PER_STEP === 0) yield;
+      }
+    }
+    yield;
+    return [...ids].sort();
   }
 
   private *changedPorts(
     tx: NftTransaction,
     req: TableSyncRequest,
-    ids: ReadonlySet<string>,
     result: Mutable<TableSyncResult>,
   ): Generator<void> {
     const flushedStale: string[] = [];
     const deletedSets: string[] = [];
-    for (const id of [...ids].sort()) {
+    const ids = yield* this.changedPortIds(req);
+    for (const id of ids) {
       yield;
       const before = this.records.get(id);
       const after = this.renderPort(tx, req, id, before);

@@ -340,6 +340,51 @@ describe("nftables: failures and full syncs", () => {
     expect(chainIn(s.nft.dump(), chains("ns1", "a").cluster)).toHaveLength(2);
   });
 
+  test("an update of a 2,000-port Service (one port moved, one dropped) is a partial sync made as nft reads it, ending where a full sync does", async () => {
+    const s = setupNft();
+    const real = s.nft.client("ip");
+    const seen: { before: number; after: number }[] = [];
+    const reading = setupNft({
+      host: s.nft,
+      deps: {
+        nft: {
+          ...real,
+          family: real.family,
+          table: real.table,
+          async run(tx) {
+            const before = tx.size;
+            await real.run(tx);
+            seen.push({ before, after: tx.size });
+          },
+        },
+      },
+    });
+    // The update moves the last port and drops the first.
+    const ports = (updated: boolean) =>
+      Array.from({ length: 2000 }, (_, i) => ({
+        name: `p${i}`,
+        port: 1000 + i + (updated && i === 1999 ? 1 : 0),
+        protocol: "TCP",
+      })).slice(updated ? 1 : 0);
+    reading.cluster.apply(service("ns1", "many", { ...clusterIP("198.51.100.3"), ports: ports(false) }));
+    await reading.sync();
+    reading.cluster.apply(service("ns1", "many", { ...clusterIP("198.51.100.3"), ports: ports(true) }));
+    seen.length = 0;
+    await reading.sync();
+    // Nothing of the Service was in the transaction when nft started; its change came as it read.
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.before).toBe(0);
+    expect(seen[0]!.after).toBeGreaterThan(0);
+    const partial = s.nft.dump();
+    expect(partial).toContain("198.51.100.3 . tcp . 3000 ");
+    expect(partial).not.toContain("198.51.100.3 . tcp . 2999 ");
+    expect(partial).not.toContain("198.51.100.3 . tcp . 1000 ");
+    expect(partial).toContain("198.51.100.3 . tcp . 1001 ");
+    reading.proxier.requestFullSync();
+    await reading.sync();
+    expect(s.nft.dump()).toBe(partial);
+  });
+
   test("an hour after the last full sync, a full sync again", async () => {
     const s = await twoServices();
     s.clock.advance(60 * 60 * 1000);
