@@ -30,6 +30,32 @@ async function twoServices(a: Parameters<typeof service>[2] = {}) {
   return s;
 }
 
+/**
+ * A proxier whose nft client notes each transaction's size when nft starts reading it and once
+ * it has: a part made as nft reads it shows as growth. `s` holds the fake host.
+ */
+function watchedRuns() {
+  const s = setupNft();
+  const real = s.nft.client("ip");
+  const seen: { before: number; after: number }[] = [];
+  const reading = setupNft({
+    host: s.nft,
+    deps: {
+      nft: {
+        ...real,
+        family: real.family,
+        table: real.table,
+        async run(tx) {
+          const before = tx.size;
+          await real.run(tx);
+          seen.push({ before, after: tx.size });
+        },
+      },
+    },
+  });
+  return { s, reading, seen };
+}
+
 /** Names of the chains and containers a transaction writes to (set, map, chain names). */
 function touched(tx: string): string[] {
   const names = new Set<string>();
@@ -311,24 +337,7 @@ describe("nftables: failures and full syncs", () => {
   });
 
   test("a full sync's service ports are written as nft reads them, not held as text first", async () => {
-    const s = setupNft();
-    const real = s.nft.client("ip");
-    const seen: { before: number; after: number }[] = [];
-    const reading = setupNft({
-      host: s.nft,
-      deps: {
-        nft: {
-          ...real,
-          family: real.family,
-          table: real.table,
-          async run(tx) {
-            const before = tx.size;
-            await real.run(tx);
-            seen.push({ before, after: tx.size });
-          },
-        },
-      },
-    });
+    const { s, reading, seen } = watchedRuns();
     reading.cluster.apply(
       service("ns1", "a", clusterIP("198.51.100.1")),
       endpointSlice("ns1", "a", [ep("192.0.2.10"), ep("192.0.2.11")]),
@@ -341,24 +350,7 @@ describe("nftables: failures and full syncs", () => {
   });
 
   test("an update of a 2,000-port Service (one port moved, one dropped) is a partial sync made as nft reads it, ending where a full sync does", async () => {
-    const s = setupNft();
-    const real = s.nft.client("ip");
-    const seen: { before: number; after: number }[] = [];
-    const reading = setupNft({
-      host: s.nft,
-      deps: {
-        nft: {
-          ...real,
-          family: real.family,
-          table: real.table,
-          async run(tx) {
-            const before = tx.size;
-            await real.run(tx);
-            seen.push({ before, after: tx.size });
-          },
-        },
-      },
-    });
+    const { s, reading, seen } = watchedRuns();
     // The update moves the last port and drops the first.
     const ports = (updated: boolean) =>
       Array.from({ length: 2000 }, (_, i) => ({
