@@ -14,7 +14,7 @@ import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { lowerProtocol } from "../../util/net/protocol.ts";
 import { StringMap } from "../../util/string-map.ts";
-import { ITEMS_PER_STEP } from "../../util/time-slice.ts";
+import { ITEMS_PER_STEP, runSteps, type Steps } from "../../util/time-slice.ts";
 import { ElementStore, type HeldElements } from "./element-store.ts";
 import { addNames, type NameList, nameList, namesIn } from "./name-list.ts";
 import { CLUSTER_IPS_CHECK, isAffinitySetName, isServiceChainName } from "./names.ts";
@@ -256,21 +256,32 @@ export class TableSync {
     req: TableSyncRequest,
     result: Mutable<TableSyncResult>,
   ): void {
-    // A port both written and wanted counts twice here: at most this many change.
+    // How many ports change, without listing them: a Service's ids are its own, so between the
+    // larger of its written and wanted counts and their sum. Listed here only when these
+    // bounds do not decide (at most twice PORTS_WRITTEN_AT_ONCE ids).
+    let least = 0;
     let most = 0;
-    for (const key of req.changedServices)
-      most += (this.idsByService.get(key)?.size ?? 0) + req.input.services.portIdsOf(key).length;
+    for (const key of req.changedServices) {
+      const written = this.idsByService.get(key)?.size ?? 0;
+      const wanted = req.input.services.portIdsOf(key).length;
+      least += Math.max(written, wanted);
+      most += written + wanted;
+    }
+    const ids =
+      least <= PORTS_WRITTEN_AT_ONCE && most > PORTS_WRITTEN_AT_ONCE
+        ? runSteps(this.changedPortIds(req))
+        : undefined;
     // A change as big as a full sync (a Service with 100,000 ports) is made as nft reads it, like
     // a full sync, so the servers are not held up meanwhile; a small one is written at once.
-    if (most > PORTS_WRITTEN_AT_ONCE) {
-      tx.defer((t) => this.changedPorts(t, req, result));
+    if ((ids?.length ?? least) > PORTS_WRITTEN_AT_ONCE) {
+      tx.defer((t) => this.changedPorts(t, req, result, ids));
       return;
     }
-    for (const _ of this.changedPorts(tx, req, result));
+    for (const _ of this.changedPorts(tx, req, result, ids));
   }
 
   /** The ids of the changed Services' ports, written or wanted, in steps; sorted. */
-  private *changedPortIds(req: TableSyncRequest): Generator<void, string[]> {
+  private *changedPortIds(req: TableSyncRequest): Steps<string[]> {
     const ids = new Set<string>();
     for (const key of req.changedServices) {
       for (const id of this.idsByService.get(key)?.keys() ?? []) {
@@ -290,10 +301,11 @@ export class TableSync {
     tx: NftTransaction,
     req: TableSyncRequest,
     result: Mutable<TableSyncResult>,
+    listed: readonly string[] | undefined,
   ): Generator<void> {
     const flushedStale: string[] = [];
     const deletedSets: string[] = [];
-    const ids = yield* this.changedPortIds(req);
+    const ids = listed ?? (yield* this.changedPortIds(req));
     for (const id of ids) {
       yield;
       const before = this.records.get(id);

@@ -377,6 +377,24 @@ describe("nftables: failures and full syncs", () => {
     expect(s.nft.dump()).toBe(partial);
   });
 
+  test("an update of 600 ports (1,200 ids written or wanted, 600 distinct) is written at once, before nft starts", async () => {
+    const { reading, seen } = watchedRuns();
+    const ports = (updated: boolean) =>
+      Array.from({ length: 600 }, (_, i) => ({
+        name: `p${i}`,
+        port: 1000 + i + (updated ? 1 : 0),
+        protocol: "TCP",
+      }));
+    reading.cluster.apply(service("ns1", "some", { ...clusterIP("198.51.100.4"), ports: ports(false) }));
+    await reading.sync();
+    reading.cluster.apply(service("ns1", "some", { ...clusterIP("198.51.100.4"), ports: ports(true) }));
+    seen.length = 0;
+    await reading.sync();
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.before).toBeGreaterThan(0);
+    expect(seen[0]!.after).toBe(seen[0]!.before);
+  });
+
   test("an hour after the last full sync, a full sync again", async () => {
     const s = await twoServices();
     s.clock.advance(60 * 60 * 1000);
