@@ -56,6 +56,23 @@ function watchedRuns() {
   return { s, reading, seen };
 }
 
+/**
+ * Service ns1/`name` synced with ports(false), then updated to ports(true) and synced again; only
+ * the update's transaction stays in `seen`.
+ */
+async function syncedUpdate(
+  { reading, seen }: ReturnType<typeof watchedRuns>,
+  name: string,
+  ip: string,
+  ports: (updated: boolean) => { name: string; port: number; protocol: string }[],
+): Promise<void> {
+  reading.cluster.apply(service("ns1", name, { ...clusterIP(ip), ports: ports(false) }));
+  await reading.sync();
+  reading.cluster.apply(service("ns1", name, { ...clusterIP(ip), ports: ports(true) }));
+  seen.length = 0;
+  await reading.sync();
+}
+
 /** Names of the chains and containers a transaction writes to (set, map, chain names). */
 function touched(tx: string): string[] {
   const names = new Set<string>();
@@ -350,7 +367,8 @@ describe("nftables: failures and full syncs", () => {
   });
 
   test("an update of a 2,000-port Service (one port moved, one dropped) is a partial sync made as nft reads it, ending where a full sync does", async () => {
-    const { s, reading, seen } = watchedRuns();
+    const watched = watchedRuns();
+    const { s, reading, seen } = watched;
     // The update moves the last port and drops the first.
     const ports = (updated: boolean) =>
       Array.from({ length: 2000 }, (_, i) => ({
@@ -358,11 +376,7 @@ describe("nftables: failures and full syncs", () => {
         port: 1000 + i + (updated && i === 1999 ? 1 : 0),
         protocol: "TCP",
       })).slice(updated ? 1 : 0);
-    reading.cluster.apply(service("ns1", "many", { ...clusterIP("198.51.100.3"), ports: ports(false) }));
-    await reading.sync();
-    reading.cluster.apply(service("ns1", "many", { ...clusterIP("198.51.100.3"), ports: ports(true) }));
-    seen.length = 0;
-    await reading.sync();
+    await syncedUpdate(watched, "many", "198.51.100.3", ports);
     // Nothing of the Service was in the transaction when nft started; its change came as it read.
     expect(seen).toHaveLength(1);
     expect(seen[0]!.before).toBe(0);
@@ -378,18 +392,15 @@ describe("nftables: failures and full syncs", () => {
   });
 
   test("an update of 600 ports (1,200 ids written or wanted, 600 distinct) is written at once, before nft starts", async () => {
-    const { reading, seen } = watchedRuns();
+    const watched = watchedRuns();
+    const { seen } = watched;
     const ports = (updated: boolean) =>
       Array.from({ length: 600 }, (_, i) => ({
         name: `p${i}`,
         port: 1000 + i + (updated ? 1 : 0),
         protocol: "TCP",
       }));
-    reading.cluster.apply(service("ns1", "some", { ...clusterIP("198.51.100.4"), ports: ports(false) }));
-    await reading.sync();
-    reading.cluster.apply(service("ns1", "some", { ...clusterIP("198.51.100.4"), ports: ports(true) }));
-    seen.length = 0;
-    await reading.sync();
+    await syncedUpdate(watched, "some", "198.51.100.4", ports);
     expect(seen).toHaveLength(1);
     expect(seen[0]!.before).toBeGreaterThan(0);
     expect(seen[0]!.after).toBe(seen[0]!.before);
