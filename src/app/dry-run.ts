@@ -13,11 +13,12 @@ import {
   renderJsonParts,
   renderText,
 } from "../dryrun/report.ts";
+import { type EventRecorder, memoryRecorder } from "../k8s/events.ts";
 import { loadKubeConfig } from "../k8s/kubeconfig.ts";
 import { nodeIPs, nodeName as nodeNameOf } from "../k8s/node-info.ts";
 import { resolveNodeName } from "../k8s/node-name.ts";
 import { type ObjectStore, recordingHandler } from "../k8s/object-store.ts";
-import type { NodeObject } from "../k8s/objects.ts";
+import type { NodeObject, ObjectRef } from "../k8s/objects.ts";
 import type { ClusterEventHandler } from "../k8s/source.ts";
 import type { Logger } from "../log/logger.ts";
 import { cleanupOtherModes, type ModeName, modeForConfig, modeNamed } from "../modes/registry.ts";
@@ -146,7 +147,19 @@ export async function startPlanning(
   const { handler, store } = recordingHandler(controller);
   const stateCheck = await view.deliver(handler);
   const setupChecks: Check[] = [...prep.checks, stateCheck];
-  const built = await planMode(prep.mode, config, featureGates, opts, host, store.node, log, clock);
+  // Events the mode would post on objects (a Service held out of ipvs mode's sets), per step.
+  const modeEvents = memoryRecorder();
+  const built = await planMode(
+    prep.mode,
+    config,
+    featureGates,
+    opts,
+    host,
+    store.node,
+    log,
+    clock,
+    modeEvents,
+  );
   if ("check" in built) setupChecks.push(built.check);
   else proxiers.push(built.proxier);
   let checks = setupChecks;
@@ -172,19 +185,33 @@ export async function startPlanning(
         services: planner.servicePorts,
         ...(modeNamed(prep.mode).dryRunReport?.("proxier" in built ? built : undefined) ?? {}),
         notes: [`node ${nodeName}`],
-        events: prep.nodeWarnings.map((w) => ({
-          type: "Warning" as const,
-          reason: w.reason,
-          action: w.action ?? "StartKubeProxy",
-          message: w.message,
-          regarding: `Node/${nodeName}`,
-        })),
+        events: [
+          ...prep.nodeWarnings.map((w) => ({
+            type: "Warning" as const,
+            reason: w.reason,
+            action: w.action ?? "StartKubeProxy",
+            message: w.message,
+            regarding: `Node/${nodeName}`,
+          })),
+          ...modeEvents.events.splice(0).map((e) => ({
+            type: "Warning" as const,
+            reason: e.reason,
+            action: e.action,
+            message: e.message,
+            regarding: regardingText(e.ref),
+          })),
+        ],
       };
       // A later step starts from the setup's checks again: only its own sync can fail it.
       checks = setupChecks;
       return report;
     },
   };
+}
+
+/** "Service/ns/name", "Node/name": what an event is about, as the report names it. */
+function regardingText(ref: ObjectRef): string {
+  return ref.namespace ? `${ref.kind}/${ref.namespace}/${ref.name}` : `${ref.kind}/${ref.name}`;
 }
 
 /** Characters of report written between two collections of the pieces already written. */
@@ -217,6 +244,7 @@ async function planMode(
   node: NodeObject | undefined,
   log: Logger,
   clock: Clock | undefined,
+  recorder: EventRecorder,
 ): Promise<PlannedMode | { check: Check }> {
   // Read quietly: the sync controller has already reported what is wrong with this Node.
   const rawNodeIPs = nodeIPs(node).ordered;
@@ -232,6 +260,7 @@ async function planMode(
       sysctl: host.sysctl,
       backend: opts.iptablesBackend,
       ...(clock ? { clock } : {}),
+      recorder,
     });
   } catch (err) {
     return { check: { name: mode, ok: false, detail: errText(err) } };

@@ -159,6 +159,7 @@ async function runMode(
       sysctl: host.sysctl,
       backend: opts.iptablesBackend,
       healthCheck: serviceHealth,
+      recorder: src.recorder,
     });
   } catch (err) {
     log.error(`Cannot start ${modeName} mode`, { err: errText(err) });

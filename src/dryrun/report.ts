@@ -26,7 +26,10 @@ export interface DryRunReport {
   readonly ipvs?: { virtualServers: readonly IpvsVirtualServerPlan[] | Listing<IpvsVirtualServerPlan> };
   /** Lines an operator should read (e.g. which cluster source was used). */
   readonly notes: string[];
-  /** Warning events a real run would post on its Node (e.g. ipvs's deprecation). */
+  /**
+   * Warning events a real run would post: on its Node (ipvs's deprecation), on Services the
+   * mode cannot program (ipvs mode's sets full).
+   */
   readonly events?: readonly PlannedEvent[];
 }
 
@@ -35,7 +38,7 @@ export interface PlannedEvent {
   readonly reason: string;
   readonly action: string;
   readonly message: string;
-  /** The object it is about, as "Node/<name>". */
+  /** The object it is about, as "Node/<name>" or "Service/<namespace>/<name>". */
   readonly regarding: string;
 }
 

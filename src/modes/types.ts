@@ -8,6 +8,7 @@ import type { IpsetClient } from "../host/ipset/types.ts";
 import type { BackendPreference } from "../host/iptables/backend.ts";
 import type { KernelClient } from "../host/kernel/types.ts";
 import type { SysctlClient } from "../host/sysctl/types.ts";
+import type { EventRecorder } from "../k8s/events.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Check } from "../proxy/check.ts";
 import type { BackendChoice } from "../proxy/debug-state/schema.ts";
@@ -36,6 +37,8 @@ export interface ModeBuildOptions {
   readonly healthCheck?: ServiceHealthSink;
   /** The proxiers' clock (real time when absent); a replay steps it between snapshots. */
   readonly clock?: Clock;
+  /** Warning events on objects the mode cannot program (none posted when absent). */
+  readonly recorder?: EventRecorder;
 }
 
 /** What the sync loop needs from a built mode, whichever it is. */

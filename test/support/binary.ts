@@ -26,7 +26,12 @@ export interface BinaryResult {
 }
 
 export function runBinary(args: string[], opts: { timeoutMs?: number } = {}): BinaryResult {
-  const r = spawnSync(ensureBinary(), args, { encoding: "utf8", timeout: scaled(opts.timeoutMs ?? 30_000) });
+  // A dry run's report of a big state passes spawnSync's 1 MiB default, which kills the child.
+  const r = spawnSync(ensureBinary(), args, {
+    encoding: "utf8",
+    timeout: scaled(opts.timeoutMs ?? 30_000),
+    maxBuffer: 256 << 20,
+  });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -44,6 +44,8 @@ export interface ServiceSpec {
   readonly healthCheckNodePort?: number;
   readonly sessionAffinity?: "None" | "ClientIP";
   readonly affinityTimeoutSeconds?: number;
+  /** metadata.creationTimestamp (RFC 3339); the older Service wins where claims compete. */
+  readonly createdAt?: string;
 }
 
 export interface NodeSpec {
@@ -100,7 +102,7 @@ export function serviceObject(s: ServiceSpec): object {
   return {
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name: s.name, namespace: ns(s) },
+    metadata: { name: s.name, namespace: ns(s), ...(s.createdAt ? { creationTimestamp: s.createdAt } : {}) },
     spec,
     ...(s.loadBalancerIPs?.length
       ? { status: { loadBalancer: { ingress: s.loadBalancerIPs.map((ip) => ({ ip })) } } }

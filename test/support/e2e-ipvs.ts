@@ -1,8 +1,10 @@
 // IPVS views for real-kernel tests: the node namespace's virtual servers (IPVS is per network
 // namespace, so ipvsadm runs in there), ipsets and kube-ipvs0, a bounded wait on them, the
-// extra diagnostics an ipvs-mode failure needs, and the error lines a healthy run must not print.
+// extra diagnostics an ipvs-mode failure needs, and the error lines a healthy run must not print;
+// and the two Services the set-limit tests share.
 
 import { ipvsMode } from "../../src/modes/ipvs/mode.ts";
+import type { ServiceSpec } from "./e2e-cluster.ts";
 import { scaled } from "./kernel-vm.ts";
 import type { Daemon, Topology } from "./netns.ts";
 
@@ -159,4 +161,27 @@ export function unexpectedErrorLines(d: Daemon): string[] {
     .stderr()
     .split("\n")
     .filter((l) => /^E\d{4} /.test(l) && !(deprecation && l.includes(deprecation)));
+}
+
+/** An old Service with one endpoint (pod 203.0.113.11): it keeps its place in ipvs mode's sets. */
+export const OLD_WEB: ServiceSpec = {
+  name: "web",
+  clusterIP: "198.51.100.10",
+  ports: [{ name: "http", port: 80, targetPort: 8080 }],
+  endpoints: [{ ip: "203.0.113.11" }],
+  createdAt: "2020-01-01T00:00:00Z",
+};
+
+/**
+ * A newer Service of `ips` external IPs from 192.0.2.128/25 (the topology's external range) with
+ * `ports` ports each, every pair a member of KUBE-EXTERNAL-IP: 128 x 513 pass its 65,536.
+ */
+export function wideService(ips: number, ports: number): ServiceSpec {
+  return {
+    name: "wide",
+    clusterIP: "198.51.100.20",
+    externalIPs: Array.from({ length: ips }, (_, i) => `192.0.2.${128 + i}`),
+    ports: Array.from({ length: ports }, (_, i) => ({ name: `p${i}`, port: 1000 + i, targetPort: 8080 })),
+    createdAt: "2024-01-01T00:00:00Z",
+  };
 }

@@ -119,6 +119,7 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
         nodeName: o.nodeName,
         nodeIPs: o.nodeIPs,
         ...(o.healthCheck && family === families[0] ? { healthCheck: o.healthCheck } : {}),
+        ...(o.recorder ? { recorder: o.recorder } : {}),
       }),
   );
   o.log.info("Proxying IP families", { families: families.join(",") });

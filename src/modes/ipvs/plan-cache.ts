@@ -2,17 +2,19 @@
 // when its Service port or endpoints object changed (the maps replace what changed and keep the
 // rest, so identity tells), which is what keeps a one-endpoint change cheap at 10,000 Services.
 
+import { type EventRecorder, nullRecorder } from "../../k8s/events.ts";
 import type { Logger } from "../../log/logger.ts";
 import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { SyncInput } from "../../proxy/proxier.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
 import { collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
-import { TimeSlice } from "../../util/time-slice.ts";
+import { runStepsPaced, TimeSlice } from "../../util/time-slice.ts";
 import { DesiredState } from "./desired-state.ts";
-import type { SetCatalog } from "./ipsets.ts";
+import { SET_IDS, type SetCatalog, type SetId } from "./ipsets.ts";
 import { type PlanContext, type PortPlan, planServicePort } from "./port-plan.ts";
 import type { SyncScope } from "./scope.ts";
+import { fitServices, type ServicePlans, type Shortfall, setOfMember } from "./set-room.ts";
 
 /**
  * Planning work (one unit per port replanned, per endpoint it was given and per virtual server
@@ -23,6 +25,9 @@ import type { SyncScope } from "./scope.ts";
  * 20,000 virtual servers).
  */
 const WORK_PER_COLLECTION = 32_768;
+
+/** Event reason for a Service held out because a set cannot hold its members (our addition). */
+export const REASON_IPSET_FULL = "KubeProxyIPSetFull";
 
 interface CachedPort {
   readonly serviceKey: string;
@@ -44,11 +49,22 @@ export class PortPlans {
   private work = 0;
   /** Planning work of the current replan (the proxier collects after a big one). */
   lastWork = 0;
+  /**
+   * Services whose members do not fit in a set (set-room.ts): their plans are kept here but
+   * are not in the state, so nothing of them is programmed. Kept across reset(), so a replan of
+   * every port does not program them for one sync and report them again.
+   */
+  private readonly heldOut = new Map<string, Shortfall>();
+  /** A held-out Service was replanned or dropped since the last fit. */
+  private heldOutTouched = false;
+  /** Set sizes at the last fit, for the sets held-out Services want (room may open there). */
+  private sizesAtFit = new Map<SetId, number>();
 
   constructor(
     private readonly family: IPFamily,
     private readonly sets: SetCatalog,
     private readonly log: Logger,
+    private readonly recorder: EventRecorder = nullRecorder,
   ) {}
 
   /** Forgets every plan (the node-level context changed: all must be recomputed). */
@@ -56,6 +72,12 @@ export class PortPlans {
     this.state = new DesiredState();
     this.ports.clear();
     this.byService.clear();
+    this.heldOutTouched = true;
+  }
+
+  /** Services held out of the state, with the set each would overfill. */
+  heldOutServices(): ReadonlyMap<string, Shortfall> {
+    return this.heldOut;
   }
 
   /** Checks every port; returns how many were replanned. */
@@ -124,7 +146,8 @@ export class PortPlans {
       collectYoungGarbage();
     }
     // Touched before the state takes it: the scope notes what the state held (SyncScope).
-    if (plan) {
+    if (this.heldOut.has(serviceKey)) this.heldOutTouched = true;
+    else if (plan) {
       scope?.touch(plan);
       this.state.add(plan);
     }
@@ -146,14 +169,123 @@ export class PortPlans {
   private dropPort(id: string, scope: SyncScope | undefined): void {
     const cached = this.ports.get(id);
     if (!cached) return;
-    if (cached.plan) {
+    if (this.heldOut.has(cached.serviceKey)) this.heldOutTouched = true;
+    else if (cached.plan) {
       scope?.touch(cached.plan);
       this.state.remove(cached.plan);
     }
     this.ports.delete(id);
     const service = this.byService.get(cached.serviceKey);
     service?.ids.delete(id);
+    // A held-out Service stays held out while it is replanned; the next fit forgets it if gone.
     if (service?.ids.size === 0) this.byService.delete(cached.serviceKey);
+  }
+
+  /**
+   * After a replan: holds out the Services whose members do not fit in a set, and takes back
+   * those that fit again (set-room.ts), moving their plans out of or into the state. Runs only
+   * when a set is over its limit, or when a held-out Service changed or room may have opened;
+   * otherwise it costs a look at each set's size.
+   */
+  async fitSets(scope: SyncScope | undefined): Promise<void> {
+    if (this.heldOut.size === 0) this.sizesAtFit.clear();
+    if (!this.fitDue()) return;
+    this.heldOutTouched = false;
+    const limits = this.limits(this.heldOutSets());
+    const services: ServicePlans[] = [];
+    for (const { key, ids } of this.byService.values()) {
+      const plans: PortPlan[] = [];
+      let createdAtMs: number | undefined;
+      for (const id of ids) {
+        const cached = this.ports.get(id);
+        createdAtMs ??= cached?.source.createdAtMs;
+        if (cached?.plan) plans.push(cached.plan);
+      }
+      services.push({ key, createdAtMs, plans });
+    }
+    const fit = await runStepsPaced(fitServices(services, limits), new TimeSlice());
+    for (const service of services) {
+      const now = fit.get(service.key);
+      const before = this.heldOut.get(service.key);
+      if (now && !before) {
+        for (const plan of service.plans) {
+          scope?.touch(plan);
+          this.state.remove(plan);
+        }
+        this.tellHeldOut(service.key, now);
+      } else if (!now && before) {
+        for (const plan of service.plans) {
+          scope?.touch(plan);
+          this.state.add(plan);
+        }
+        this.log.info("Service's ipset members fit again; it is programmed", {
+          service: service.key,
+          ipFamily: this.family,
+        });
+      }
+    }
+    this.heldOut.clear();
+    for (const [key, short] of fit) this.heldOut.set(key, short);
+    this.sizesAtFit = new Map();
+    for (const id of this.heldOutSets()) this.sizesAtFit.set(id, this.state.entries[id].size);
+  }
+
+  private tellHeldOut(key: string, short: Shortfall): void {
+    const ipset = this.sets[short.set].spec.name;
+    this.log.error("Service's ipset members do not fit; it is not programmed", {
+      service: key,
+      ipset,
+      members: short.wanted,
+      maxelem: short.limit,
+      ipFamily: this.family,
+    });
+    const slash = key.indexOf("/");
+    this.recorder.record({
+      ref: { kind: "Service", namespace: key.slice(0, slash), name: key.slice(slash + 1) },
+      type: "Warning",
+      reason: REASON_IPSET_FULL,
+      action: "SyncProxyRules",
+      message:
+        `ipset ${ipset} would hold ${short.wanted} members with this Service's, more than its maxelem ` +
+        `${short.limit}: the Service is not programmed in ipvs mode (${this.family}) on this node`,
+    });
+  }
+
+  /**
+   * Whether a fit can change anything: a set is over its limit, a held-out Service changed, or
+   * a set a held-out Service wants has shrunk since the last fit (room may have opened).
+   */
+  private fitDue(): boolean {
+    if (this.heldOutTouched && this.heldOut.size > 0) return true;
+    for (const id of SET_IDS) {
+      const limit = this.sets[id].spec.maxElem;
+      if (limit !== undefined && this.state.entries[id].size > limit) return true;
+    }
+    for (const [id, size] of this.sizesAtFit) if (this.state.entries[id].size < size) return true;
+    return false;
+  }
+
+  /** The hash sets a fit checks, with their limits: those over, and those in `wanted`. */
+  private limits(wanted: ReadonlySet<SetId>): Map<SetId, number> {
+    const out = new Map<SetId, number>();
+    for (const id of SET_IDS) {
+      const limit = this.sets[id].spec.maxElem;
+      if (limit === undefined) continue;
+      if (this.state.entries[id].size > limit || wanted.has(id)) out.set(id, limit);
+    }
+    return out;
+  }
+
+  /** Sets the held-out Services' plans have members in. */
+  private heldOutSets(): Set<SetId> {
+    const out = new Set<SetId>();
+    for (const key of this.heldOut.keys()) {
+      for (const id of this.byService.get(key)?.ids ?? []) {
+        const members = this.ports.get(id)?.plan?.members ?? [];
+        for (let i = 0; i < members.length; i += 2) out.add(setOfMember(members[i]!));
+      }
+    }
+    return out;
   }
 
   private planPort(

@@ -18,6 +18,7 @@ import type { IpsetClient, IpsetSet, IpsetSetSpec } from "../../host/ipset/types
 import type { IptablesClient } from "../../host/iptables/types.ts";
 import type { IpvsChanges, IpvsClient, IpvsService, RealServer } from "../../host/ipvs/types.ts";
 import type { InterfaceAddress, NetlinkClient } from "../../host/netlink/types.ts";
+import type { EventRecorder } from "../../k8s/events.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { ConntrackCleaner } from "../../proxy/conntrack-cleanup.ts";
 import type { FamilyDrift } from "../../proxy/drift.ts";
@@ -55,6 +56,7 @@ import { PortPlans } from "./plan-cache.ts";
 import type { PlanContext } from "./port-plan.ts";
 import { SyncScope } from "./scope.ts";
 import { SerialQueue } from "./serial.ts";
+import type { Shortfall } from "./set-room.ts";
 import {
   DEFAULT_SCHEDULER,
   type RealServers,
@@ -88,6 +90,8 @@ export interface IpvsProxierDeps {
   readonly gracefulCheckIntervalMs?: number;
   /** The run's feature gates (topology); the v1.31 defaults when absent. */
   readonly featureGates?: EffectiveFeatureGates;
+  /** Where a Service held out of the sets is told (set-room.ts); nowhere when absent. */
+  readonly recorder?: EventRecorder;
 }
 
 /**
@@ -244,7 +248,7 @@ export class IpvsProxier implements Proxier {
     );
     this.excludeCIDRs = deps.config.ipvs.excludeCIDRs.filter((c) => familyOf(c) === deps.family);
     this.book = new SyncBookkeeping({ ...deps, log: this.log });
-    this.plans = new PortPlans(deps.family, this.sets, this.log);
+    this.plans = new PortPlans(deps.family, this.sets, this.log, deps.recorder);
     this.graceful = new GracefulTermination({
       ipvs: deps.ipvs,
       clock: this.clock,
@@ -299,6 +303,11 @@ export class IpvsProxier implements Proxier {
   /** Statistics of the last sync (undefined before the first). */
   lastSyncStats(): IpvsSyncStats | undefined {
     return this.stats;
+  }
+
+  /** Services held out because their members do not fit in a set (set-room.ts), by key. */
+  heldOutServices(): ReadonlyMap<string, Shortfall> {
+    return this.plans.heldOutServices();
   }
 
   /** Real servers waiting for their connections to drain. */
@@ -555,12 +564,15 @@ export class IpvsProxier implements Proxier {
     if (this.needFullScan) {
       const replanned = await this.plans.replanAll(input, ctx);
       this.needFullScan = false;
+      await this.plans.fitSets(undefined);
       return { replanned, scope: undefined };
     }
     const changed = new Set(input.serviceUpdate.updatedServices);
     for (const key of input.endpointsUpdate.updatedServices) changed.add(key);
     const scope = new SyncScope(this.plans.state);
-    return { replanned: this.plans.replanServices(changed, input, ctx, scope), scope };
+    const replanned = this.plans.replanServices(changed, input, ctx, scope);
+    await this.plans.fitSets(scope);
+    return { replanned, scope };
   }
 
   /** A partial sync also looks at virtual servers with real servers still draining. */

@@ -1,0 +1,150 @@
+// ipvs mode against its sets' maxelem (65,536 members, as upstream creates them): a Service
+// whose members would overfill a set is held out whole and reported once, the rest keep
+// syncing, and it is programmed again once it fits. Over the stateful fakes, whose ipset refuses
+// the member past a set's maxelem as the kernel does (test/host/ipset/fake-vs-real.test.ts).
+
+import { describe, expect, test } from "bun:test";
+import { memoryRecorder } from "../../../src/k8s/events.ts";
+import type { ServiceObject } from "../../../src/k8s/objects.ts";
+import { memoryLogger } from "../../../src/log/logger.ts";
+import { boundAddresses, endpointSlice, ep, service, setup, virtualServerKeys } from "./harness.ts";
+
+const MAXELEM = 65_536;
+
+/** `n` distinct /32 source ranges from `from` on (members only: no traffic is ever sent). */
+function ranges(n: number, from = 0): string[] {
+  const out: string[] = [];
+  for (let i = from; i < from + n; i++) out.push(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`);
+  return out;
+}
+
+function lb(name: string, vip: string, created: string, sourceRanges: string[]): ServiceObject {
+  const s = service(
+    "ns1",
+    name,
+    {
+      type: "LoadBalancer",
+      clusterIP: vip.replace("203.0.113.", "198.51.100."),
+      loadBalancerSourceRanges: sourceRanges,
+      ports: [{ name: "p80", port: 80, protocol: "TCP", nodePort: 30000 + Number(vip.split(".")[3]) }],
+    },
+    { loadBalancer: { ingress: [{ ip: vip }] } },
+  );
+  return { ...s, metadata: { ...s.metadata, creationTimestamp: created } };
+}
+
+const web = (() => {
+  const s = service("ns1", "web", { clusterIP: "198.51.100.41" });
+  return { ...s, metadata: { ...s.metadata, creationTimestamp: "2020-01-01T00:00:00Z" } };
+})();
+
+function setUp() {
+  const logger = memoryLogger();
+  const recorder = memoryRecorder();
+  const s = setup({ logger, deps: { recorder } });
+  const members = (set: string) => s.host.ipset.entries(set) ?? [];
+  const told = (what: string) => logger.lines.filter((l) => l.includes(what));
+  return { ...s, logger, recorder, members, told };
+}
+
+describe("sets at maxelem", () => {
+  test("a Service that would overfill a set is held out whole and told once; the rest keep syncing", async () => {
+    const s = setUp();
+    const wide = lb("wide", "203.0.113.70", "2024-01-01T00:00:00Z", ranges(MAXELEM + 1));
+    s.cluster.apply(web, endpointSlice("ns1", "web", [ep("192.0.2.11")]), wide);
+    await s.sync();
+    expect(virtualServerKeys(s.host)).toEqual(["TCP 198.51.100.41:80"]);
+    expect(boundAddresses(s.host)).toEqual(["198.51.100.41"]);
+    expect(s.members("KUBE-CLUSTER-IP")).toEqual(["198.51.100.41,tcp:80"]);
+    expect(s.members("KUBE-LOAD-BALANCER-SOURCE-CIDR")).toEqual([]);
+    expect(s.members("KUBE-LOAD-BALANCER")).toEqual([]);
+    const told = s.told("do not fit");
+    expect(told).toHaveLength(1);
+    expect(told[0]).toContain(
+      `service="ns1/wide" ipset="KUBE-LOAD-BALANCER-SOURCE-CIDR" members=${MAXELEM + 1} maxelem=${MAXELEM}`,
+    );
+    expect(s.proxier.heldOutServices().get("ns1/wide")?.set).toBe("loadBalancerSourceCIDR");
+    expect(s.recorder.events).toEqual([
+      {
+        ref: { kind: "Service", namespace: "ns1", name: "wide" },
+        type: "Warning",
+        reason: "KubeProxyIPSetFull",
+        action: "SyncProxyRules",
+        message:
+          `ipset KUBE-LOAD-BALANCER-SOURCE-CIDR would hold ${MAXELEM + 1} members with this Service's, ` +
+          `more than its maxelem ${MAXELEM}: the Service is not programmed in ipvs mode (IPv4) on this node`,
+      },
+    ]);
+
+    // Other changes land, and the held-out Service is not told again.
+    const later = service("ns1", "later", { clusterIP: "198.51.100.42" });
+    s.cluster.apply(later);
+    await s.sync();
+    expect(virtualServerKeys(s.host)).toEqual(["TCP 198.51.100.41:80", "TCP 198.51.100.42:80"]);
+    s.proxier.requestFullSync();
+    await s.sync();
+    expect(s.told("do not fit")).toHaveLength(1);
+    expect(s.recorder.events).toHaveLength(1);
+    expect(s.told("Sync failed")).toEqual([]);
+
+    // Still too big after an update: still held out, not told again.
+    s.cluster.apply(lb("wide", "203.0.113.70", "2024-01-01T00:00:00Z", ranges(MAXELEM + 5)));
+    await s.sync();
+    expect(s.proxier.heldOutServices().get("ns1/wide")?.wanted).toBe(MAXELEM + 5);
+    expect(s.members("KUBE-LOAD-BALANCER-SOURCE-CIDR")).toEqual([]);
+    expect(s.told("do not fit")).toHaveLength(1);
+
+    // Once it fits, it is programmed.
+    s.cluster.apply(lb("wide", "203.0.113.70", "2024-01-01T00:00:00Z", ranges(2)));
+    await s.sync();
+    expect(s.told("fit again")).toHaveLength(1);
+    expect(s.members("KUBE-LOAD-BALANCER-SOURCE-CIDR").sort()).toEqual([
+      "203.0.113.70,tcp:80,10.0.0.0",
+      "203.0.113.70,tcp:80,10.0.0.1",
+    ]);
+    expect(virtualServerKeys(s.host)).toContain("TCP 203.0.113.70:80");
+    expect(s.proxier.heldOutServices().size).toBe(0);
+  });
+
+  test("an older Service that grows takes the room from a newer one, and gives it back when deleted", async () => {
+    const s = setUp();
+    const older = (n: number) => lb("older", "203.0.113.71", "2021-01-01T00:00:00Z", ranges(n));
+    const newer = lb("newer", "203.0.113.72", "2022-01-01T00:00:00Z", ranges(30_000, 100_000));
+    s.cluster.apply(older(30_000), newer);
+    await s.sync();
+    expect(s.members("KUBE-LOAD-BALANCER-SOURCE-CIDR")).toHaveLength(60_000);
+
+    s.cluster.apply(older(40_000));
+    await s.sync();
+    expect(s.proxier.lastSyncStats()?.reconcile).toBe("partial");
+    expect([...s.proxier.heldOutServices().keys()]).toEqual(["ns1/newer"]);
+    const held = s.members("KUBE-LOAD-BALANCER-SOURCE-CIDR");
+    expect(held).toHaveLength(40_000);
+    expect(held.every((m) => m.startsWith("203.0.113.71,"))).toBe(true);
+    expect(virtualServerKeys(s.host)).not.toContain("TCP 203.0.113.72:80");
+
+    s.cluster.remove(older(40_000));
+    await s.sync();
+    expect(s.proxier.heldOutServices().size).toBe(0);
+    expect(s.members("KUBE-LOAD-BALANCER-SOURCE-CIDR")).toHaveLength(30_000);
+    expect(virtualServerKeys(s.host)).toContain("TCP 203.0.113.72:80");
+    expect(s.told("Sync failed")).toEqual([]);
+    // The partial syncs left the kernel as a full comparison wants it.
+    expect(await s.proxier.drift()).toEqual({ differences: [] });
+  });
+
+  test("a held-out Service deleted leaves nothing behind", async () => {
+    const s = setUp();
+    const wide = lb("wide", "203.0.113.70", "2024-01-01T00:00:00Z", ranges(MAXELEM + 1));
+    s.cluster.apply(web, wide);
+    await s.sync();
+    s.cluster.remove(wide);
+    await s.sync();
+    expect(s.proxier.heldOutServices().size).toBe(0);
+    expect(virtualServerKeys(s.host)).toEqual(["TCP 198.51.100.41:80"]);
+    s.proxier.requestFullSync();
+    await s.sync();
+    expect(s.told("do not fit")).toHaveLength(1);
+    expect(s.told("fit again")).toEqual([]);
+  });
+});
