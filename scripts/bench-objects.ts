@@ -989,7 +989,12 @@ interface RunResult extends Measured {
   rulesBytes: number;
   rulesLines: number;
   floor: Floor;
+  /** ipvs mode held the hostile Service out: its members do not fit a set (65,536 at most). */
+  heldOut: boolean;
 }
+
+/** The binary's line for a Service held out of ipvs mode's sets (src/modes/ipvs/plan-cache.ts). */
+const HELD_OUT_LINE = "ipset members do not fit; it is not programmed";
 
 async function runOnce(bin: string, mode: Mode, state: string, top: string, o: Options): Promise<RunResult> {
   // The run's files (report, stderr, saved inputs) in a directory of their own, removed after.
@@ -1013,6 +1018,7 @@ async function runOnce(bin: string, mode: Mode, state: string, top: string, o: O
   );
   // Exit 3: the plan is whole but a prerequisite check failed (printed in the notes).
   if (m.exit === "3") m.status = "ok";
+  const heldOut = existsSync(stderrFile) && readFileSync(stderrFile, "utf8").includes(HELD_OUT_LINE);
   let rulesBytes = Number.NaN;
   let rulesLines = Number.NaN;
   let floor: Floor = { status: "none", wallS: Number.NaN, detail: "" };
@@ -1036,7 +1042,7 @@ async function runOnce(bin: string, mode: Mode, state: string, top: string, o: O
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  return { ...m, rulesBytes, rulesLines, floor };
+  return { ...m, rulesBytes, rulesLines, floor, heldOut };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1149,7 +1155,7 @@ async function main(o: Options): Promise<void> {
   for (const b of bins) console.log(`  ${b.label || "binary"}: ${resolve(b.path)}`);
   const dir = mkdtempSync(join(tmpdir(), "kpts-bench-objects-"));
   process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
-  const rows: { name: CaseName; mode: Mode; cells: Cell[] }[] = [];
+  const rows: { name: CaseName; mode: Mode; cells: Cell[]; heldOut: boolean }[] = [];
   const notes: string[] = [];
   const objectMiB = new Map<CaseName, number>();
   try {
@@ -1198,7 +1204,12 @@ async function main(o: Options): Promise<void> {
               );
           }
         }
-        rows.push({ name, mode, cells: results.map((r, i) => cell(r, rest[i]!.get(mode)!)) });
+        rows.push({
+          name,
+          mode,
+          cells: results.map((r, i) => cell(r, rest[i]!.get(mode)!)),
+          heldOut: results[results.length - 1]!.some((r) => r.heldOut),
+        });
       }
       rmSync(file, { force: true });
     }
@@ -1227,13 +1238,15 @@ async function main(o: Options): Promise<void> {
     const last = row.cells[row.cells.length - 1]!;
     const twice = Number(last.rules) * 2;
     const held = objectMiB.get(row.name) ?? Number.NaN;
-    const verdict = !Number.isFinite(twice)
-      ? "-"
-      : held >= twice
-        ? "below the object's own cost"
-        : Number(last.net) <= 2
-          ? "met"
-          : "not met";
+    const verdict = row.heldOut
+      ? `held out of ipvs mode's sets (nothing written); peak - rest ${f1(Number(last.rss) - Number(last.rest))} MiB`
+      : !Number.isFinite(twice)
+        ? "-"
+        : held >= twice
+          ? "below the object's own cost"
+          : Number(last.net) <= 2
+            ? "met"
+            : "not met";
     console.log(`${lead(row.name, row.mode)}${f1(twice).padStart(14)}${f1(held).padStart(12)}  ${verdict}`);
   }
   console.log(

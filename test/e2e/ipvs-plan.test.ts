@@ -90,7 +90,7 @@ describe("ipvs dry-run plan with a Service past a set's maxelem", () => {
         action: "SyncProxyRules",
         regarding: "Service/default/wide",
         message:
-          "ipset KUBE-EXTERNAL-IP would hold 65664 members with this Service's, more than its maxelem 65536: " +
+          "ipset KUBE-EXTERNAL-IP would hold at least 65664 members with this Service's, more than its maxelem 65536: " +
           "the Service is not programmed in ipvs mode (IPv4) on this node",
       } as never,
     ]);

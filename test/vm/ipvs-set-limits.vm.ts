@@ -102,7 +102,7 @@ describe("ipvs mode: a Service past a set's maxelem", () => {
       const topo = h.topo!;
       const told = h.kubeProxy!.stderr().match(/^E\d{4} .*do not fit.*$/m)?.[0] ?? "";
       expect(told).toContain(
-        `service="default/wide" ipset="KUBE-EXTERNAL-IP" members=${WIDE_MEMBERS} maxelem=65536`,
+        `service="default/wide" ipset="KUBE-EXTERNAL-IP" membersAtLeast=${WIDE_MEMBERS} maxelem=65536`,
       );
       expect(wideServers(await waitForIpvs(topo, h.kubeProxy, () => true, "a read"))).toBe(0);
       expect(await entries(h, "KUBE-EXTERNAL-IP")).toBe(0);

@@ -14,7 +14,7 @@ import { DesiredState } from "./desired-state.ts";
 import { SET_IDS, type SetCatalog, type SetId } from "./ipsets.ts";
 import { type PlanContext, type PortPlan, planServicePort } from "./port-plan.ts";
 import type { SyncScope } from "./scope.ts";
-import { fitServices, type ServicePlans, type Shortfall, setOfMember } from "./set-room.ts";
+import { fitServices, type ServicePlans, type Shortfall, SoloTally, setOfMember } from "./set-room.ts";
 
 /**
  * Planning work (one unit per port replanned, per endpoint it was given and per virtual server
@@ -55,29 +55,54 @@ export class PortPlans {
    * every port does not program them for one sync and report them again.
    */
   private readonly heldOut = new Map<string, Shortfall>();
+  /**
+   * Services that pass a set's limit on their own (SoloTally): the rest of their ports are not
+   * planned, and none of their plans is kept; their ports are cached without a plan until one of
+   * them changes, when the whole Service is planned again.
+   */
+  private readonly oversized = new Map<string, Shortfall>();
+  /** Services told as held out (by either way), so each is told once and told when it is back. */
+  private readonly told = new Set<string>();
   /** A held-out Service was replanned or dropped since the last fit. */
   private heldOutTouched = false;
   /** Set sizes at the last fit, for the sets held-out Services want (room may open there). */
   private sizesAtFit = new Map<SetId, number>();
+
+  /** Every hash set with its limit (bitmap:port sets hold any port and cannot overflow). */
+  private readonly hashLimits = new Map<SetId, number>();
 
   constructor(
     private readonly family: IPFamily,
     private readonly sets: SetCatalog,
     private readonly log: Logger,
     private readonly recorder: EventRecorder = nullRecorder,
-  ) {}
+  ) {
+    for (const id of SET_IDS) {
+      const limit = sets[id].spec.maxElem;
+      if (limit !== undefined) this.hashLimits.set(id, limit);
+    }
+  }
 
   /** Forgets every plan (the node-level context changed: all must be recomputed). */
   reset(): void {
     this.state = new DesiredState();
     this.ports.clear();
     this.byService.clear();
+    this.oversized.clear();
     this.heldOutTouched = true;
+  }
+
+  /** Ports with a plan kept (an oversized Service's are cached without one). */
+  get plannedPorts(): number {
+    let n = 0;
+    for (const cached of this.ports.values()) if (cached.plan) n++;
+    return n;
   }
 
   /** Services held out of the state, with the set each would overfill. */
   heldOutServices(): ReadonlyMap<string, Shortfall> {
-    return this.heldOut;
+    if (this.oversized.size === 0) return this.heldOut;
+    return new Map([...this.heldOut, ...this.oversized]);
   }
 
   /** Checks every port; returns how many were replanned. */
@@ -87,9 +112,11 @@ export class PortPlans {
     this.lastWork = 0;
     // The inputs stay as they are until this sync ends (maps are updated only between syncs).
     const slice = new TimeSlice();
+    for (const key of [...this.oversized.keys()]) if (this.changed(key, input)) this.reopen(key, scope);
+    const tally = new SoloTally(this.hashLimits);
     for (const [id, source] of input.services) {
       if (slice.due) await slice.pause();
-      if (this.replanPort(id, source, input, ctx, stamp, scope)) replanned++;
+      if (this.replanPort(id, source, input, ctx, stamp, scope, tally)) replanned++;
     }
     // Every current port now carries this stamp; anything else belongs to a port that is gone.
     if (this.ports.size > input.services.size) {
@@ -103,9 +130,11 @@ export class PortPlans {
     const stamp = ++this.stamp;
     let replanned = 0;
     this.lastWork = 0;
+    const tally = new SoloTally(this.hashLimits);
     for (const key of keys) {
+      if (this.oversized.has(key) && this.changed(key, input)) this.reopen(key, scope);
       for (const source of input.services.portsOf(key)) {
-        if (this.replanPort(source.id, source, input, ctx, stamp, scope)) replanned++;
+        if (this.replanPort(source.id, source, input, ctx, stamp, scope, tally)) replanned++;
       }
       for (const id of this.byService.get(key)?.ids ?? [])
         if (this.ports.get(id)?.stamp !== stamp) this.dropPort(id, scope);
@@ -120,6 +149,7 @@ export class PortPlans {
     ctx: PlanContext,
     stamp: number,
     scope: SyncScope | undefined,
+    tally: SoloTally,
   ): boolean {
     const endpointsSource = input.endpoints.get(id);
     const endpointProtocol = endpointsSource ? input.endpoints.portName(id)?.protocol : undefined;
@@ -130,11 +160,21 @@ export class PortPlans {
       cached.endpointProtocol === endpointProtocol
     ) {
       cached.stamp = stamp;
+      if (cached.plan && !this.oversized.has(cached.serviceKey)) {
+        const short = tally.add(cached.serviceKey, cached.plan);
+        if (short) this.oversize(cached.serviceKey, short, scope);
+      }
       return false;
     }
     if (cached) this.dropPort(id, scope);
     const service = this.serviceOf(source);
     const serviceKey = service.key;
+    if (this.oversized.has(serviceKey)) {
+      // Its own members already pass a limit: this port is not planned (see `oversized`).
+      this.ports.set(id, { serviceKey, source, endpointsSource, endpointProtocol, plan: undefined, stamp });
+      service.ids.add(id);
+      return true;
+    }
     const plan = this.planPort(source, endpointsSource, endpointProtocol, ctx, serviceKey);
     const work = 1 + (endpointsSource?.length ?? 0) + (plan ? plan.size : 0);
     this.lastWork += work;
@@ -153,7 +193,53 @@ export class PortPlans {
     }
     this.ports.set(id, { serviceKey, source, endpointsSource, endpointProtocol, plan, stamp });
     service.ids.add(id);
+    const short = plan && tally.add(serviceKey, plan);
+    if (short) this.oversize(serviceKey, short, scope);
     return true;
+  }
+
+  /** Whether any port of Service `key` differs from what is cached (or came or went). */
+  private changed(key: string, input: SyncInput): boolean {
+    const ports = input.services.portsOf(key);
+    if (ports.length !== (this.byService.get(key)?.ids.size ?? 0)) return true;
+    for (const source of ports) {
+      const cached = this.ports.get(source.id);
+      const endpointsSource = input.endpoints.get(source.id);
+      if (
+        cached?.source !== source ||
+        cached.endpointsSource !== endpointsSource ||
+        cached.endpointProtocol !==
+          (endpointsSource ? input.endpoints.portName(source.id)?.protocol : undefined)
+      )
+        return true;
+    }
+    return false;
+  }
+
+  /** An oversized Service changed: forget its unplanned ports, so that all are planned again. */
+  private reopen(key: string, scope: SyncScope | undefined): void {
+    this.oversized.delete(key);
+    for (const id of [...(this.byService.get(key)?.ids ?? [])]) this.dropPort(id, scope);
+  }
+
+  /**
+   * Service `key` passes a limit on its own: its plans leave the state (and the greedy fit) and
+   * are let go; its remaining ports in this replan are cached without planning.
+   */
+  private oversize(key: string, short: Shortfall, scope: SyncScope | undefined): void {
+    const inState = !this.heldOut.has(key);
+    this.heldOut.delete(key);
+    this.oversized.set(key, short);
+    for (const id of this.byService.get(key)?.ids ?? []) {
+      const cached = this.ports.get(id);
+      if (!cached?.plan) continue;
+      if (inState) {
+        scope?.touch(cached.plan);
+        this.state.remove(cached.plan);
+      }
+      this.ports.set(id, { ...cached, plan: undefined });
+    }
+    this.tellHeldOut(key, short);
   }
 
   private serviceOf(source: ServicePortInfo): { readonly key: string; readonly ids: Set<string> } {
@@ -178,7 +264,10 @@ export class PortPlans {
     const service = this.byService.get(cached.serviceKey);
     service?.ids.delete(id);
     // A held-out Service stays held out while it is replanned; the next fit forgets it if gone.
-    if (service?.ids.size === 0) this.byService.delete(cached.serviceKey);
+    if (service?.ids.size === 0) {
+      this.byService.delete(cached.serviceKey);
+      this.oversized.delete(cached.serviceKey);
+    }
   }
 
   /**
@@ -189,11 +278,25 @@ export class PortPlans {
    */
   async fitSets(scope: SyncScope | undefined): Promise<void> {
     if (this.heldOut.size === 0) this.sizesAtFit.clear();
-    if (!this.fitDue()) return;
+    if (this.fitDue()) await this.fit(scope);
+    // Told Services that are programmed again (or gone).
+    for (const key of this.told) {
+      if (this.heldOut.has(key) || this.oversized.has(key)) continue;
+      this.told.delete(key);
+      if (!this.byService.has(key)) continue;
+      this.log.info("Service's ipset members fit again; it is programmed", {
+        service: key,
+        ipFamily: this.family,
+      });
+    }
+  }
+
+  private async fit(scope: SyncScope | undefined): Promise<void> {
     this.heldOutTouched = false;
     const limits = this.limits(this.heldOutSets());
     const services: ServicePlans[] = [];
     for (const { key, ids } of this.byService.values()) {
+      if (this.oversized.has(key)) continue;
       const plans: PortPlan[] = [];
       let createdAtMs: number | undefined;
       for (const id of ids) {
@@ -218,10 +321,6 @@ export class PortPlans {
           scope?.touch(plan);
           this.state.add(plan);
         }
-        this.log.info("Service's ipset members fit again; it is programmed", {
-          service: service.key,
-          ipFamily: this.family,
-        });
       }
     }
     this.heldOut.clear();
@@ -231,11 +330,13 @@ export class PortPlans {
   }
 
   private tellHeldOut(key: string, short: Shortfall): void {
+    if (this.told.has(key)) return;
+    this.told.add(key);
     const ipset = this.sets[short.set].spec.name;
     this.log.error("Service's ipset members do not fit; it is not programmed", {
       service: key,
       ipset,
-      members: short.wanted,
+      membersAtLeast: short.wanted,
       maxelem: short.limit,
       ipFamily: this.family,
     });
@@ -246,7 +347,7 @@ export class PortPlans {
       reason: REASON_IPSET_FULL,
       action: "SyncProxyRules",
       message:
-        `ipset ${ipset} would hold ${short.wanted} members with this Service's, more than its maxelem ` +
+        `ipset ${ipset} would hold at least ${short.wanted} members with this Service's, more than its maxelem ` +
         `${short.limit}: the Service is not programmed in ipvs mode (${this.family}) on this node`,
     });
   }
@@ -257,10 +358,7 @@ export class PortPlans {
    */
   private fitDue(): boolean {
     if (this.heldOutTouched && this.heldOut.size > 0) return true;
-    for (const id of SET_IDS) {
-      const limit = this.sets[id].spec.maxElem;
-      if (limit !== undefined && this.state.entries[id].size > limit) return true;
-    }
+    for (const [id, limit] of this.hashLimits) if (this.state.entries[id].size > limit) return true;
     for (const [id, size] of this.sizesAtFit) if (this.state.entries[id].size < size) return true;
     return false;
   }
@@ -268,11 +366,8 @@ export class PortPlans {
   /** The hash sets a fit checks, with their limits: those over, and those in `wanted`. */
   private limits(wanted: ReadonlySet<SetId>): Map<SetId, number> {
     const out = new Map<SetId, number>();
-    for (const id of SET_IDS) {
-      const limit = this.sets[id].spec.maxElem;
-      if (limit === undefined) continue;
+    for (const [id, limit] of this.hashLimits)
       if (this.state.entries[id].size > limit || wanted.has(id)) out.set(id, limit);
-    }
     return out;
   }
 

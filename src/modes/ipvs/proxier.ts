@@ -310,6 +310,11 @@ export class IpvsProxier implements Proxier {
     return this.plans.heldOutServices();
   }
 
+  /** Service ports with a plan kept (tests: a Service past a set's limit keeps none). */
+  plannedPorts(): number {
+    return this.plans.plannedPorts;
+  }
+
   /** Real servers waiting for their connections to drain. */
   terminatingRealServers(): number {
     return this.graceful.size;

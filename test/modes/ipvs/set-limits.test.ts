@@ -61,7 +61,7 @@ describe("sets at maxelem", () => {
     const told = s.told("do not fit");
     expect(told).toHaveLength(1);
     expect(told[0]).toContain(
-      `service="ns1/wide" ipset="KUBE-LOAD-BALANCER-SOURCE-CIDR" members=${MAXELEM + 1} maxelem=${MAXELEM}`,
+      `service="ns1/wide" ipset="KUBE-LOAD-BALANCER-SOURCE-CIDR" membersAtLeast=${MAXELEM + 1} maxelem=${MAXELEM}`,
     );
     expect(s.proxier.heldOutServices().get("ns1/wide")?.set).toBe("loadBalancerSourceCIDR");
     expect(s.recorder.events).toEqual([
@@ -71,7 +71,7 @@ describe("sets at maxelem", () => {
         reason: "KubeProxyIPSetFull",
         action: "SyncProxyRules",
         message:
-          `ipset KUBE-LOAD-BALANCER-SOURCE-CIDR would hold ${MAXELEM + 1} members with this Service's, ` +
+          `ipset KUBE-LOAD-BALANCER-SOURCE-CIDR would hold at least ${MAXELEM + 1} members with this Service's, ` +
           `more than its maxelem ${MAXELEM}: the Service is not programmed in ipvs mode (IPv4) on this node`,
       },
     ]);
@@ -146,5 +146,52 @@ describe("sets at maxelem", () => {
     await s.sync();
     expect(s.told("do not fit")).toHaveLength(1);
     expect(s.told("fit again")).toEqual([]);
+  });
+
+  test("a Service past a limit on its own is planned only until it passes it, and planned whole again when it changes", async () => {
+    const s = setUp();
+    // 400 external IPs x 200 ports: 80,000 members of KUBE-EXTERNAL-IP, 400 more per port.
+    const wideIPs = (ports: number) => {
+      const svc = service("ns1", "wide", {
+        clusterIP: "198.51.100.90",
+        externalIPs: ranges(400).map((r) => r.slice(0, -3)),
+        ports: Array.from({ length: ports }, (_, i) => ({ name: `p${i}`, port: 1000 + i, protocol: "TCP" })),
+      });
+      return { ...svc, metadata: { ...svc.metadata, creationTimestamp: "2024-01-01T00:00:00Z" } };
+    };
+    s.cluster.apply(web, wideIPs(200));
+    await s.sync();
+    expect(s.proxier.heldOutServices().get("ns1/wide")).toEqual({
+      set: "externalIP",
+      wanted: 65_600,
+      limit: MAXELEM,
+    });
+    // 164 ports pass 65,536 members; none of the wide Service's plans is kept, web's is.
+    expect(s.proxier.plannedPorts()).toBe(1);
+    expect(virtualServerKeys(s.host)).toEqual(["TCP 198.51.100.41:80"]);
+    expect(s.members("KUBE-EXTERNAL-IP")).toEqual([]);
+
+    // A full scan with nothing changed plans none of it again.
+    s.proxier.requestFullSync();
+    await s.sync();
+    expect(s.proxier.plannedPorts()).toBe(1);
+
+    // Changed, it is planned again, and fits: 400 x 100 ports.
+    s.cluster.apply(wideIPs(100));
+    await s.sync();
+    expect(s.proxier.heldOutServices().size).toBe(0);
+    expect(s.proxier.plannedPorts()).toBe(101);
+    expect(s.members("KUBE-EXTERNAL-IP")).toHaveLength(40_000);
+    expect(s.told("fit again")).toHaveLength(1);
+    expect(s.told("do not fit")).toHaveLength(1);
+
+    // Grown past the limit again in a partial sync: let go again, told again.
+    s.cluster.apply(wideIPs(170));
+    await s.sync();
+    expect(s.proxier.heldOutServices().get("ns1/wide")?.set).toBe("externalIP");
+    expect(s.proxier.plannedPorts()).toBe(1);
+    expect(s.members("KUBE-EXTERNAL-IP")).toEqual([]);
+    expect(s.told("do not fit")).toHaveLength(2);
+    expect(await s.proxier.drift()).toEqual({ differences: [] });
   });
 });

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { SetId } from "../../../src/modes/ipvs/ipsets.ts";
 import { BIND, PortPlan } from "../../../src/modes/ipvs/port-plan.ts";
-import { fitServices, type ServicePlans, setOfMember } from "../../../src/modes/ipvs/set-room.ts";
+import { fitServices, type ServicePlans, SoloTally, setOfMember } from "../../../src/modes/ipvs/set-room.ts";
 import { runSteps } from "../../../src/util/time-slice.ts";
 
 function plan(key: string, members: readonly string[]): PortPlan {
@@ -109,6 +109,59 @@ describe("fitServices", () => {
         },
       ),
       { seed: 2324, numRuns: 500 },
+    );
+  });
+});
+
+describe("SoloTally", () => {
+  test("repeats do not count: the same bound address on every port never passes the limit", () => {
+    const tally = new SoloTally(LIMITS(10, 1));
+    for (let i = 0; i < 50; i++)
+      expect(tally.add("ns/a", plan("ns/a", [BIND, "198.51.100.1"]))).toBeUndefined();
+  });
+
+  test("the port that passes a limit is counted to its end; other Services are counted apart", () => {
+    const tally = new SoloTally(LIMITS(3, 10));
+    expect(tally.add("ns/a", plan("ns/a", ["clusterIP", "a", "clusterIP", "b"]))).toBeUndefined();
+    expect(
+      tally.add("ns/b", plan("ns/b", ["clusterIP", "a", "clusterIP", "b", "clusterIP", "c"])),
+    ).toBeUndefined();
+    const short = tally.add(
+      "ns/a",
+      plan("ns/a", ["clusterIP", "b", "clusterIP", "c", "clusterIP", "d", "clusterIP", "e"]),
+    );
+    expect(short).toEqual({ set: "clusterIP", wanted: 5, limit: 3 });
+  });
+
+  test("generated: a Service trips on the first plan after which its own members pass a limit", () => {
+    const members = fc.array(fc.tuple(fc.constantFrom("clusterIP", BIND), fc.integer({ min: 0, max: 12 })), {
+      maxLength: 6,
+    });
+    fc.assert(
+      fc.property(fc.array(members, { maxLength: 12 }), fc.integer({ min: 0, max: 8 }), (plans, limit) => {
+        const limits = LIMITS(limit, limit);
+        const tally = new SoloTally(limits);
+        const seen = new Map<SetId, Set<string>>();
+        for (const m of plans) {
+          const p = plan(
+            "ns/a",
+            m.flatMap(([set, n]) => [set, `m${n}`]),
+          );
+          const short = tally.add("ns/a", p);
+          for (const [set, n] of m) {
+            const id = setOfMember(set);
+            if (!seen.has(id)) seen.set(id, new Set());
+            seen.get(id)!.add(`m${n}`);
+          }
+          const over = [...limits].find(([id, l]) => (seen.get(id)?.size ?? 0) > l);
+          expect(short !== undefined).toBe(over !== undefined);
+          if (short) {
+            expect(short.wanted).toBe(seen.get(short.set)!.size);
+            return;
+          }
+        }
+      }),
+      { seed: 2325, numRuns: 500 },
     );
   });
 });
