@@ -263,7 +263,8 @@ export class PortPlans {
     this.ports.delete(id);
     const service = this.byService.get(cached.serviceKey);
     service?.ids.delete(id);
-    // A held-out Service stays held out while it is replanned; the next fit forgets it if gone.
+    // heldOut keeps a Service while it is replanned (the next fit forgets it if it is gone);
+    // `oversized` goes with the Service's last port.
     if (service?.ids.size === 0) {
       this.byService.delete(cached.serviceKey);
       this.oversized.delete(cached.serviceKey);
