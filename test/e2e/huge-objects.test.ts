@@ -32,6 +32,7 @@ import { BUN } from "../support/e2e-traffic.ts";
 import type { KObject } from "../support/fake-apiserver.ts";
 import { scaled } from "../support/kernel-vm.ts";
 import { ADDR, type Daemon, type PodSpec } from "../support/netns.ts";
+import { until } from "../support/until.ts";
 
 const COUNT = 100_000;
 const NODE: NodeSpec = { name: NODE_NAME, internalIP: ADDR.node, podCIDR: ADDR.nodePodCIDR };
@@ -126,16 +127,6 @@ async function kernelHoldsHugeServices(h: ApiHarness, mode: E2eProxyMode): Promi
     timeoutMs,
   });
   return occurrences(map, "198.51.100.202 . ") >= COUNT && map.includes("198.51.100.201 . ");
-}
-
-/** Waits until `ready` holds, checking every 200 ms; `what` names it in the error. */
-async function until(what: string, ready: () => Promise<boolean>, limitMs: number): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  for (let i = 0; i < 10_000 && Date.now() < deadline; i++) {
-    if (await ready()) return;
-    await Bun.sleep(200);
-  }
-  throw new Error(`${what} not within ${limitMs} ms`);
 }
 
 /** Whether the kernel's rule for the last port names `port` (and no other port for it). */

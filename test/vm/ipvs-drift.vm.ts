@@ -25,6 +25,7 @@ import { NODE_NAME, startKubeProxy } from "../support/e2e-kubeproxy.ts";
 import { startServer } from "../support/e2e-traffic.ts";
 import { requireKernelVm, scaled } from "../support/kernel-vm.ts";
 import { ADDR, createTopology, type PodSpec } from "../support/netns.ts";
+import { until } from "../support/until.ts";
 
 requireKernelVm("ipvs-drift.vm.ts");
 
@@ -107,15 +108,6 @@ async function hasMember(h: Harness): Promise<boolean> {
   return listed.split("\n").some((l) => l.trim() === MEMBER);
 }
 
-/** Polls `cond` (reading the kernel) until it holds; throws with `what` at the deadline. */
-async function until(cond: () => Promise<boolean>, what: string, limitMs: number): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${limitMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 describe("ipvs mode: drift, asked for on /debug/drift", () => {
   const h: Harness = { extraDiagnostics: ipvsDiagnostics };
   beforeAll(() => start(h, 0), E2E_TEST_TIMEOUT_MS);
@@ -148,7 +140,7 @@ describe("ipvs mode: drift, asked for on /debug/drift", () => {
         },
       ]);
       await waitForIpvs(h.topo!, h.kubeProxy, hasBoth, "the real server back", 30_000);
-      await until(() => hasMember(h), "the ipset member back", limitMs);
+      await until("the ipset member back", () => hasMember(h), limitMs);
       expect(await counted(h)).toBe(1);
       expect(await counted(h, "set-element")).toBe(1);
       expect(h.kubeProxy!.stderr()).toMatch(/Kernel state drifted from what kube-proxy-ts wrote/);

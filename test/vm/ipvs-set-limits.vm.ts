@@ -31,6 +31,7 @@ import { NODE_NAME, startKubeProxy, waitForRules } from "../support/e2e-kubeprox
 import { describeSummary, probe, startServer } from "../support/e2e-traffic.ts";
 import { requireKernelVm, scaled } from "../support/kernel-vm.ts";
 import { ADDR, createTopology, type PodSpec } from "../support/netns.ts";
+import { until } from "../support/until.ts";
 
 requireKernelVm("ipvs-set-limits.vm.ts");
 
@@ -132,7 +133,12 @@ describe("ipvs mode: a Service past a set's maxelem", () => {
         30_000,
       );
       expect(virtualServer(v, "TCP", "192.0.2.129:1001")).toBeDefined();
-      expect(await entries(h, "KUBE-EXTERNAL-IP")).toBe(4);
+      // A partial sync writes IPVS first and the sets after it.
+      await until(
+        "KUBE-EXTERNAL-IP's 4 members",
+        async () => (await entries(h, "KUBE-EXTERNAL-IP")) === 4,
+        scaled(30_000),
+      );
       await h.kubeProxy!.waitForOutput(/fit again/, 30_000);
       // One report of the Service held out, and no failed sync.
       expect(unexpectedErrorLines(h.kubeProxy!)).toEqual([told]);
