@@ -39,6 +39,20 @@ interface CachedPort {
   stamp: number;
 }
 
+/** A cached port still holds for these inputs (the maps replace what changed: identity tells). */
+function isCurrent(
+  cached: CachedPort | undefined,
+  source: ServicePortInfo,
+  endpointsSource: readonly EndpointInfo[] | undefined,
+  endpointProtocol: string | undefined,
+): boolean {
+  return (
+    cached?.source === source &&
+    cached.endpointsSource === endpointsSource &&
+    cached.endpointProtocol === endpointProtocol
+  );
+}
+
 export class PortPlans {
   state = new DesiredState();
   private readonly ports = new Map<string, CachedPort>();
@@ -154,11 +168,7 @@ export class PortPlans {
     const endpointsSource = input.endpoints.get(id);
     const endpointProtocol = endpointsSource ? input.endpoints.portName(id)?.protocol : undefined;
     const cached = this.ports.get(id);
-    if (
-      cached?.source === source &&
-      cached.endpointsSource === endpointsSource &&
-      cached.endpointProtocol === endpointProtocol
-    ) {
+    if (cached && isCurrent(cached, source, endpointsSource, endpointProtocol)) {
       cached.stamp = stamp;
       if (cached.plan && !this.oversized.has(cached.serviceKey)) {
         const short = tally.add(cached.serviceKey, cached.plan);
@@ -203,15 +213,9 @@ export class PortPlans {
     const ports = input.services.portsOf(key);
     if (ports.length !== (this.byService.get(key)?.ids.size ?? 0)) return true;
     for (const source of ports) {
-      const cached = this.ports.get(source.id);
       const endpointsSource = input.endpoints.get(source.id);
-      if (
-        cached?.source !== source ||
-        cached.endpointsSource !== endpointsSource ||
-        cached.endpointProtocol !==
-          (endpointsSource ? input.endpoints.portName(source.id)?.protocol : undefined)
-      )
-        return true;
+      const endpointProtocol = endpointsSource ? input.endpoints.portName(source.id)?.protocol : undefined;
+      if (!isCurrent(this.ports.get(source.id), source, endpointsSource, endpointProtocol)) return true;
     }
     return false;
   }
