@@ -14,15 +14,21 @@ export interface ServiceHealthSink {
   syncEndpoints(localReadyEndpoints: ReadonlyMap<string, number>): void | Promise<void>;
 }
 
+/**
+ * `unserved`: Services the sync left out of the kernel (ipvs mode's held-out ones). Their health
+ * check answers "no local endpoints", so a load balancer sends their traffic to nodes that
+ * carry it rather than to this one, where it would be dropped.
+ */
 export async function reportServiceHealth(
   sink: ServiceHealthSink | undefined,
   input: SyncInput,
   log: Logger,
+  unserved?: ReadonlySet<ServiceKey>,
 ): Promise<void> {
   if (!sink) return;
   try {
     await sink.syncServices(input.services.healthCheckNodePorts());
-    await sink.syncEndpoints(localEndpointCounts(input.services, input.endpoints));
+    await sink.syncEndpoints(localEndpointCounts(input.services, input.endpoints, unserved));
   } catch (err) {
     log.error("Error syncing healthcheck services", {
       err: errText(err),
@@ -35,9 +41,14 @@ export async function reportServiceHealth(
  * families here (upstream runs one per family), so adding the families would count a dual-stack
  * pod twice.
  */
-export function localEndpointCounts(services: ServiceMap, endpoints: EndpointsMap): Map<ServiceKey, number> {
+export function localEndpointCounts(
+  services: ServiceMap,
+  endpoints: EndpointsMap,
+  unserved?: ReadonlySet<ServiceKey>,
+): Map<ServiceKey, number> {
   const out = new Map<ServiceKey, number>();
   for (const [key, counts] of endpoints.localReadyEndpoints()) {
+    if (unserved?.has(key)) continue;
     const port = services.portsOf(key)[0];
     const family = port ? primaryFamily(port.clusterIPs) : undefined;
     const count = family ? counts[family] : undefined;

@@ -14,6 +14,7 @@ import { type LocalTrafficDetector, localDetectorFromConfig } from "./local-dete
 import { familyMetrics, type Metrics } from "./metrics/metrics.ts";
 import { FULL_SYNC_PERIOD_MS, type SyncInput } from "./proxier.ts";
 import { reportServiceHealth, type ServiceHealthSink } from "./service-health-sink.ts";
+import type { ServiceKey } from "./types.ts";
 
 /** How often a conntrack reconcile pass runs when no change asked for one (upstream's syncPeriod). */
 export const RECONCILE_PERIOD_MS = 30_000;
@@ -113,9 +114,14 @@ export class SyncBookkeeping {
 
   /**
    * After a successful sync: latency of the changes it programmed, the gauges, service health,
-   * then a conntrack reconcile pass, started in the background.
+   * then a conntrack reconcile pass, started in the background. `unserved`: Services the sync
+   * left out of the kernel, whose health checks then report no local endpoint.
    */
-  async afterSuccess(input: SyncInput, noLocal: NoLocalEndpoints): Promise<void> {
+  async afterSuccess(
+    input: SyncInput,
+    noLocal: NoLocalEndpoints,
+    unserved?: ReadonlySet<ServiceKey>,
+  ): Promise<void> {
     const { metrics: m, log } = this.deps;
     const wallNow = (this.deps.wallClock ?? Date.now)();
     for (const [service, times] of input.endpointsUpdate.lastChangeTriggerTimes) {
@@ -128,7 +134,7 @@ export class SyncBookkeeping {
     m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "internal" }, noLocal.internal);
     m.syncProxyRulesNoLocalEndpointsTotal.set({ traffic_policy: "external" }, noLocal.external);
     m.syncProxyRulesLastTimestamp.set(wallNow / 1000);
-    await reportServiceHealth(this.deps.healthCheck, input, log);
+    await reportServiceHealth(this.deps.healthCheck, input, log, unserved);
     const conntrack = this.deps.conntrack;
     if (conntrack && this.reconcileDue(input)) {
       this.lastReconcile = (this.deps.clock ?? realClock).now();

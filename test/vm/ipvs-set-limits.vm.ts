@@ -1,9 +1,11 @@
 // ipvs mode against a real ipset's maxelem, in the kernel VM (test/vm/kernel-vm.test.ts runs
 // this file there). A Service of 128 external IPs x 513 ports wants 65,664 members in
-// KUBE-EXTERNAL-IP, past the 65,536 the set is created with; upstream's kube-proxy then fails
+// KUBE-EXTERNAL-IP-LOCAL, past the 65,536 the set is created with; upstream's kube-proxy then fails
 // every ipset restore, and with it every sync on the node (kubernetes/kubernetes#129389). The
 // built binary holds that Service out and says so, the older Service keeps serving traffic,
-// other Services still land, and once the wide one shrinks it is programmed.
+// other Services still land, and once the wide one shrinks it is programmed. The wide Service
+// is a LoadBalancer with externalTrafficPolicy Local and a pod on this node: while held out, its
+// health check NodePort answers 503 (no local endpoint), so no load balancer sends it here.
 //
 // By hand: scripts/kernel-vm -- bash -c 'modprobe nf_conntrack &&
 //   node_modules/.bin/bun test --timeout 600000 ./test/vm/ipvs-set-limits.vm.ts'
@@ -18,6 +20,7 @@ import {
   tearDownHarness,
   withDiagnostics,
 } from "../support/e2e-harness.ts";
+import { describeHttp, pollHttp } from "../support/e2e-http.ts";
 import {
   type IpvsView,
   ipvsDiagnostics,
@@ -40,8 +43,17 @@ const PODS: PodSpec[] = [{ name: "p1", ip: "203.0.113.11" }];
 const CONNECT_MS = scaled(250);
 
 const WEB = OLD_WEB;
-const wide = wideService;
+const HC_PORT = 32100;
+const wide = (ips: number, ports: number): ServiceSpec => ({
+  ...wideService(ips, ports),
+  type: "LoadBalancer",
+  externalTrafficPolicy: "Local",
+  healthCheckNodePort: HC_PORT,
+  endpoints: [{ ip: "203.0.113.11" }],
+});
 const WIDE_MEMBERS = 128 * 513;
+/** Where the wide Service's external IPs go: its traffic policy is Local. */
+const WIDE_SET = "KUBE-EXTERNAL-IP-LOCAL";
 const LATER: ServiceSpec = {
   name: "later",
   clusterIP: "198.51.100.30",
@@ -60,6 +72,9 @@ function isWide(address: string): boolean {
   const ip = address.slice(0, address.lastIndexOf(":"));
   return ip === "198.51.100.20" || (ip.startsWith("192.0.2.") && Number(ip.split(".")[3]) >= 128);
 }
+/** The health check's count of local endpoints, from its JSON answer. */
+const localEndpoints = (body: string | undefined) =>
+  (JSON.parse(body ?? "{}") as { localEndpoints?: number }).localEndpoints;
 const wideServers = (v: IpvsView) => v.virtualServers.filter((s) => isWide(s.address)).length;
 
 describe("ipvs mode: a Service past a set's maxelem", () => {
@@ -103,10 +118,10 @@ describe("ipvs mode: a Service past a set's maxelem", () => {
       const topo = h.topo!;
       const told = h.kubeProxy!.stderr().match(/^E\d{4} .*do not fit.*$/m)?.[0] ?? "";
       expect(told).toContain(
-        `service="default/wide" ipset="KUBE-EXTERNAL-IP" membersAtLeast=${WIDE_MEMBERS} maxelem=65536`,
+        `service="default/wide" ipset="${WIDE_SET}" membersAtLeast=${WIDE_MEMBERS} maxelem=65536`,
       );
       expect(wideServers(await waitForIpvs(topo, h.kubeProxy, () => true, "a read"))).toBe(0);
-      expect(await entries(h, "KUBE-EXTERNAL-IP")).toBe(0);
+      expect(await entries(h, WIDE_SET)).toBe(0);
       expect(await entries(h, "KUBE-CLUSTER-IP")).toBe(1);
       const web = await probe(topo, "client", {
         target: "198.51.100.10:80",
@@ -114,6 +129,17 @@ describe("ipvs mode: a Service past a set's maxelem", () => {
         timeoutMs: CONNECT_MS,
       });
       expect(web.ok, describeSummary(web)).toBe(true);
+      const hcUrl = `http://${ADDR.node}:${HC_PORT}/`;
+      const heldOutHealth = await pollHttp(
+        topo,
+        "client",
+        hcUrl,
+        (r) => r.status !== undefined,
+        "the wide Service's health check",
+        { daemon: h.kubeProxy!, timeoutMs: scaled(20_000) },
+      );
+      expect(heldOutHealth.status, describeHttp(heldOutHealth)).toBe(503);
+      expect(localEndpoints(heldOutHealth.body)).toBe(0);
 
       writeStateFile(h.stateFile!, renderState(NODE, [WEB, wide(128, 513), LATER]));
       await waitForIpvs(
@@ -134,12 +160,17 @@ describe("ipvs mode: a Service past a set's maxelem", () => {
       );
       expect(virtualServer(v, "TCP", "192.0.2.129:1001")).toBeDefined();
       // A partial sync writes IPVS first and the sets after it.
-      await until(
-        "KUBE-EXTERNAL-IP's 4 members",
-        async () => (await entries(h, "KUBE-EXTERNAL-IP")) === 4,
-        scaled(30_000),
-      );
+      await until(`${WIDE_SET}'s 4 members`, async () => (await entries(h, WIDE_SET)) === 4, scaled(30_000));
       await h.kubeProxy!.waitForOutput(/fit again/, 30_000);
+      const servedHealth = await pollHttp(
+        topo,
+        "client",
+        hcUrl,
+        (r) => r.status === 200,
+        "the wide Service's health check to answer 200",
+        { daemon: h.kubeProxy!, timeoutMs: scaled(20_000) },
+      );
+      expect(localEndpoints(servedHealth.body)).toBe(1);
       // One report of the Service held out, and no failed sync.
       expect(unexpectedErrorLines(h.kubeProxy!)).toEqual([told]);
     },

@@ -827,7 +827,9 @@ export class IpvsProxier implements Proxier {
       internal: this.plans.state.noLocalInternal.size,
       external: this.plans.state.noLocalExternal.size,
     };
-    await this.book.afterSuccess(input, noLocal);
+    // A held-out Service has no virtual server here: its health check must not draw traffic.
+    const held = this.plans.heldOutServices();
+    await this.book.afterSuccess(input, noLocal, held.size > 0 ? new Set(held.keys()) : undefined);
   }
 
   private finishStats(

@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { memoryRecorder } from "../../../src/k8s/events.ts";
 import type { ServiceObject } from "../../../src/k8s/objects.ts";
 import { memoryLogger } from "../../../src/log/logger.ts";
-import { boundAddresses, endpointSlice, ep, service, setup, virtualServerKeys } from "./harness.ts";
+import { boundAddresses, endpointSlice, ep, NODE, service, setup, virtualServerKeys } from "./harness.ts";
 
 const MAXELEM = 65_536;
 
@@ -193,5 +193,36 @@ describe("sets at maxelem", () => {
     expect(s.members("KUBE-EXTERNAL-IP")).toEqual([]);
     expect(s.told("do not fit")).toHaveLength(2);
     expect(await s.proxier.drift()).toEqual({ differences: [] });
+  });
+
+  test("a held-out LoadBalancer's health check reports no local endpoint until it is programmed", async () => {
+    const counts: ReadonlyMap<string, number>[] = [];
+    const healthCheck = {
+      syncServices: () => {},
+      syncEndpoints: (local: ReadonlyMap<string, number>) => {
+        counts.push(local);
+      },
+    };
+    const logger = memoryLogger();
+    const s = setup({ logger, deps: { healthCheck } });
+    const local = (n: number) => {
+      const svc = lb("wide", "203.0.113.70", "2024-01-01T00:00:00Z", ranges(n));
+      return { ...svc, spec: { ...svc.spec, externalTrafficPolicy: "Local", healthCheckNodePort: 32000 } };
+    };
+    s.cluster.apply(
+      web,
+      local(MAXELEM + 1),
+      endpointSlice("ns1", "wide", [ep("192.0.2.21", { node: NODE })]),
+    );
+    await s.sync();
+    expect(s.proxier.heldOutServices().has("ns1/wide")).toBe(true);
+    // Traffic a load balancer sent here would find no virtual server: it is told to go elsewhere.
+    expect(counts.at(-1)?.get("ns1/wide")).toBeUndefined();
+
+    s.cluster.apply(local(2));
+    await s.sync();
+    expect(s.proxier.heldOutServices().size).toBe(0);
+    expect(virtualServerKeys(s.host)).toContain("TCP 203.0.113.70:80");
+    expect(counts.at(-1)?.get("ns1/wide")).toBe(1);
   });
 });
