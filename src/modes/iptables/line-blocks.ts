@@ -158,16 +158,24 @@ export class DeferredLineBlocks implements LineSink {
 
 /**
  * The run's lines, each ended by a newline, as strings of a block of lines at most (a piece a
- * reader holds is small); the run is emptied for the next.
+ * reader holds is small); an entry of many lines (OWN_BLOCK_CHARS or more) is a piece of its own,
+ * not copied. The run is emptied for the next.
  */
 function* blocksOf(run: string[]): Generator<string> {
-  if (run.length <= BLOCK_ENTRIES) {
-    yield ended(run);
-    return;
-  }
   const lines = run.splice(0);
-  for (let from = 0; from < lines.length; from += BLOCK_ENTRIES)
-    yield ended(lines.slice(from, from + BLOCK_ENTRIES));
+  let from = 0;
+  for (let i = 0; i <= lines.length; i++) {
+    const big = i < lines.length && lines[i]!.length >= OWN_BLOCK_CHARS;
+    if (i - from === BLOCK_ENTRIES || ((big || i === lines.length) && i > from)) {
+      yield ended(lines.slice(from, i));
+      from = i;
+    }
+    if (big) {
+      yield lines[i]!;
+      yield "\n";
+      from = i + 1;
+    }
+  }
 }
 
 /** The run's lines, each ended by a newline, as one string; the run is emptied for the next. */

@@ -6,8 +6,8 @@
 
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { TopologyContext } from "../../proxy/topology.ts";
-import { flatString } from "../../util/flat-string.ts";
 import type { DeferredLines, LineSink } from "./line-blocks.ts";
+import { PortLines } from "./port-lines.ts";
 import type { ServicePortNames } from "./port-names.ts";
 import { type PortInputs, type PortState, portExtras } from "./port-state.ts";
 import {
@@ -29,12 +29,6 @@ export interface RenderOutput {
   natExtraLines: number;
 }
 
-// Lines kept until the port changes. A join of several lines is flat already; a single line
-// would be kept as the tree of the parts it was built from.
-function keptText(lines: readonly string[]): string {
-  return lines.length === 1 ? flatString(lines[0]!) : lines.join("\n");
-}
-
 /**
  * A port's chain rules until the restore reads them: what they are written from, in one object
  * (a closure would also hold its scope, ~100 bytes more a port: 10 MiB for 100,000 ports).
@@ -53,8 +47,9 @@ class DeferredChainRules implements DeferredLines {
   }
 }
 
-const scratchFilter: string[] = [];
-const scratchNat: string[] = [];
+// Each port's top-level lines, kept as one flat text until the port changes.
+const scratchFilter = new PortLines();
+const scratchNat = new PortLines();
 
 export function renderPort(
   inputs: PortInputs,
@@ -65,18 +60,22 @@ export function renderPort(
 ): PortState {
   const { view, names } = inputs;
   const plan = planServicePort(view, inputs.endpoints, names, topology);
-  scratchFilter.length = 0;
-  scratchNat.length = 0;
+  scratchFilter.clear();
+  scratchNat.clear();
   writeEntryRules(view, names, plan, entrySettings, { filter: scratchFilter, nat: scratchNat });
-  const filterText = keptText(scratchFilter);
-  const natText = keptText(scratchNat);
-  if (scratchFilter.length > 0) {
+  const filterText = scratchFilter.text();
+  const natText = scratchNat.text();
+  const filterLines = scratchFilter.lines;
+  const natLines = scratchNat.lines;
+  scratchFilter.clear();
+  scratchNat.clear();
+  if (filterLines > 0) {
     out.filterRules.push(filterText);
-    out.filterExtraLines += scratchFilter.length - 1;
+    out.filterExtraLines += filterLines - 1;
   }
-  if (scratchNat.length > 0) {
+  if (natLines > 0) {
     out.natRules.push(natText);
-    out.natExtraLines += scratchNat.length - 1;
+    out.natExtraLines += natLines - 1;
   }
   const activeChains = serviceChainNames(names, plan);
   for (const chain of activeChains) out.natChains.push(chain);
@@ -90,12 +89,12 @@ export function renderPort(
   return {
     ...kept,
     natText,
-    natLines: scratchNat.length,
+    natLines,
     chainRuleLines,
     activeChains,
     extras: portExtras({
       filterText,
-      filterLines: scratchFilter.length,
+      filterLines,
       noLocalInternal: plan.internalFilter?.target === "DROP",
       noLocalExternal: plan.externalFilter?.target === "DROP",
     }),

@@ -11,6 +11,7 @@ import { KUBE_MARK_MASQ } from "../../proxy/netfilter/chains.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
 import { cidrContains } from "../../util/net/address.ts";
 import type { LineSink } from "./line-blocks.ts";
+import { pushEachJoined } from "./port-lines.ts";
 import type { ServicePortNames } from "./port-names.ts";
 import type { ProbabilityCache } from "./probability.ts";
 import type { ServicePlan } from "./service-plan.ts";
@@ -105,10 +106,10 @@ function writeFirewallChain(
   if (!plan.usesFirewallChain) return;
   const { fw, ext } = names.chains;
   const head = `-A ${fw} -m comment --comment ${comment(`${names.nameString} loadbalancer IP`)}`;
-  for (const cidr of svc.loadBalancerSourceRanges) out.push(`${head} -s ${cidr} -j ${ext}`);
+  // One entry may hold many of these lines (a Service may list 100,000 ranges).
+  pushEachJoined(out, `${head} -s `, svc.loadBalancerSourceRanges, ` -j ${ext}`);
   // A VIP bound on the node loops the node's own requests back with the VIP as source.
-  if (rangesHoldNode(svc, settings))
-    for (const ip of svc.loadBalancerVIPs) out.push(`${head} -s ${ip} -j ${ext}`);
+  if (rangesHoldNode(svc, settings)) pushEachJoined(out, `${head} -s `, svc.loadBalancerVIPs, ` -j ${ext}`);
   // Falling off the end means no DNAT; KUBE-PROXY-FIREWALL drops it in the filter table.
   out.push(
     `-A ${fw} -m comment --comment ${comment(`other traffic to ${names.nameString} will be dropped by KUBE-PROXY-FIREWALL`)}`,

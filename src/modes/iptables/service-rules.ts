@@ -11,6 +11,7 @@ import {
   KUBE_PROXY_FIREWALL,
   KUBE_SERVICES,
 } from "../../proxy/netfilter/chains.ts";
+import type { RuleLineSink } from "./port-lines.ts";
 import type { ServicePortNames } from "./port-names.ts";
 import type { ServicePlan } from "./service-plan.ts";
 
@@ -22,15 +23,25 @@ export interface EntryRuleSettings {
   readonly countLocalhostNodePorts: boolean;
 }
 
-/** Lines for one service port, one array per table; both are appended to, never reset here. */
+/** Lines for one service port, one sink per table; both are appended to, never reset here. */
 export interface EntryRuleSink {
-  readonly filter: string[];
-  readonly nat: string[];
+  readonly filter: RuleLineSink;
+  readonly nat: RuleLineSink;
 }
 
 /** "-m tcp -p tcp -d IP --dport N": the destination match shared by most captures. */
 function dest(protocol: string, ip: string, port: number): string {
   return `-m ${protocol} -p ${protocol} -d ${ip} --dport ${port}`;
+}
+
+/** What precedes the address in a capture of `protocol` traffic to one address of a list. */
+function listHead(chain: string, text: string, protocol: string): string {
+  return `-A ${chain} -m comment --comment ${text} -m ${protocol} -p ${protocol} -d `;
+}
+
+/** What follows the address: the port and the jump. */
+function listTail(port: number, target: string): string {
+  return ` --dport ${port} -j ${target}`;
 }
 
 function writeClusterIPCapture(
@@ -55,20 +66,21 @@ function writeExternalIPCaptures(
   plan: ServicePlan,
   out: EntryRuleSink,
 ) {
-  const text = comment(`${names.nameString} external IP`);
-  for (const ip of svc.externalIPs) {
-    const match = dest(names.protocol, ip, svc.port);
-    if (plan.hasEndpoints) {
-      out.nat.push(`-A ${KUBE_SERVICES} -m comment --comment ${text} ${match} -j ${names.chains.ext}`);
-    }
-    // Either nothing to serve (REJECT) or only pod/host traffic the EXT chain short-circuits.
-    if (plan.externalFilter) {
-      const f = plan.externalFilter;
-      out.filter.push(
-        `-A ${KUBE_EXTERNAL_SERVICES} -m comment --comment ${f.comment} ${match} -j ${f.target}`,
-      );
-    }
+  if (svc.externalIPs.length === 0) return;
+  const p = names.protocol;
+  // Each table's lines keep the order of the list (one line per IP).
+  if (plan.hasEndpoints) {
+    const text = comment(`${names.nameString} external IP`);
+    out.nat.pushEach(listHead(KUBE_SERVICES, text, p), svc.externalIPs, listTail(svc.port, names.chains.ext));
   }
+  // Either nothing to serve (REJECT) or only pod/host traffic the EXT chain short-circuits.
+  const f = plan.externalFilter;
+  if (f)
+    out.filter.pushEach(
+      listHead(KUBE_EXTERNAL_SERVICES, f.comment, p),
+      svc.externalIPs,
+      listTail(svc.port, f.target),
+    );
 }
 
 function writeLoadBalancerCaptures(
@@ -77,26 +89,25 @@ function writeLoadBalancerCaptures(
   plan: ServicePlan,
   out: EntryRuleSink,
 ) {
-  const lbComment = comment(`${names.nameString} loadbalancer IP`);
-  const fwComment = comment(`${names.nameString} traffic not accepted by ${names.chains.fw}`);
-  for (const ip of svc.loadBalancerVIPs) {
-    const match = dest(names.protocol, ip, svc.port);
-    if (plan.hasEndpoints) {
-      out.nat.push(
-        `-A ${KUBE_SERVICES} -m comment --comment ${lbComment} ${match} -j ${plan.loadBalancerTrafficChain}`,
-      );
-    }
-    // What the KUBE-FW- chain did not accept arrives here un-DNATed.
-    if (plan.usesFirewallChain) {
-      out.filter.push(`-A ${KUBE_PROXY_FIREWALL} -m comment --comment ${fwComment} ${match} -j DROP`);
-    }
+  const vips = svc.loadBalancerVIPs;
+  if (vips.length === 0) return;
+  const p = names.protocol;
+  if (plan.hasEndpoints) {
+    const lbComment = comment(`${names.nameString} loadbalancer IP`);
+    out.nat.pushEach(
+      listHead(KUBE_SERVICES, lbComment, p),
+      vips,
+      listTail(svc.port, plan.loadBalancerTrafficChain),
+    );
+  }
+  // What the KUBE-FW- chain did not accept arrives here un-DNATed.
+  if (plan.usesFirewallChain) {
+    const fwComment = comment(`${names.nameString} traffic not accepted by ${names.chains.fw}`);
+    out.filter.pushEach(listHead(KUBE_PROXY_FIREWALL, fwComment, p), vips, listTail(svc.port, "DROP"));
   }
   const f = plan.externalFilter;
-  if (!f) return;
-  for (const ip of svc.loadBalancerVIPs) {
-    const match = dest(names.protocol, ip, svc.port);
-    out.filter.push(`-A ${KUBE_EXTERNAL_SERVICES} -m comment --comment ${f.comment} ${match} -j ${f.target}`);
-  }
+  if (f)
+    out.filter.pushEach(listHead(KUBE_EXTERNAL_SERVICES, f.comment, p), vips, listTail(svc.port, f.target));
 }
 
 function writeNodePortCaptures(

@@ -9,6 +9,7 @@ import { DEFAULT_FEATURE_GATES } from "../../../src/config/feature-gates.ts";
 import { commentText } from "../../../src/host/iptables/restore-text.ts";
 import { splitRuleLine } from "../../../src/host/iptables/rule-args.ts";
 import { parseIptablesSave } from "../../../src/host/iptables/save-parser.ts";
+import { arrayLineSink } from "../../../src/modes/iptables/port-lines.ts";
 import { ServicePortNames } from "../../../src/modes/iptables/port-names.ts";
 import { ProbabilityCache } from "../../../src/modes/iptables/probability.ts";
 import { type ChainSink, writeServiceChains } from "../../../src/modes/iptables/service-chains.ts";
@@ -76,7 +77,7 @@ function restoreFor(names: readonly string[]): string {
     const eps =
       i === names.length - 1 ? [] : [endpoint(`203.0.113.${10 + i}`, 8080), endpoint("203.0.113.99", 8080)];
     const plan = planServicePort(svc, eps, portNames, topology);
-    const sink: EntryRuleSink = { nat, filter };
+    const sink: EntryRuleSink = { nat: arrayLineSink(nat), filter: arrayLineSink(filter) };
     writeEntryRules(svc, portNames, plan, { countLocalhostNodePorts: false }, sink);
     const out: ChainSink = { chains, rules: nat, active: [] };
     writeServiceChains(svc, portNames, plan, settings, out);
