@@ -69,6 +69,11 @@ export class LineBlocks implements LineSink {
 export interface DeferredLines {
   readonly lines: number;
   write(sink: LineSink): void;
+  /**
+   * Writes the same lines, pausing after each long entry (one of many lines) so a reader takes
+   * it before the next is made; for writers of long lists.
+   */
+  steps?(sink: LineSink): Iterable<void>;
 }
 
 /** Deferred lines written between two young-generation collections (each leaves garbage). */
@@ -131,19 +136,30 @@ export class DeferredLineBlocks implements LineSink {
     const run: string[] = [];
     let written = 0;
     let collections = 0;
+    const collectIfDue = () => {
+      if (written < DEFERRED_LINES_PER_COLLECTION) return;
+      written = 0;
+      if (++collections % YOUNG_COLLECTIONS_PER_FULL === 0) collectGarbageAnyway();
+      else collectYoungGarbageAnyway();
+    };
     for (const part of this.parts) {
       if (typeof part !== "string") {
         // Collected before a writer runs, when the run holds less than a block: what a young
         // collection finds alive stays until a full one, and a port of 10,000 endpoints writes
         // 40,000 lines at once (collected after writing, every such run was kept: ~500 MB at
         // 100 ports x 10,000 endpoints).
-        if (written >= DEFERRED_LINES_PER_COLLECTION) {
-          written = 0;
-          if (++collections % YOUNG_COLLECTIONS_PER_FULL === 0) collectGarbageAnyway();
-          else collectYoungGarbageAnyway();
+        collectIfDue();
+        if (part.steps) {
+          // Each step's entry is read before the next is made, and collected as it goes.
+          for (const _ of part.steps(run)) {
+            yield* blocksOf(run);
+            written += BLOCK_ENTRIES;
+            collectIfDue();
+          }
+        } else {
+          part.write(run);
+          written += part.lines;
         }
-        part.write(run);
-        written += part.lines;
       } else if (part.length >= OWN_BLOCK_CHARS) {
         if (run.length > 0) yield* blocksOf(run);
         yield part;

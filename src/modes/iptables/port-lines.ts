@@ -75,19 +75,26 @@ function pushFragments(
 }
 
 /** Lines between a long list's entries in a block: enough to amortise, short to hold. */
-const LINES_PER_TEXT = 2048;
+export const LINES_PER_TEXT = 2048;
 
 /**
  * Writes one line per item (`head`, the item, `tail`) to `out` as entries of up to
- * LINES_PER_TEXT lines each, every entry made by one join: a writer of a long list (a
- * firewall chain's 100,000 source ranges) never makes a string per line.
+ * LINES_PER_TEXT lines each, every entry made by one join, pausing after each: a writer of a
+ * long list (a firewall chain's 100,000 source ranges) never makes a string per line, and a
+ * reader can take each entry before the next is made.
  */
-export function pushEachJoined(out: LineSink, head: string, items: readonly string[], tail: string): void {
+export function* joinedLineSteps(
+  out: LineSink,
+  head: string,
+  items: readonly string[],
+  tail: string,
+): Generator<void> {
   const parts: string[] = [];
   for (let from = 0; from < items.length; from += LINES_PER_TEXT) {
     parts.length = 0;
     pushFragments(parts, head, items, tail, from, Math.min(items.length, from + LINES_PER_TEXT));
     out.push(parts.join(""));
+    yield;
   }
 }
 

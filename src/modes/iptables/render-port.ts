@@ -7,13 +7,14 @@
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { TopologyContext } from "../../proxy/topology.ts";
 import type { DeferredLines, LineSink } from "./line-blocks.ts";
-import { PortLines } from "./port-lines.ts";
+import { LINES_PER_TEXT, PortLines } from "./port-lines.ts";
 import type { ServicePortNames } from "./port-names.ts";
 import { type PortInputs, type PortState, portExtras } from "./port-state.ts";
 import {
   type ChainRuleSettings,
   serviceChainNames,
   serviceChainRuleCount,
+  serviceChainRuleSteps,
   writeServiceChainRules,
 } from "./service-chains.ts";
 import { planServicePort, type ServicePlan } from "./service-plan.ts";
@@ -36,14 +37,21 @@ export interface RenderOutput {
 class DeferredChainRules implements DeferredLines {
   constructor(
     readonly lines: number,
-    private readonly view: FamilyServicePort,
-    private readonly names: ServicePortNames,
-    private readonly plan: ServicePlan,
-    private readonly settings: ChainRuleSettings,
+    protected readonly view: FamilyServicePort,
+    protected readonly names: ServicePortNames,
+    protected readonly plan: ServicePlan,
+    protected readonly settings: ChainRuleSettings,
   ) {}
 
   write(sink: LineSink): void {
     writeServiceChainRules(this.view, this.names, this.plan, this.settings, sink);
+  }
+}
+
+/** A port whose firewall chain lists more source ranges than one entry holds: read in steps. */
+class SteppedChainRules extends DeferredChainRules {
+  steps(sink: LineSink): Iterable<void> {
+    return serviceChainRuleSteps(this.view, this.names, this.plan, this.settings, sink);
   }
 }
 
@@ -81,8 +89,11 @@ export function renderPort(
   for (const chain of activeChains) out.natChains.push(chain);
   const chainRuleLines = serviceChainRuleCount(view, plan, chainSettings);
   // A port with no chain rules (no endpoints, say) holds nothing until the restore.
-  if (chainRuleLines > 0)
-    out.natRules.defer(new DeferredChainRules(chainRuleLines, view, names, plan, chainSettings));
+  if (chainRuleLines > 0) {
+    const stepped = plan.usesFirewallChain && view.loadBalancerSourceRanges.length > LINES_PER_TEXT;
+    const Rules = stepped ? SteppedChainRules : DeferredChainRules;
+    out.natRules.defer(new Rules(chainRuleLines, view, names, plan, chainSettings));
+  }
   // Made by spreading what is kept of the inputs: JSC lays such an object out tighter than a
   // literal of the same fields (~136 against ~168 bytes), and there is one per service port.
   const { view: _view, endpoints: _endpoints, ...kept } = inputs;

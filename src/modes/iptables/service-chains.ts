@@ -11,7 +11,7 @@ import { KUBE_MARK_MASQ } from "../../proxy/netfilter/chains.ts";
 import type { EndpointInfo } from "../../proxy/types.ts";
 import { cidrContains } from "../../util/net/address.ts";
 import type { LineSink } from "./line-blocks.ts";
-import { pushEachJoined } from "./port-lines.ts";
+import { joinedLineSteps } from "./port-lines.ts";
 import type { ServicePortNames } from "./port-names.ts";
 import type { ProbabilityCache } from "./probability.ts";
 import type { ServicePlan } from "./service-plan.ts";
@@ -96,20 +96,22 @@ function writeExternalChain(
   if (plan.hasExternalEndpoints) out.push(`-A ${ext} -j ${plan.externalPolicyChain}`);
 }
 
-function writeFirewallChain(
+/** The firewall chain's rules, pausing after each joined entry of a long list of ranges. */
+function* firewallChainSteps(
   svc: FamilyServicePort,
   names: ServicePortNames,
   plan: ServicePlan,
   settings: ChainRuleSettings,
   out: LineSink,
-) {
+): Generator<void> {
   if (!plan.usesFirewallChain) return;
   const { fw, ext } = names.chains;
   const head = `-A ${fw} -m comment --comment ${comment(`${names.nameString} loadbalancer IP`)}`;
   // One entry may hold many of these lines (a Service may list 100,000 ranges).
-  pushEachJoined(out, `${head} -s `, svc.loadBalancerSourceRanges, ` -j ${ext}`);
+  yield* joinedLineSteps(out, `${head} -s `, svc.loadBalancerSourceRanges, ` -j ${ext}`);
   // A VIP bound on the node loops the node's own requests back with the VIP as source.
-  if (rangesHoldNode(svc, settings)) pushEachJoined(out, `${head} -s `, svc.loadBalancerVIPs, ` -j ${ext}`);
+  if (rangesHoldNode(svc, settings))
+    yield* joinedLineSteps(out, `${head} -s `, svc.loadBalancerVIPs, ` -j ${ext}`);
   // Falling off the end means no DNAT; KUBE-PROXY-FIREWALL drops it in the filter table.
   out.push(
     `-A ${fw} -m comment --comment ${comment(`other traffic to ${names.nameString} will be dropped by KUBE-PROXY-FIREWALL`)}`,
@@ -219,7 +221,35 @@ export function writeServiceChainRules(
 ): void {
   writeInternalMasquerade(svc, names, plan, settings, out);
   writeExternalChain(svc, names, plan, settings, out);
-  writeFirewallChain(svc, names, plan, settings, out);
+  if (plan.usesFirewallChain) for (const _ of firewallChainSteps(svc, names, plan, settings, out));
+  writePolicyAndEndpointChains(svc, names, plan, settings, out);
+}
+
+/**
+ * writeServiceChainRules, pausing where a long list has just written one joined entry of its
+ * lines: a reader can take each before the next is made (100,000 source ranges are 13 MB).
+ */
+export function* serviceChainRuleSteps(
+  svc: FamilyServicePort,
+  names: ServicePortNames,
+  plan: ServicePlan,
+  settings: ChainRuleSettings,
+  out: LineSink,
+): Generator<void> {
+  writeInternalMasquerade(svc, names, plan, settings, out);
+  writeExternalChain(svc, names, plan, settings, out);
+  if (plan.usesFirewallChain) yield* firewallChainSteps(svc, names, plan, settings, out);
+  writePolicyAndEndpointChains(svc, names, plan, settings, out);
+}
+
+/** What follows the firewall chain: the policy chains, then each endpoint's. */
+function writePolicyAndEndpointChains(
+  svc: FamilyServicePort,
+  names: ServicePortNames,
+  plan: ServicePlan,
+  settings: ChainRuleSettings,
+  out: LineSink,
+): void {
   if (plan.usesClusterPolicyChain) {
     writeServiceToEndpointRules(svc, names, names.chains.svc, plan.clusterEndpoints, settings, out);
   }

@@ -3,8 +3,12 @@
 
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { DeferredLineBlocks, OWN_BLOCK_CHARS } from "../../../src/modes/iptables/line-blocks.ts";
-import { arrayLineSink, PortLines, pushEachJoined } from "../../../src/modes/iptables/port-lines.ts";
+import {
+  DeferredLineBlocks,
+  type LineSink,
+  OWN_BLOCK_CHARS,
+} from "../../../src/modes/iptables/line-blocks.ts";
+import { arrayLineSink, joinedLineSteps, PortLines } from "../../../src/modes/iptables/port-lines.ts";
 
 /** One call on a sink: a single line, or a list of lines sharing a head and a tail. */
 type Call = { line: string } | { head: string; items: string[]; tail: string };
@@ -55,7 +59,7 @@ describe("PortLines", () => {
   });
 });
 
-describe("pushEachJoined through DeferredLineBlocks", () => {
+describe("joinedLineSteps through DeferredLineBlocks", () => {
   test("the section reads as the lines one by one; long entries are pieces of their own (generated writers)", () => {
     const writer = fc.record({
       head: text,
@@ -72,12 +76,18 @@ describe("pushEachJoined through DeferredLineBlocks", () => {
           lines.push(`-A PUSHED ${w.head}`);
           for (const b of w.before) lines.push(b);
           for (const item of w.items) lines.push(`${w.head}${item}${w.tail}`);
+          lines.push(`-A AFTER ${w.tail}`);
+          function* steps(sink: LineSink): Generator<void> {
+            for (const b of w.before) sink.push(b);
+            yield* joinedLineSteps(sink, w.head, w.items, w.tail);
+            sink.push(`-A AFTER ${w.tail}`);
+          }
           d.defer({
-            lines: w.before.length + w.items.length,
-            write(sink) {
-              for (const b of w.before) sink.push(b);
-              pushEachJoined(sink, w.head, w.items, w.tail);
+            lines: w.before.length + w.items.length + 1,
+            write: (sink) => {
+              for (const _ of steps(sink));
             },
+            steps,
           });
         }
         const pieces = [...d.pieces()];
