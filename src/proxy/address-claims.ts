@@ -80,7 +80,9 @@ export class AddressClaims {
   private readonly claimants = new Map<string, Claimant | Claimant[]>();
 
   /**
-   * Adds (or with `remove`, takes back) the claims of one Service; notes every IP touched.
+   * Adds (or with `remove`, takes back) the claims of one Service; notes in `touched` every IP
+   * that may change hands: a ClusterIP, or an address another Service claims too. (An address
+   * only this Service claims concerns no one else, and a Service may list 100,000.)
    * Steps: a pause may come between any two ports or addresses.
    */
   *index(
@@ -89,10 +91,9 @@ export class AddressClaims {
     touched: Set<string>,
     remove = false,
   ): Steps<void> {
-    const external = new Set<string>();
     const portKeys = new Set<string>();
     // The lists are Service-wide, so every port has the same ones: each is read once.
-    const listsRead = new Set<readonly string[]>();
+    const lists = new Set<readonly string[]>();
     let items = 0;
     for (const p of ports) {
       if (++items % ITEMS_PER_STEP === 0) yield;
@@ -104,42 +105,47 @@ export class AddressClaims {
       }
       if (p.externalIPs.length + p.loadBalancerVIPs.length === 0) continue;
       portKeys.add(portKey(p.port, p.protocol));
-      for (const list of [p.externalIPs, p.loadBalancerVIPs]) {
-        if (listsRead.has(list)) continue;
-        listsRead.add(list);
-        for (const ip of list) {
-          if (++items % ITEMS_PER_STEP === 0) yield;
-          external.add(ip);
-        }
-      }
+      if (p.externalIPs.length > 0) lists.add(p.externalIPs);
+      if (p.loadBalancerVIPs.length > 0) lists.add(p.loadBalancerVIPs);
     }
     const createdAtMs = ports[0]?.createdAtMs ?? Number.POSITIVE_INFINITY;
     const claimant: Claimant = { key, createdAtMs, ports: portKeys };
-    for (const ip of external) {
-      if (++items % ITEMS_PER_STEP === 0) yield;
-      touched.add(ip);
-      if (remove) this.release(ip, key);
-      else this.claim(ip, claimant);
+    for (const list of lists) {
+      for (const ip of list) {
+        if (++items % ITEMS_PER_STEP === 0) yield;
+        if (remove ? this.release(ip, key) : this.claim(ip, claimant)) touched.add(ip);
+      }
     }
   }
 
-  private claim(ip: string, c: Claimant): void {
+  /** Adds `c` to the IP's claimants (once); true when another Service claims it too. */
+  private claim(ip: string, c: Claimant): boolean {
     const held = this.claimants.get(ip);
-    if (!held) this.claimants.set(ip, c);
-    else if (Array.isArray(held)) held.push(c);
-    else this.claimants.set(ip, [held, c]);
+    if (!held) {
+      this.claimants.set(ip, c);
+      return false;
+    }
+    if (held === c) return false;
+    if (!Array.isArray(held)) {
+      this.claimants.set(ip, [held, c]);
+      return true;
+    }
+    if (!held.includes(c)) held.push(c);
+    return true;
   }
 
-  private release(ip: string, key: ServiceKey): void {
+  /** Takes `key`'s claim on the IP back; true when another Service still claims it. */
+  private release(ip: string, key: ServiceKey): boolean {
     const held = this.claimants.get(ip);
-    if (!held) return;
+    if (!held) return false;
     if (!Array.isArray(held)) {
       if (held.key === key) this.claimants.delete(ip);
-      return;
+      return held.key !== key;
     }
     const rest = held.filter((c) => c.key !== key);
     if (rest.length === 0) this.claimants.delete(ip);
     else this.claimants.set(ip, rest.length === 1 ? rest[0]! : rest);
+    return rest.length > 0;
   }
 
   /** Services whose external claims may have changed because these IPs were touched. */
