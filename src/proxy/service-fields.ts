@@ -3,6 +3,7 @@
 // that entry, never the rest of the Service.
 
 import type { ServiceObject } from "../k8s/objects.ts";
+import { DistinctStrings } from "../util/distinct-strings.ts";
 import { canonicalCIDRLenient, canonicalIPLenient, parseIPLenient } from "../util/net/address.ts";
 import { familyOf, type IPFamily } from "../util/net/family.ts";
 import type { ProblemList } from "./problems.ts";
@@ -62,15 +63,15 @@ export function readClusterIPs(spec: Spec, problems: ProblemList): ClusterIPs | 
 
 /** A list of IPs (spec.externalIPs): bad entries dropped, duplicates folded. */
 export function readIPList(value: unknown, field: string, problems: ProblemList): string[] {
-  // A Set keeps the fold linear: a Service may carry 100,000 entries.
-  const out = new Set<string>();
   const list = listOf(value, field, problems);
+  // Linear, and small: a Service may carry 100,000 entries.
+  const out = new DistinctStrings(list.length);
   for (let i = 0; i < list.length; i++) {
     const ip = canonicalIPLenient(list[i]);
     if (ip === undefined) problems.invalid(`${field}[${i}]`, list[i], "not an IP address; ignored");
     else out.add(ip);
   }
-  return [...out];
+  return out.values;
 }
 
 /**
@@ -84,7 +85,7 @@ export function isVIPMode(ipMode: unknown): boolean {
 /** LoadBalancer ingress IPs that kube-proxy must program (see isVIPMode). */
 export function readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList): string[] {
   const field = "status.loadBalancer.ingress";
-  const out = new Set<string>();
+  const out = new DistinctStrings();
   for (const [i, ing] of listOf(svc.status?.loadBalancer?.ingress, field, problems).entries()) {
     if (typeof ing !== "object" || ing === null) continue;
     const { ip, ipMode } = ing as { ip?: unknown; ipMode?: unknown };
@@ -94,7 +95,7 @@ export function readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList):
     if (parsed === undefined) problems.invalid(`${field}[${i}].ip`, ip, "not an IP address; ignored");
     else out.add(parsed);
   }
-  return [...out];
+  return out.values;
 }
 
 export interface SourceRanges {
@@ -107,14 +108,14 @@ export function readSourceRanges(spec: Spec, problems: ProblemList): SourceRange
   const field = "spec.loadBalancerSourceRanges";
   const value = spec.loadBalancerSourceRanges;
   const raw = listOf(value, field, problems, "LoadBalancer IPs closed");
-  const ranges = new Set<string>();
+  const ranges = new DistinctStrings(raw.length);
   for (let i = 0; i < raw.length; i++) {
     const cidr = canonicalCIDRLenient(raw[i]);
     if (cidr === undefined) problems.invalid(`${field}[${i}]`, raw[i], "not a CIDR; ignored");
     else ranges.add(cidr);
   }
   const given = raw.length > 0 || (value !== undefined && value !== null && !Array.isArray(value));
-  return { ranges: [...ranges], given };
+  return { ranges: ranges.values, given };
 }
 
 /**

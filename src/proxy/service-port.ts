@@ -4,6 +4,7 @@
 import { DEFAULT_FEATURE_GATES, type EffectiveFeatureGates } from "../config/feature-gates.ts";
 import type { ServiceObject, ServicePortSpec } from "../k8s/objects.ts";
 import { shownValue, validServicePortName } from "../k8s/validation.ts";
+import { DistinctStrings } from "../util/distinct-strings.ts";
 import { flatString } from "../util/flat-string.ts";
 import { isPortNumber } from "../util/net/host-port.ts";
 import { parseProtocol } from "../util/net/protocol.ts";
@@ -169,19 +170,18 @@ export function servicePorts(
   const wide = readServiceWide(svc, ns, name, spec, problems, gates);
   if (!wide) return [];
   const out: ServicePortInfo[] = [];
-  const seen = new Set<string>();
   const rawPorts = Array.isArray(spec.ports) ? spec.ports : [];
+  const seen = new DistinctStrings(rawPorts.length);
   if (spec.ports != null && !Array.isArray(spec.ports))
     problems.invalid("spec.ports", spec.ports, "not a list; no ports");
   for (let i = 0; i < rawPorts.length; i++) {
     const fields = readPort(rawPorts[i]!, i, problems);
     if (!fields) continue;
     const info = portInfo(fields, wide);
-    if (seen.has(info.id)) {
+    if (!seen.add(info.id)) {
       problems.invalid(`spec.ports[${i}].name`, fields.name, "duplicate port name; port skipped");
       continue;
     }
-    seen.add(info.id);
     out.push(info);
   }
   return out;
