@@ -11,6 +11,7 @@
 // share container and rest, each run holding its first parts only, in one flat array per port.
 
 import type { NftTransaction } from "../../host/nft/transaction.ts";
+import { collectYoungGarbage } from "../../runtime.ts";
 import type { PortElement } from "./port-rules.ts";
 import { StringTable } from "./string-table.ts";
 
@@ -24,6 +25,13 @@ interface Shared {
 type Entries = StringTable<string | Shared>;
 
 const SEP = " . ";
+
+/**
+ * Elements of one port written between two young collections: each leaves its operation and
+ * line behind, and a port of 100,000 externalIPs piled ~60 MB of them before the runtime got to
+ * them.
+ */
+const ELEMENTS_PER_COLLECTION = 16_384;
 
 /** The value as one text ("" for a set's element); a one-part value is its part, not a copy. */
 function valueText(e: PortElement): string {
@@ -136,7 +144,9 @@ export class ElementStore {
     let container = "";
     let entries: Entries | undefined;
     let sample: readonly string[] | undefined;
+    let made = 0;
     for (const e of elements) {
+      if (++made % ELEMENTS_PER_COLLECTION === 0) collectYoungGarbage();
       if (entries && sample && sameRest(container, sample, e.container, e.key)) {
         const first = e.key[0]!;
         const last = runs.length - 1;
