@@ -1,11 +1,12 @@
-// One service port's top-level lines of one table, made as one text. A port with 100,000
-// externalIPs writes 100,000 lines: built one by one, each is a tree of its parts that a join
-// then flattens, about three times its text in garbage before the joined text exists. Here a
-// list's lines are recorded as fragments (the shared head and tail, each item) and the text is
-// made by one join of them: no string per line ever exists.
+// One service port's top-level lines of one table. A port with 100,000 externalIPs writes
+// 100,000 lines: built one by one, each is a tree of its parts that a join then flattens, about
+// three times its text in garbage before the joined text exists. Here a list's lines are
+// recorded as a reference to the list, and made either as one text by one join of their
+// fragments, or (a port too long to keep as text) as restore pieces when the restore reads them:
+// no string per line ever exists.
 
 import { flatString } from "../../util/flat-string.ts";
-import type { LineSink } from "./line-blocks.ts";
+import type { DeferredLines, LineSink } from "./line-blocks.ts";
 
 /** Where entry rules are written. */
 export interface RuleLineSink {
@@ -15,21 +16,30 @@ export interface RuleLineSink {
   pushEach(head: string, items: readonly string[], tail: string): void;
 }
 
-/** Lines recorded as fragments, joined once into their text. */
-export class PortLines implements RuleLineSink {
-  private parts: string[] = [];
+/** Lines of a list: `head`, each item, `tail`. */
+interface ListLines {
+  readonly head: string;
+  readonly items: readonly string[];
+  readonly tail: string;
+}
+
+/**
+ * Lines recorded as they are written: a line as it is, a list's lines as a reference to the
+ * list (nothing per item). text() makes them one flat text by one join of their fragments;
+ * steps() writes them to a restore piece by piece (a port too long to keep as text).
+ */
+export class PortLines implements RuleLineSink, DeferredLines {
+  private parts: (string | ListLines)[] = [];
   private count = 0;
 
   push(line: string): void {
-    if (this.count > 0) this.parts.push("\n");
     this.parts.push(line);
     this.count++;
   }
 
   pushEach(head: string, items: readonly string[], tail: string): void {
     if (items.length === 0) return;
-    if (this.count > 0) this.parts.push("\n");
-    pushFragments(this.parts, head, items, tail, 0, items.length);
+    this.parts.push({ head, items, tail });
     this.count += items.length;
   }
 
@@ -40,14 +50,33 @@ export class PortLines implements RuleLineSink {
 
   /** The lines joined by newlines, as one flat string ("" when none). */
   text(): string {
-    if (this.parts.length === 1) return flatString(this.parts[0]!);
-    return this.parts.join("");
+    const only = this.parts.length === 1 ? this.parts[0] : undefined;
+    if (typeof only === "string") return flatString(only);
+    const fragments: string[] = [];
+    for (const part of this.parts) {
+      if (fragments.length > 0) fragments.push("\n");
+      if (typeof part === "string") fragments.push(part);
+      else pushFragments(fragments, part.head, part.items, part.tail, 0, part.items.length);
+    }
+    return fragments.join("");
   }
 
-  /** Forgets the lines; a long list's array is let go rather than kept for the next port. */
+  /** The lines into `sink`, a list's as entries of many lines each. */
+  write(sink: LineSink): void {
+    for (const _ of this.steps(sink));
+  }
+
+  /** write(), pausing after each entry of a list's lines. */
+  *steps(sink: LineSink): Generator<void> {
+    for (const part of this.parts) {
+      if (typeof part === "string") sink.push(part);
+      else yield* joinedLineSteps(sink, part.head, part.items, part.tail);
+    }
+  }
+
+  /** Forgets the lines. */
   clear(): void {
-    if (this.parts.length > 4096) this.parts = [];
-    else this.parts.length = 0;
+    this.parts.length = 0;
     this.count = 0;
   }
 }

@@ -5,7 +5,7 @@
 // walk slow). A port's text that is long already is not joined again (no second copy of it).
 
 import { OWN_BLOCK_CHARS } from "./line-blocks.ts";
-import type { PortState } from "./port-state.ts";
+import type { NatText, PortState } from "./port-state.ts";
 
 /** Ports per chunk: small enough that rebuilding a dirty chunk is cheap. */
 export const CHUNK_SIZE = 128;
@@ -14,7 +14,8 @@ export interface Chunk {
   /** The ports' filter texts: short ones joined by newlines, long ones as they are (LineBlocks). */
   readonly filterTexts: readonly string[];
   readonly filterLines: number;
-  readonly natTexts: readonly string[];
+  /** The same for nat; a port whose lines are written as they are read stays on its own. */
+  readonly natTexts: readonly NatText[];
   readonly natLines: number;
   readonly chainRuleLines: number;
   readonly noLocalInternal: number;
@@ -23,7 +24,7 @@ export interface Chunk {
 
 function buildChunk(states: readonly PortState[], from: number, to: number): Chunk {
   const filter: string[] = [];
-  const nat: string[] = [];
+  const nat: NatText[] = [];
   let filterLines = 0;
   let natLines = 0;
   let chainRuleLines = 0;
@@ -51,14 +52,18 @@ function buildChunk(states: readonly PortState[], from: number, to: number): Chu
   };
 }
 
-/** Runs of short texts joined by newlines; a long text (OWN_BLOCK_CHARS) stays on its own. */
-function joinedRuns(texts: readonly string[]): string[] {
-  const out: string[] = [];
+/**
+ * Runs of short texts joined by newlines; a long text (OWN_BLOCK_CHARS), or lines written as
+ * they are read, stay on their own.
+ */
+function joinedRuns<T extends NatText>(texts: readonly T[]): (T | string)[] {
+  const out: (T | string)[] = [];
   let from = 0;
   for (let i = 0; i <= texts.length; i++) {
-    if (i < texts.length && texts[i]!.length < OWN_BLOCK_CHARS) continue;
+    const t = texts[i];
+    if (typeof t === "string" && t.length < OWN_BLOCK_CHARS) continue;
     if (i > from) out.push(texts.slice(from, i).join("\n"));
-    if (i < texts.length) out.push(texts[i]!);
+    if (t !== undefined) out.push(t);
     from = i + 1;
   }
   return out;

@@ -6,7 +6,11 @@ import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
 import type { IPFamily } from "../../util/net/family.ts";
+import type { DeferredLines } from "./line-blocks.ts";
 import { ServicePortNames } from "./port-names.ts";
+
+/** A port's nat lines: joined, or written only when read (see PortState.natText). */
+export type NatText = string | DeferredLines;
 
 /** The inputs of a port state, before rendering. */
 export interface PortInputs {
@@ -28,8 +32,12 @@ export interface PortInputs {
  * rules and what they imply.
  */
 export interface PortState extends Omit<PortInputs, "view" | "endpoints"> {
-  /** Nat lines in KUBE-SERVICES / KUBE-NODEPORTS, joined ("" when none). */
-  readonly natText: string;
+  /**
+   * Nat lines in KUBE-SERVICES / KUBE-NODEPORTS, joined ("" when none); or, for a port with more
+   * of them than one restore entry holds (a Service with 100,000 externalIPs), what writes them
+   * as the restore reads them: such a text is never kept.
+   */
+  readonly natText: NatText;
   readonly natLines: number;
   /** Rules in the port's own chains (counted for the rules metric even when not rewritten). */
   readonly chainRuleLines: number;

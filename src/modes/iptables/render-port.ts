@@ -9,7 +9,7 @@ import type { TopologyContext } from "../../proxy/topology.ts";
 import type { DeferredLines, LineSink } from "./line-blocks.ts";
 import { LINES_PER_TEXT, PortLines } from "./port-lines.ts";
 import type { ServicePortNames } from "./port-names.ts";
-import { type PortInputs, type PortState, portExtras } from "./port-state.ts";
+import { type NatText, type PortInputs, type PortState, portExtras } from "./port-state.ts";
 import {
   type ChainRuleSettings,
   serviceChainNames,
@@ -57,7 +57,8 @@ class SteppedChainRules extends DeferredChainRules {
 
 // Each port's top-level lines, kept as one flat text until the port changes.
 const scratchFilter = new PortLines();
-const scratchNat = new PortLines();
+// Handed to the port's state, and replaced, when its lines are too many to keep as text.
+let scratchNat = new PortLines();
 
 export function renderPort(
   inputs: PortInputs,
@@ -72,18 +73,26 @@ export function renderPort(
   scratchNat.clear();
   writeEntryRules(view, names, plan, entrySettings, { filter: scratchFilter, nat: scratchNat });
   const filterText = scratchFilter.text();
-  const natText = scratchNat.text();
   const filterLines = scratchFilter.lines;
   const natLines = scratchNat.lines;
+  let natText: NatText;
+  if (natLines > LINES_PER_TEXT) {
+    // Written each time a restore reads it, in steps, never kept as text (13 MB at 100,000).
+    natText = scratchNat;
+    scratchNat = new PortLines();
+    out.natRules.defer(natText);
+  } else {
+    natText = scratchNat.text();
+    if (natLines > 0) {
+      out.natRules.push(natText);
+      out.natExtraLines += natLines - 1;
+    }
+  }
   scratchFilter.clear();
   scratchNat.clear();
   if (filterLines > 0) {
     out.filterRules.push(filterText);
     out.filterExtraLines += filterLines - 1;
-  }
-  if (natLines > 0) {
-    out.natRules.push(natText);
-    out.natExtraLines += natLines - 1;
   }
   const activeChains = serviceChainNames(names, plan);
   for (const chain of activeChains) out.natChains.push(chain);

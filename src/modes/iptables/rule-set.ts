@@ -28,7 +28,7 @@ import {
 } from "./filter-edits.ts";
 import { DeferredLineBlocks, LineBlocks, type LineSink } from "./line-blocks.ts";
 import { CHUNK_SIZE, type Chunk, PortOrder } from "./port-order.ts";
-import { type PortState, portInputs } from "./port-state.ts";
+import { type NatText, type PortState, portInputs } from "./port-state.ts";
 import type { ProbabilityCache } from "./probability.ts";
 import { type RenderOutput, renderPort } from "./render-port.ts";
 import type { ChainRuleSettings } from "./service-chains.ts";
@@ -188,7 +188,7 @@ function pushBlock(target: LineSink, text: string, lines: number): number {
 
 function reuse(s: PortState, out: Output): void {
   out.filterExtraLines += pushBlock(out.filterRules, s.extras.filterText, s.extras.filterLines);
-  out.natExtraLines += pushBlock(out.natRules, s.natText, s.natLines);
+  out.natExtraLines += pushNatTexts(out.natRules, [s.natText], s.natLines);
   out.skippedNatRuleLines += s.chainRuleLines;
 }
 
@@ -198,9 +198,28 @@ function pushTexts(target: LineSink, texts: readonly string[], lines: number): n
   return lines - texts.length;
 }
 
+/**
+ * pushTexts for nat, where a port's lines may be written only as they are read (counted by the
+ * section as deferred lines, so not in the extra count).
+ */
+function pushNatTexts(target: DeferredLineBlocks, texts: readonly NatText[], lines: number): number {
+  if (lines === 0) return 0;
+  let counted = 0;
+  for (const t of texts) {
+    if (typeof t === "string") {
+      target.push(t);
+      counted++;
+    } else {
+      target.defer(t);
+      counted += t.lines;
+    }
+  }
+  return lines - counted;
+}
+
 function reuseChunk(c: Chunk, out: Output): void {
   out.filterExtraLines += pushTexts(out.filterRules, c.filterTexts, c.filterLines);
-  out.natExtraLines += pushTexts(out.natRules, c.natTexts, c.natLines);
+  out.natExtraLines += pushNatTexts(out.natRules, c.natTexts, c.natLines);
   out.skippedNatRuleLines += c.chainRuleLines;
 }
 
