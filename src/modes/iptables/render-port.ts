@@ -1,8 +1,8 @@
 // Renders one service port: plans it, writes its top-level rules (kept as text for reuse by
-// later partial syncs), declares its own chains and defers their rules to the sync's output, in
-// upstream's order (the port's KUBE-SERVICES/KUBE-NODEPORTS lines first, then its chains). The
-// chain rules are most of a big payload: made only when the restore reads them, they never
-// exist all at once.
+// later partial syncs; a port of thousands of them keeps what writes them instead), declares
+// its own chains and defers their rules to the sync's output, in upstream's order (the port's
+// KUBE-SERVICES/KUBE-NODEPORTS lines first, then its chains). The chain rules are most of a big
+// payload: made only when the restore reads them, they never exist all at once.
 
 import type { FamilyServicePort } from "../../proxy/family-view.ts";
 import type { TopologyContext } from "../../proxy/topology.ts";
