@@ -6,16 +6,8 @@ import { describe, expect, test } from "bun:test";
 import type { ProxyConfig } from "../../../src/config/types.ts";
 import { DeferredLineBlocks, LineBlocks, OWN_BLOCK_CHARS } from "../../../src/modes/iptables/line-blocks.ts";
 import type { IPFamily } from "../../../src/util/net/family.ts";
-import { endpointSlice, ep, NODE, service, setup, tableSection } from "./harness.ts";
+import { endpointSlice, ep, NODE, service, setup, tableGauge, tableSection } from "./harness.ts";
 import { overallIPv4, overallIPv6 } from "./scenarios.ts";
-
-async function gauge(
-  metric: { get(): Promise<{ values: { value: number; labels: object }[] }> },
-  table: string,
-): Promise<number> {
-  const values = (await metric.get()).values;
-  return values.find((v) => (v.labels as Record<string, unknown>).table === table)?.value ?? -1;
-}
 
 const variants: { name: string; config: (c: ProxyConfig) => void }[] = [
   { name: "defaults", config: () => {} },
@@ -56,9 +48,9 @@ describe("deferred chain rules", () => {
         const full = await s.sync();
         const written = (payload: string) => tableSection(payload, "nat").filter((l) => l.startsWith("-A "));
         expect(written(full).length).toBeGreaterThan(10);
-        expect(await gauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(full).length);
+        expect(await tableGauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(full).length);
         const held = (await s.ipt.save("nat")).split("\n").filter((l) => l.startsWith("-A KUBE-"));
-        expect(await gauge(s.metrics.iptablesRulesTotal, "nat")).toBe(held.length);
+        expect(await tableGauge(s.metrics.iptablesRulesTotal, "nat")).toBe(held.length);
         // A partial sync rewrites one port's chains: counted as written, the total unchanged.
         s.cluster.apply(
           endpointSlice(
@@ -71,9 +63,9 @@ describe("deferred chain rules", () => {
           ),
         );
         const partial = await s.sync();
-        expect(await gauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(partial).length);
+        expect(await tableGauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(partial).length);
         const after = (await s.ipt.save("nat")).split("\n").filter((l) => l.startsWith("-A KUBE-"));
-        expect(await gauge(s.metrics.iptablesRulesTotal, "nat")).toBe(after.length);
+        expect(await tableGauge(s.metrics.iptablesRulesTotal, "nat")).toBe(after.length);
       });
     }
   }

@@ -103,3 +103,12 @@ export function tableSection(payload: string, table: string): string[] {
   const end = lines.indexOf("COMMIT", start);
   return lines.slice(start, end + 1);
 }
+
+/** A per-table gauge's value (the rules metrics), -1 when the table has none. */
+export async function tableGauge(
+  metric: { get(): Promise<{ values: { value: number; labels: object }[] }> },
+  table: string,
+): Promise<number> {
+  const values = (await metric.get()).values;
+  return values.find((v) => (v.labels as Record<string, unknown>).table === table)?.value ?? -1;
+}

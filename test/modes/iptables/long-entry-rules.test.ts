@@ -5,7 +5,7 @@
 
 import { describe, expect, test } from "bun:test";
 import { LINES_PER_TEXT } from "../../../src/modes/iptables/port-lines.ts";
-import { chainRules, endpointSlice, ep, service, setup, tableSection } from "./harness.ts";
+import { chainRules, endpointSlice, ep, service, setup, tableGauge, tableSection } from "./harness.ts";
 import { overallIPv4 } from "./scenarios.ts";
 
 const IPS = LINES_PER_TEXT + 900;
@@ -17,14 +17,6 @@ const wide = (port: number) =>
     externalIPs,
     ports: [{ name: "p80", port, protocol: "TCP" }],
   });
-
-async function gauge(
-  metric: { get(): Promise<{ values: { value: number; labels: object }[] }> },
-  table: string,
-): Promise<number> {
-  const values = (await metric.get()).values;
-  return values.find((v) => (v.labels as Record<string, unknown>).table === table)?.value ?? -1;
-}
 
 describe("a port whose nat lines are written as they are read", () => {
   test("full, partial and chunk-reusing syncs write what a full sync writes; counts match", async () => {
@@ -42,12 +34,12 @@ describe("a port whose nat lines are written as they are read", () => {
     // In the list's order, each its own line.
     expect(ext[IPS - 1]).toContain(`-d ${externalIPs[IPS - 1]} --dport 8080 `);
     const written = (payload: string) => tableSection(payload, "nat").filter((l) => l.startsWith("-A "));
-    expect(await gauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(full).length);
+    expect(await tableGauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(full).length);
 
     // Another Service's endpoints change: the wide port is reused, not rendered.
     s.cluster.apply(endpointSlice("ns1", "svc1", [ep("192.0.2.111")]));
     const partial = await s.sync();
-    expect(await gauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(partial).length);
+    expect(await tableGauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(partial).length);
     s.proxier.requestFullSync();
     const again = await s.sync();
     expect(chainRules(partial, "nat", "KUBE-SERVICES")).toEqual(chainRules(again, "nat", "KUBE-SERVICES"));
@@ -64,7 +56,7 @@ describe("a port whose nat lines are written as they are read", () => {
     expect(tableSection(later, "nat").filter((l) => l.startsWith("-A KUBE-SERVICES"))).toEqual(
       tableSection(fullLater, "nat").filter((l) => l.startsWith("-A KUBE-SERVICES")),
     );
-    expect(await gauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(fullLater).length);
+    expect(await tableGauge(s.metrics.iptablesRulesLastSync, "nat")).toBe(written(fullLater).length);
 
     // The input of the last restore reads the same twice (an error's context reads it again).
     const input = s.ipt.inputs.at(-1)!;
