@@ -8,7 +8,7 @@
 import { collectGarbageAnyway, collectYoungGarbageAnyway } from "../../runtime.ts";
 
 /** Entries per block: few blocks per payload, and only a short run of loose lines at a time. */
-const BLOCK_ENTRIES = 2048;
+export const BLOCK_ENTRIES = 2048;
 
 /**
  * An entry this long is a block of its own, kept as it is: joined with others it would be
@@ -153,6 +153,7 @@ export class DeferredLineBlocks implements LineSink {
           // Each step's entry is read before the next is made, and collected as it goes.
           for (const _ of part.steps(run)) {
             yield* blocksOf(run);
+            // A step writes one entry of at most a block of lines (port-lines.ts LINES_PER_TEXT).
             written += BLOCK_ENTRIES;
             collectIfDue();
           }

@@ -6,7 +6,7 @@
 // no string per line ever exists.
 
 import { flatString } from "../../util/flat-string.ts";
-import type { DeferredLines, LineSink } from "./line-blocks.ts";
+import { BLOCK_ENTRIES, type DeferredLines, type LineSink } from "./line-blocks.ts";
 
 /** Where entry rules are written. */
 export interface RuleLineSink {
@@ -103,8 +103,11 @@ function pushFragments(
   parts.push(flatString(tail));
 }
 
-/** Lines between a long list's entries in a block: enough to amortise, short to hold. */
-export const LINES_PER_TEXT = 2048;
+/**
+ * Lines of a long list per entry: a block's worth (enough to amortise, short to hold), which
+ * is what a read of stepped writers counts each step as.
+ */
+export const LINES_PER_TEXT = BLOCK_ENTRIES;
 
 /**
  * Writes one line per item (`head`, the item, `tail`) to `out` as entries of up to
