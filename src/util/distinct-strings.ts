@@ -1,14 +1,10 @@
 // The distinct strings of a list, in linear time and little memory. A Service may list 100,000
 // externalIPs, source ranges or ports, and a Set of them costs ~80 bytes an entry of short-lived
 // garbage while the object is read; this table costs 8 bytes an entry: the strings' positions in
-// an Int32Array, found by a hash of their characters (no string is made to hash one).
+// an Int32Array, found by a hash of their characters (no string is made to hash one): the
+// process-seeded hash of the other string tables, so lists made to collide cannot be made.
 
-/** FNV-1a over the UTF-16 code units of `s`. */
-function hashOf(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
+import { stringHash } from "./string-hash.ts";
 
 /** Strings added once each, in the order first added. */
 export class DistinctStrings {
@@ -26,7 +22,7 @@ export class DistinctStrings {
   add(s: string): boolean {
     if ((this.values.length + 1) * 2 > this.table.length) this.grow();
     const mask = this.table.length - 1;
-    for (let slot = hashOf(s) & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = stringHash(s) & mask; ; slot = (slot + 1) & mask) {
       const at = this.table[slot]!;
       if (at === 0) {
         this.values.push(s);
@@ -39,7 +35,7 @@ export class DistinctStrings {
 
   has(s: string): boolean {
     const mask = this.table.length - 1;
-    for (let slot = hashOf(s) & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = stringHash(s) & mask; ; slot = (slot + 1) & mask) {
       const at = this.table[slot]!;
       if (at === 0) return false;
       if (this.values[at - 1] === s) return true;
@@ -54,7 +50,7 @@ export class DistinctStrings {
     const table = new Int32Array(this.table.length * 2);
     const mask = table.length - 1;
     for (let i = 0; i < this.values.length; i++) {
-      let slot = hashOf(this.values[i]!) & mask;
+      let slot = stringHash(this.values[i]!) & mask;
       while (table[slot] !== 0) slot = (slot + 1) & mask;
       table[slot] = i + 1;
     }
