@@ -70,10 +70,10 @@ export interface DeferredLines {
   readonly lines: number;
   write(sink: LineSink): void;
   /**
-   * Writes the same lines, pausing after each long entry (one of many lines) so a reader takes
-   * it before the next is made; for writers of long lists.
+   * Writes the same lines, pausing after each long entry (one of many lines) with the number of
+   * lines it holds, so a reader takes it before the next is made; for writers of long lists.
    */
-  steps?(sink: LineSink): Iterable<void>;
+  steps?(sink: LineSink): Iterable<number>;
 }
 
 /** Deferred lines written between two young-generation collections (each leaves garbage). */
@@ -151,10 +151,9 @@ export class DeferredLineBlocks implements LineSink {
         collectIfDue();
         if (part.steps) {
           // Each step's entry is read before the next is made, and collected as it goes.
-          for (const _ of part.steps(run)) {
+          for (const lines of part.steps(run)) {
             yield* blocksOf(run);
-            // A step writes one entry of at most a block of lines (port-lines.ts LINES_PER_TEXT).
-            written += BLOCK_ENTRIES;
+            written += lines;
             collectIfDue();
           }
         } else {

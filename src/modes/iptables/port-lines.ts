@@ -66,8 +66,8 @@ export class PortLines implements RuleLineSink, DeferredLines {
     for (const _ of this.steps(sink));
   }
 
-  /** write(), pausing after each entry of a list's lines. */
-  *steps(sink: LineSink): Generator<void> {
+  /** write(), pausing after each entry of a list's lines with how many it holds. */
+  *steps(sink: LineSink): Generator<number> {
     for (const part of this.parts) {
       if (typeof part === "string") sink.push(part);
       else yield* joinedLineSteps(sink, part.head, part.items, part.tail);
@@ -113,20 +113,21 @@ export const LINES_PER_TEXT = BLOCK_ENTRIES;
  * Writes one line per item (`head`, the item, `tail`) to `out` as entries of up to
  * LINES_PER_TEXT lines each, every entry made by one join, pausing after each: a writer of a
  * long list (a firewall chain's 100,000 source ranges) never makes a string per line, and a
- * reader can take each entry before the next is made.
+ * reader can take each entry before the next is made. Yields the lines of each entry.
  */
 export function* joinedLineSteps(
   out: LineSink,
   head: string,
   items: readonly string[],
   tail: string,
-): Generator<void> {
+): Generator<number> {
   const parts: string[] = [];
   for (let from = 0; from < items.length; from += LINES_PER_TEXT) {
+    const to = Math.min(items.length, from + LINES_PER_TEXT);
     parts.length = 0;
-    pushFragments(parts, head, items, tail, from, Math.min(items.length, from + LINES_PER_TEXT));
+    pushFragments(parts, head, items, tail, from, to);
     out.push(parts.join(""));
-    yield;
+    yield to - from;
   }
 }
 

@@ -50,7 +50,7 @@ class DeferredChainRules implements DeferredLines {
 
 /** A port whose firewall chain lists more source ranges than one entry holds: read in steps. */
 class SteppedChainRules extends DeferredChainRules {
-  steps(sink: LineSink): Iterable<void> {
+  steps(sink: LineSink): Iterable<number> {
     return serviceChainRuleSteps(this.view, this.names, this.plan, this.settings, sink);
   }
 }

@@ -103,7 +103,7 @@ function* firewallChainSteps(
   plan: ServicePlan,
   settings: ChainRuleSettings,
   out: LineSink,
-): Generator<void> {
+): Generator<number> {
   if (!plan.usesFirewallChain) return;
   const { fw, ext } = names.chains;
   const head = `-A ${fw} -m comment --comment ${comment(`${names.nameString} loadbalancer IP`)}`;
@@ -235,7 +235,7 @@ export function* serviceChainRuleSteps(
   plan: ServicePlan,
   settings: ChainRuleSettings,
   out: LineSink,
-): Generator<void> {
+): Generator<number> {
   writeInternalMasquerade(svc, names, plan, settings, out);
   writeExternalChain(svc, names, plan, settings, out);
   if (plan.usesFirewallChain) yield* firewallChainSteps(svc, names, plan, settings, out);

@@ -77,7 +77,7 @@ describe("joinedLineSteps through DeferredLineBlocks", () => {
           for (const b of w.before) lines.push(b);
           for (const item of w.items) lines.push(`${w.head}${item}${w.tail}`);
           lines.push(`-A AFTER ${w.tail}`);
-          function* steps(sink: LineSink): Generator<void> {
+          function* steps(sink: LineSink): Generator<number> {
             for (const b of w.before) sink.push(b);
             yield* joinedLineSteps(sink, w.head, w.items, w.tail);
             sink.push(`-A AFTER ${w.tail}`);
