@@ -7,12 +7,13 @@
 // made per element to know it. An element's text ("key . parts" as nft reads it) is split at
 // its first " . ": the first part (an address, the very string the Service holds) and the rest
 // (" . tcp . 80", the same for all of a port's addresses). The store is a map per container and
-// rest, keyed by the first part; a port keeps its elements as runs of consecutive elements that
-// share container and rest, each run holding its first parts only, in one flat array per port.
+// rest, keyed by the first part; a port keeps its elements as the runs port-rules made them in
+// (elements of one container and rest), each holding its first parts only: for a port's
+// addresses, the Service's own list.
 
 import type { NftTransaction } from "../../host/nft/transaction.ts";
 import { collectYoungGarbage } from "../../runtime.ts";
-import type { PortElement } from "./port-rules.ts";
+import type { PortElements } from "./port-rules.ts";
 import { StringTable } from "./string-table.ts";
 
 /** An element more than one port needs. */
@@ -33,10 +34,21 @@ const SEP = " . ";
  */
 const ELEMENTS_PER_COLLECTION = 16_384;
 
+/**
+ * Elements of one port between two pauses of ensureAll and releaseAll: about a block of nft's
+ * input, so a port of 100,000 externalIPs is read by nft as it is written, not held as text.
+ */
+const ELEMENTS_PER_STEP = 2048;
+
 /** The value as one text ("" for a set's element); a one-part value is its part, not a copy. */
-function valueText(e: PortElement): string {
-  if (!e.value) return "";
-  return e.value.length === 1 ? e.value[0]! : e.value.join(SEP);
+function valueText(value: readonly string[] | undefined): string {
+  if (!value) return "";
+  return value.length === 1 ? value[0]! : value.join(SEP);
+}
+
+/** An element's key parts. */
+function keyOf(first: string, rest: readonly string[]): readonly string[] {
+  return rest.length === 0 ? [first] : [first, ...rest];
 }
 
 /**
@@ -54,31 +66,25 @@ export interface HeldElements {
 const RUN_SLOTS = 3;
 
 /**
- * The element's text split at its first " . ": [first, rest, plain]. A key whose parts hold no
- * space (every real one: plain) can have a " . " only between parts: that is its first part and
- * the rest of its parts. Any other is split from its text (a " . " may span two of its parts).
+ * The text of parts after the first, from its " . " on ("" for none): one flat string, which a
+ * join of ["", parts...] makes (a concatenation would be kept as a tree of its parts).
+ * Undefined when a part holds a space: a " . " could then span two parts.
  */
-function splitKey(key: readonly string[]): [string, string, boolean] {
-  let plain = true;
-  for (const k of key) if (k.includes(" ")) plain = false;
-  // The rest is kept: as one flat string, which a join of ["", parts...] makes (a concatenation
-  // would be kept as a tree of its parts).
-  if (plain) return [key[0]!, key.length === 1 ? "" : ["", ...key.slice(1)].join(SEP), true];
-  const text = key.join(SEP);
-  const at = text.indexOf(SEP);
-  return at < 0 ? [text, "", false] : [text.slice(0, at), text.slice(at), false];
+function plainRest(rest: readonly string[]): string | undefined {
+  for (const k of rest) if (k.includes(" ")) return undefined;
+  return rest.length === 0 ? "" : ["", ...rest].join(SEP);
 }
 
-/** Whether `key` (of `container`) has no space and the same parts after the first as `sample`'s. */
-function sameRest(
-  runContainer: string,
-  sample: readonly string[],
-  container: string,
-  key: readonly string[],
-): boolean {
-  if (runContainer !== container || key.length !== sample.length) return false;
-  for (let i = 1; i < key.length; i++) if (key[i] !== sample[i]) return false;
-  return !key[0]!.includes(" ");
+function anyHasSpace(parts: readonly string[]): boolean {
+  for (const k of parts) if (k.includes(" ")) return true;
+  return false;
+}
+
+/** An element's text split at its first " . ": [first, rest]. */
+function splitText(key: readonly string[]): [string, string] {
+  const text = key.join(SEP);
+  const at = text.indexOf(SEP);
+  return at < 0 ? [text, ""] : [text.slice(0, at), text.slice(at)];
 }
 
 function elementOf(
@@ -136,54 +142,73 @@ export class ElementStore {
     return entries;
   }
 
-  /** One port needs these elements (ensure each, in order); what it keeps to release them. */
-  ensureAll(tx: NftTransaction, elements: readonly PortElement[]): HeldElements {
-    const runs: (string | string[])[] = [];
-    // The open run: its container, its entries, and the key of its first element while the
-    // run is plain (its parts hold no space).
-    let container = "";
-    let entries: Entries | undefined;
-    let sample: readonly string[] | undefined;
+  /**
+   * One port needs these elements (ensure each, in order); returns what it keeps to release
+   * them. Pauses every ELEMENTS_PER_STEP elements.
+   */
+  *ensureAll(tx: NftTransaction, runs: readonly PortElements[]): Generator<void, HeldElements> {
+    const held: (string | readonly string[])[] = [];
     let made = 0;
-    for (const e of elements) {
+    // Counts one more element made; true when a pause is due.
+    const due = () => {
       if (++made % ELEMENTS_PER_COLLECTION === 0) collectYoungGarbage();
-      if (entries && sample && sameRest(container, sample, e.container, e.key)) {
-        const first = e.key[0]!;
-        const last = runs.length - 1;
-        const firsts = runs[last]!;
-        if (typeof firsts === "string") runs[last] = [firsts, first];
-        else firsts.push(first);
-        this.ensureIn(tx, entries, first, e);
+      return made % ELEMENTS_PER_STEP === 0;
+    };
+    for (const run of runs) {
+      const value = valueText(run.value);
+      const rest = plainRest(run.rest);
+      if (rest !== undefined && !anyHasSpace(run.firsts)) {
+        const entries = this.entriesOf(run.container, rest);
+        held.push(run.container, rest, run.firsts.length === 1 ? run.firsts[0]! : run.firsts);
+        for (const first of run.firsts) {
+          this.ensureIn(tx, entries, first, run, value, first);
+          if (due()) yield;
+        }
         continue;
       }
-      const [first, rest, plain] = splitKey(e.key);
-      sample = plain ? e.key : undefined;
-      container = e.container;
-      entries = this.entriesOf(container, rest);
-      runs.push(container, rest, first);
-      this.ensureIn(tx, entries, first, e);
+      // A part with a space (no API server would accept one): each element split from its text.
+      for (const first of run.firsts) {
+        const [textFirst, textRest] = splitText(keyOf(first, run.rest));
+        held.push(run.container, textRest, textFirst);
+        this.ensureIn(tx, this.entriesOf(run.container, textRest), textFirst, run, value, first);
+        if (due()) yield;
+      }
     }
-    return { runs };
+    return { runs: held };
   }
 
-  /** One port no longer needs the elements it held (release each, in order). */
-  releaseAll(tx: NftTransaction, held: HeldElements): void {
+  /** One port no longer needs the elements it held (release each, in order; pausing as ensureAll). */
+  *releaseAll(tx: NftTransaction, held: HeldElements): Generator<void> {
     const { runs } = held;
+    let released = 0;
     for (let i = 0; i < runs.length; i += RUN_SLOTS) {
       const container = runs[i] as string;
       const rest = runs[i + 1] as string;
       const firsts = runs[i + 2]!;
       if (typeof firsts === "string") this.releaseIn(tx, container, rest, firsts);
-      else for (const first of firsts) this.releaseIn(tx, container, rest, first);
+      else
+        for (const first of firsts) {
+          this.releaseIn(tx, container, rest, first);
+          if (++released % ELEMENTS_PER_STEP === 0) yield;
+        }
     }
   }
 
-  /** One port needs `e`: added, or replaced when the map holds another value for its key. */
-  private ensureIn(tx: NftTransaction, entries: Entries, first: string, e: PortElement): void {
-    const value = valueText(e);
+  /**
+   * One port needs the element of `run` whose first part is `first` (`keyFirst` as written,
+   * `first` as stored): added, or replaced when the map holds another value for its key.
+   */
+  private ensureIn(
+    tx: NftTransaction,
+    entries: Entries,
+    first: string,
+    run: PortElements,
+    value: string,
+    keyFirst: string,
+  ): void {
     const entry = entries.get(first);
     if (entry === undefined) {
-      tx.add(elementOf(e.container, e.key, e.value, e.comment));
+      tx.add(elementOf(run.container, keyOf(keyFirst, run.rest), run.value, run.comment));
       entries.set(first, value);
       this.count++;
       return;
@@ -192,8 +217,9 @@ export class ElementStore {
     if (typeof entry === "string") entries.set(first, shared);
     shared.refs++;
     if (shared.value !== value) {
-      tx.delete(elementOf(e.container, e.key, undefined));
-      tx.add(elementOf(e.container, e.key, e.value, e.comment));
+      const key = keyOf(keyFirst, run.rest);
+      tx.delete(elementOf(run.container, key, undefined));
+      tx.add(elementOf(run.container, key, run.value, run.comment));
       shared.value = value;
     }
   }

@@ -22,9 +22,17 @@ import { lowerProtocol } from "../../util/net/protocol.ts";
 import * as N from "./names.ts";
 import type { FamilyWords } from "./setup.ts";
 
-export interface PortElement {
+/**
+ * Elements of one container whose keys differ only in their first part, one per first part: a
+ * port's externalIPs are one run holding the Service's own list, not an element per address
+ * (a Service may list 100,000).
+ */
+export interface PortElements {
   readonly container: string;
-  readonly key: readonly string[];
+  /** Each element's first key part, in order. */
+  readonly firsts: readonly string[];
+  /** The key parts after the first, the same for each element (none in a set of addresses). */
+  readonly rest: readonly string[];
   readonly value?: readonly string[];
   readonly comment?: string;
 }
@@ -40,7 +48,7 @@ export interface ChainContent {
 }
 
 export interface PortRules {
-  readonly elements: readonly PortElement[];
+  readonly elements: readonly PortElements[];
   /** Chains in the order they are written; each is emptied and refilled. */
   readonly chains: readonly ChainContent[];
   readonly affinitySets: readonly NftSet[];
@@ -148,62 +156,42 @@ export function portRules(
   // when a Local policy finds none on this node.
   const unservedVerdict = !p.hasEndpoints ? REJECT_VERDICT : "drop";
 
-  const elements: PortElement[] = [{ container: N.CLUSTER_IPS_SET, key: [svc.clusterIP] }];
-  const serviceKey = (ip: string) => [ip, proto, port];
-  // One value array per port, shared by its elements: the proxier keeps every element until the
-  // port changes, and a Service may have 20,000 externalIPs per port. Its verdict is kept flat:
-  // a concatenation would be kept as a tree of its parts, twice the cells.
+  const elements: PortElements[] = [{ container: N.CLUSTER_IPS_SET, firsts: [svc.clusterIP], rest: [] }];
+  const rest = [proto, port];
+  // A run of the port's addresses in `container`; none for an empty list.
+  const addresses = (
+    container: string,
+    firsts: readonly string[],
+    value: readonly string[],
+    note?: string,
+  ) => {
+    if (firsts.length === 0) return;
+    elements.push(
+      note ? { container, firsts, rest, value, comment: note } : { container, firsts, rest, value },
+    );
+  };
+  // One value per port, shared by its elements: the element store keeps each element's value
+  // until the port changes, and a Service may have 20,000 externalIPs per port. Its verdict is
+  // kept flat: a concatenation would be kept as a tree of its parts, twice the cells.
   const unserved = [unservedVerdict];
   // (Made only where used: a name of the port's other chains is made each time it is read.)
   const toExternal = svc.isExternal ? [flatString(`goto ${c.external}`)] : unserved;
-  if (p.hasInternalEndpoints) {
-    elements.push({
-      container: N.SERVICE_IPS_MAP,
-      key: serviceKey(svc.clusterIP),
-      value: [flatString(`goto ${internalChain}`)],
-    });
-  } else {
-    elements.push({
-      container: N.NO_ENDPOINT_SERVICES_MAP,
-      key: serviceKey(svc.clusterIP),
-      value: unserved,
-      comment,
-    });
-  }
-  for (const ip of svc.externalIPs) {
-    if (p.hasEndpoints)
-      elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: toExternal });
-    if (!p.hasExternalEndpoints)
-      elements.push({
-        container: N.NO_ENDPOINT_SERVICES_MAP,
-        key: serviceKey(ip),
-        value: unserved,
-        comment,
-      });
-  }
+  if (p.hasInternalEndpoints)
+    addresses(N.SERVICE_IPS_MAP, [svc.clusterIP], [flatString(`goto ${internalChain}`)]);
+  else addresses(N.NO_ENDPOINT_SERVICES_MAP, [svc.clusterIP], unserved, comment);
+  if (p.hasEndpoints) addresses(N.SERVICE_IPS_MAP, svc.externalIPs, toExternal);
+  if (!p.hasExternalEndpoints) addresses(N.NO_ENDPOINT_SERVICES_MAP, svc.externalIPs, unserved, comment);
   const usesFirewall = svc.loadBalancerVIPs.length > 0 && svc.loadBalancerSourceRanges.length > 0;
   const toFirewall = usesFirewall ? [flatString(`goto ${c.firewall}`)] : unserved;
-  for (const ip of svc.loadBalancerVIPs) {
-    if (p.hasEndpoints)
-      elements.push({ container: N.SERVICE_IPS_MAP, key: serviceKey(ip), value: toExternal });
-    if (usesFirewall)
-      elements.push({ container: N.FIREWALL_IPS_MAP, key: serviceKey(ip), value: toFirewall });
-  }
-  if (!p.hasExternalEndpoints) {
-    for (const ip of svc.loadBalancerVIPs)
-      elements.push({
-        container: N.NO_ENDPOINT_SERVICES_MAP,
-        key: serviceKey(ip),
-        value: unserved,
-        comment,
-      });
-  }
+  if (p.hasEndpoints) addresses(N.SERVICE_IPS_MAP, svc.loadBalancerVIPs, toExternal);
+  if (usesFirewall) addresses(N.FIREWALL_IPS_MAP, svc.loadBalancerVIPs, toFirewall);
+  if (!p.hasExternalEndpoints) addresses(N.NO_ENDPOINT_SERVICES_MAP, svc.loadBalancerVIPs, unserved, comment);
   if (svc.nodePort !== 0) {
-    const key = [proto, String(svc.nodePort)];
+    const nodePort = { firsts: [proto], rest: [String(svc.nodePort)] };
     // NodePorts are not subject to loadBalancerSourceRanges (as upstream).
-    if (p.hasEndpoints) elements.push({ container: N.SERVICE_NODEPORTS_MAP, key, value: toExternal });
+    if (p.hasEndpoints) elements.push({ container: N.SERVICE_NODEPORTS_MAP, ...nodePort, value: toExternal });
     if (!p.hasExternalEndpoints)
-      elements.push({ container: N.NO_ENDPOINT_NODEPORTS_MAP, key, value: unserved, comment });
+      elements.push({ container: N.NO_ENDPOINT_NODEPORTS_MAP, ...nodePort, value: unserved, comment });
   }
 
   const chains: ChainContent[] = [];
@@ -304,7 +292,8 @@ export function portRules(
   // Hairpin: a local endpoint that reaches its own service is masqueraded (in postrouting, by
   // the set) so that its reply comes back through the DNAT.
   for (const ep of p.allReachableEndpoints) {
-    if (ep.isLocal) elements.push({ container: N.HAIRPIN_SET, key: [ep.ip, ep.ip, proto, String(ep.port)] });
+    if (ep.isLocal)
+      elements.push({ container: N.HAIRPIN_SET, firsts: [ep.ip], rest: [ep.ip, proto, String(ep.port)] });
   }
   names.retain(p.allReachableEndpoints);
 
@@ -326,7 +315,8 @@ export function portRules(
 function checkWritable(out: PortRules): void {
   for (const c of out.chains) for (const r of c.rules) nftStatement(r.rule);
   for (const e of out.elements) {
-    for (const k of e.key) nftElementPart(k, "element key");
+    for (const k of e.firsts) nftElementPart(k, "element key");
+    for (const k of e.rest) nftElementPart(k, "element key");
     for (const v of e.value ?? []) nftElementPart(v, "element value");
   }
 }

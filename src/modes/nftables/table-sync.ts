@@ -206,7 +206,7 @@ export class TableSync {
     // addresses) leaves nothing behind.
     let written = 0;
     for (const id of ids) {
-      if (!this.renderPort(tx, req, id, undefined)) {
+      if (!(yield* this.renderPort(tx, req, id, undefined))) {
         yield;
         continue;
       }
@@ -309,7 +309,7 @@ export class TableSync {
     for (const id of ids) {
       yield;
       const before = this.records.get(id);
-      const after = this.renderPort(tx, req, id, before);
+      const after = yield* this.renderPort(tx, req, id, before);
       if (after) result.rewrittenPorts++;
       if (!before) continue;
       const keptChains = new Set<string>();
@@ -345,14 +345,14 @@ export class TableSync {
   /**
    * (Re)writes one port: its chains and sets, elements added before the previous ones are
    * released (an element both need stays untouched). Undefined when the port is gone or has
-   * nothing in this family.
+   * nothing in this family. Pauses within a port of many elements.
    */
-  private renderPort(
+  private *renderPort(
     tx: NftTransaction,
     req: TableSyncRequest,
     id: string,
     before: PortRecord | undefined,
-  ): PortRecord | undefined {
+  ): Generator<void, PortRecord | undefined> {
     const svc = req.input.services.get(id);
     const view = svc && familyView(svc, this.family);
     let record: PortRecord | undefined;
@@ -369,7 +369,7 @@ export class TableSync {
       // Affinity sets too: policy chains match them, endpoint chains update them.
       for (const set of out.affinitySets) tx.add(set);
       for (const c of out.chains) for (const r of c.rules) tx.add({ kind: "rule", chain: c.name, ...r });
-      const held = this.elements.ensureAll(tx, out.elements);
+      const held = yield* this.elements.ensureAll(tx, out.elements);
       record = {
         serviceKey: serviceKeyOf(svc, before),
         names,
@@ -381,7 +381,7 @@ export class TableSync {
       };
     }
     if (before) {
-      this.elements.releaseAll(tx, before);
+      yield* this.elements.releaseAll(tx, before);
       this.count(before, -1);
       this.idsByService.get(before.serviceKey)?.delete(id);
       this.records.delete(id);
