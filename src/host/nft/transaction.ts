@@ -6,9 +6,10 @@
 // A deferred part (defer) is written only when nft has read up to it, block by block, so the
 // bulk of a big sync never exists as text all at once.
 
+import { flatString } from "../../util/flat-string.ts";
 import { HostInputError } from "../errors.ts";
 import { nftComment, nftElementPart, nftIdentifier, nftStatement } from "./script-text.ts";
-import type { NftFamily, NftObject, NftOperation, NftTransactionLike, NftVerb } from "./types.ts";
+import type { NftElement, NftFamily, NftObject, NftOperation, NftTransactionLike, NftVerb } from "./types.ts";
 
 function block(parts: readonly (string | undefined)[]): string {
   const present = parts.filter((p): p is string => p !== undefined);
@@ -24,13 +25,34 @@ const BLOCK_LINES = 2048;
  */
 export type NftProducer = (tx: NftTransaction) => Iterable<unknown>;
 
+/**
+ * What the elements of one run (a set or map, key parts after the first, value and comment)
+ * share, checked and rendered once by elementRun: each element's line is then the head, its
+ * first key part and the tail, and no text is made per element (a Service's 100,000
+ * externalIPs are 100,000 lines).
+ */
+export interface NftElementRun {
+  readonly container: string;
+  readonly rest: readonly string[];
+  readonly value: readonly string[] | undefined;
+  readonly comment: string | undefined;
+  /** "add element FAMILY TABLE CONTAINER { " */
+  readonly head: string;
+  /** The rest of the key, the comment and the value, then " }" and the newline. */
+  readonly tail: string;
+  /** Whether the observer is told of each element. */
+  readonly observed: boolean;
+}
+
 export class NftTransaction implements NftTransactionLike {
   /** Finished blocks (each ending in a newline) and parts still to be produced, in order. */
   private parts: (string | NftProducer)[] = [];
   /** Blocks a producer finished that nft has not been given yet. */
   private produced: string[] = [];
   private producing = false;
+  /** The lines of the open block as fragments, each line's last one its newline. */
   private lines: string[] = [];
+  private lineCount = 0;
   private count = 0;
   private sealed = false;
   private consumed = false;
@@ -38,21 +60,28 @@ export class NftTransaction implements NftTransactionLike {
   /** The operations themselves, when asked to keep them (see operations()). */
   private kept: NftOperation[] | undefined;
   private readonly observe: ((op: NftOperation) => void) | undefined;
+  private readonly observesElementsOf: ((container: string) => boolean) | undefined;
 
   /**
    * `keepOperations`: also keep the typed operations, for a writer that speaks the kernel's
    * netlink rather than nft's text (a partial sync's few; a full sync's would be half a million).
    * `observe`: told of each operation as it is added (a record of what was written), parts
-   * made as nft reads them included.
+   * made as nft reads them included; except, with `observesElementsOf`, the elements of runs
+   * (addRunElement) into containers it says no to.
    */
   constructor(
     readonly family: NftFamily,
     readonly table: string,
-    opts: { keepOperations?: boolean; observe?: (op: NftOperation) => void } = {},
+    opts: {
+      keepOperations?: boolean;
+      observe?: (op: NftOperation) => void;
+      observesElementsOf?: (container: string) => boolean;
+    } = {},
   ) {
     this.where = `${family} ${nftIdentifier(table, "table name")}`;
     if (opts.keepOperations) this.kept = [];
     this.observe = opts.observe;
+    this.observesElementsOf = opts.observesElementsOf;
   }
 
   /**
@@ -85,15 +114,66 @@ export class NftTransaction implements NftTransactionLike {
   }
 
   push(verb: NftVerb, object: NftObject): this {
-    if (this.sealed && !this.producing)
-      throw new Error("nft: a transaction handed to nft takes no more operations");
+    this.checkOpen();
     const op = { verb, object };
     // Rendered even when kept: every name and text is checked here, whichever writer sends it.
-    this.lines.push(renderOperation(this.where, op));
+    this.lines.push(renderOperation(this.where, op), "\n");
     if (this.kept && !this.producing) this.kept.push(op);
     this.observe?.(op);
+    return this.counted();
+  }
+
+  /** The shared part of a run's elements, checked as push checks an element (see NftElementRun). */
+  elementRun(
+    container: string,
+    rest: readonly string[],
+    value?: readonly string[],
+    comment?: string,
+  ): NftElementRun {
+    const name = nftIdentifier(container, "set or map name");
+    let tail = "";
+    for (const k of rest) tail += ` . ${nftElementPart(k, "element key")}`;
+    if (comment !== undefined) tail += ` comment ${nftComment(comment)}`;
+    if (value) tail += ` : ${value.map((v) => nftElementPart(v, "element value")).join(" . ")}`;
+    return {
+      container,
+      rest,
+      value,
+      comment,
+      head: flatString(`add element ${this.where} ${name} { `),
+      tail: flatString(`${tail} }\n`),
+      observed: this.observe !== undefined && (this.observesElementsOf?.(container) ?? true),
+    };
+  }
+
+  /** Adds the element of `run` whose key starts with `first`: the line push would write. */
+  addRunElement(run: NftElementRun, first: string): this {
+    this.checkOpen();
+    this.lines.push(run.head, nftElementPart(first, "element key"), run.tail);
+    const keep = this.kept !== undefined && !this.producing;
+    if (keep || run.observed) {
+      const object: NftElement = {
+        kind: "element",
+        container: run.container,
+        key: [first, ...run.rest],
+        ...(run.value ? { value: run.value } : {}),
+        ...(run.comment !== undefined ? { comment: run.comment } : {}),
+      };
+      const op = { verb: "add" as const, object };
+      if (keep) this.kept!.push(op);
+      if (run.observed) this.observe!(op);
+    }
+    return this.counted();
+  }
+
+  private checkOpen(): void {
+    if (this.sealed && !this.producing)
+      throw new Error("nft: a transaction handed to nft takes no more operations");
+  }
+
+  private counted(): this {
     this.count++;
-    if (this.lines.length >= BLOCK_LINES) this.closeBlock();
+    if (++this.lineCount >= BLOCK_LINES) this.closeBlock();
     return this;
   }
 
@@ -164,13 +244,13 @@ export class NftTransaction implements NftTransactionLike {
   }
 
   private closeBlock(): void {
-    if (this.lines.length === 0) return;
-    // Joined with an empty last line rather than followed by "\n": a template would make a
-    // rope whose flattening, when nft is fed, copies the whole text once more (60 MB at 10,000
-    // Services) and leaves the joined half as old garbage.
-    this.lines.push("");
-    const block = this.lines.join("\n");
+    if (this.lineCount === 0) return;
+    // One join of the fragments, newlines included: a template adding the last newline would
+    // make a rope whose flattening, when nft is fed, copies the whole text once more (60 MB at
+    // 10,000 Services) and leaves the joined half as old garbage.
+    const block = this.lines.join("");
     this.lines = [];
+    this.lineCount = 0;
     if (this.producing) this.produced.push(block);
     else this.parts.push(block);
   }

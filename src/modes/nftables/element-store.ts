@@ -11,7 +11,7 @@
 // (elements of one container and rest), each holding its first parts only: for a port's
 // addresses, the Service's own list.
 
-import type { NftTransaction } from "../../host/nft/transaction.ts";
+import type { NftElementRun, NftTransaction } from "../../host/nft/transaction.ts";
 import { collectYoungGarbage } from "../../runtime.ts";
 import type { PortElements } from "./port-rules.ts";
 import { StringTable } from "./string-table.ts";
@@ -157,11 +157,17 @@ export class ElementStore {
     for (const run of runs) {
       const value = valueText(run.value);
       const rest = plainRest(run.rest);
+      // Made when the first element is added: a port's elements are usually there already.
+      let text: NftElementRun | undefined;
+      const add = (first: string) => {
+        text ??= tx.elementRun(run.container, run.rest, run.value, run.comment || undefined);
+        tx.addRunElement(text, first);
+      };
       if (rest !== undefined && !anyHasSpace(run.firsts)) {
         const entries = this.entriesOf(run.container, rest);
         held.push(run.container, rest, run.firsts.length === 1 ? run.firsts[0]! : run.firsts);
         for (const first of run.firsts) {
-          this.ensureIn(tx, entries, first, run, value, first);
+          this.ensureIn(tx, entries, first, run, value, first, add);
           if (due()) yield;
         }
         continue;
@@ -170,7 +176,7 @@ export class ElementStore {
       for (const first of run.firsts) {
         const [textFirst, textRest] = splitText(keyOf(first, run.rest));
         held.push(run.container, textRest, textFirst);
-        this.ensureIn(tx, this.entriesOf(run.container, textRest), textFirst, run, value, first);
+        this.ensureIn(tx, this.entriesOf(run.container, textRest), textFirst, run, value, first, add);
         if (due()) yield;
       }
     }
@@ -196,7 +202,8 @@ export class ElementStore {
 
   /**
    * One port needs the element of `run` whose first part is `first` (`keyFirst` as written,
-   * `first` as stored): added, or replaced when the map holds another value for its key.
+   * `first` as stored): added (by `add`), or replaced when the map holds another value for its
+   * key.
    */
   private ensureIn(
     tx: NftTransaction,
@@ -205,10 +212,11 @@ export class ElementStore {
     run: PortElements,
     value: string,
     keyFirst: string,
+    add: (keyFirst: string) => void,
   ): void {
     const entry = entries.get(first);
     if (entry === undefined) {
-      tx.add(elementOf(run.container, keyOf(keyFirst, run.rest), run.value, run.comment));
+      add(keyFirst);
       entries.set(first, value);
       this.count++;
       return;

@@ -153,6 +153,7 @@ export class NftablesProxier implements Proxier {
       const tx = new NftTransaction(nftFamily(this.deps.family), KUBE_PROXY_TABLE, {
         keepOperations: !fullSync,
         observe: this.written.observe,
+        observesElementsOf: this.written.observesElementsOf,
       });
       if (fullSync) this.written.reset();
       const result = this.table.write(tx, {

@@ -45,6 +45,11 @@ export class WrittenRecord {
     this.elements.clear();
   }
 
+  /** Whether the record keeps the elements of `container` (see NftTransaction's option). */
+  readonly observesElementsOf = (container: string): boolean =>
+    // Affinity sets are filled by the kernel, not by us.
+    !this.inElementStore(container) && !isAffinitySetName(container);
+
   readonly observe = (op: NftOperation): void => {
     const o = op.object;
     if (o.kind === "rule") {
@@ -73,8 +78,7 @@ export class WrittenRecord {
         if (op.verb !== "add") this.elements.delete(o.name);
         return;
       case "element": {
-        // Affinity sets are filled by the kernel, not by us.
-        if (this.inElementStore(o.container) || isAffinitySetName(o.container)) return;
+        if (!this.observesElementsOf(o.container)) return;
         const key = o.key.join(" . ");
         let held = this.elements.get(o.container);
         if (op.verb === "delete") {
