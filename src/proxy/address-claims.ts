@@ -114,6 +114,12 @@ export class AddressClaims {
     }
     const createdAtMs = ports[0]?.createdAtMs ?? Number.POSITIVE_INFINITY;
     const claimant: Claimant = { key, createdAtMs, ports: portKeys };
+    if (!remove) {
+      // Room made once for all of them: growing step by step leaves each smaller table behind.
+      let claimed = 0;
+      for (const list of lists) claimed += list.length;
+      this.claimants.reserve(this.claimants.size + claimed);
+    }
     for (const list of lists) {
       for (const ip of list) {
         if (++items % ITEMS_PER_STEP === 0) yield;
