@@ -17,15 +17,24 @@ export class ServiceEndpoints {
     return this.ids.length;
   }
 
+  /** Where the last lookup found its port: a sync asks for ids in order, mostly the next one. */
+  private last = 0;
+
   /** The index of `id`; -1 when the Service has no such port. */
   indexOf(id: string): number {
     const ids = this.ids;
+    // Ids share long prefixes ("ns/name:port-12345"): each comparison of a search walks them.
+    if (ids[this.last] === id) return this.last;
+    if (ids[this.last + 1] === id) return ++this.last;
     let lo = 0;
     let hi = ids.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const at = ids[mid]!;
-      if (at === id) return mid;
+      if (at === id) {
+        this.last = mid;
+        return mid;
+      }
       if (at < id) lo = mid + 1;
       else hi = mid - 1;
     }
