@@ -64,6 +64,7 @@ export function readClusterIPs(spec: Spec, problems: ProblemList): ClusterIPs | 
 /** A list of IPs (spec.externalIPs): bad entries dropped, duplicates folded. */
 export function readIPList(value: unknown, field: string, problems: ProblemList): string[] {
   const list = listOf(value, field, problems);
+  if (list.length === 0) return [];
   // Linear, and small: a Service may carry 100,000 entries.
   const out = new DistinctStrings(list.length);
   for (let i = 0; i < list.length; i++) {
@@ -85,8 +86,10 @@ export function isVIPMode(ipMode: unknown): boolean {
 /** LoadBalancer ingress IPs that kube-proxy must program (see isVIPMode). */
 export function readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList): string[] {
   const field = "status.loadBalancer.ingress";
-  const out = new DistinctStrings();
-  for (const [i, ing] of listOf(svc.status?.loadBalancer?.ingress, field, problems).entries()) {
+  const ingress = listOf(svc.status?.loadBalancer?.ingress, field, problems);
+  if (ingress.length === 0) return [];
+  const out = new DistinctStrings(ingress.length);
+  for (const [i, ing] of ingress.entries()) {
     if (typeof ing !== "object" || ing === null) continue;
     const { ip, ipMode } = ing as { ip?: unknown; ipMode?: unknown };
     // hostname-only ingress and proxy-mode load balancers need no VIP rules on the node.
@@ -108,13 +111,14 @@ export function readSourceRanges(spec: Spec, problems: ProblemList): SourceRange
   const field = "spec.loadBalancerSourceRanges";
   const value = spec.loadBalancerSourceRanges;
   const raw = listOf(value, field, problems, "LoadBalancer IPs closed");
+  const given = raw.length > 0 || (value !== undefined && value !== null && !Array.isArray(value));
+  if (raw.length === 0) return { ranges: [], given };
   const ranges = new DistinctStrings(raw.length);
   for (let i = 0; i < raw.length; i++) {
     const cidr = canonicalCIDRLenient(raw[i]);
     if (cidr === undefined) problems.invalid(`${field}[${i}]`, raw[i], "not a CIDR; ignored");
     else ranges.add(cidr);
   }
-  const given = raw.length > 0 || (value !== undefined && value !== null && !Array.isArray(value));
   return { ranges: ranges.values, given };
 }
 
