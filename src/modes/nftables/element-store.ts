@@ -71,7 +71,7 @@ const RUN_SLOTS = 3;
  * Undefined when a part holds a space: a " . " could then span two parts.
  */
 function plainRest(rest: readonly string[]): string | undefined {
-  for (const k of rest) if (k.includes(" ")) return undefined;
+  if (anyHasSpace(rest)) return undefined;
   return rest.length === 0 ? "" : ["", ...rest].join(SEP);
 }
 
@@ -87,19 +87,9 @@ function splitText(key: readonly string[]): [string, string] {
   return at < 0 ? [text, ""] : [text.slice(0, at), text.slice(at)];
 }
 
-function elementOf(
-  container: string,
-  key: readonly string[],
-  value: readonly string[] | undefined,
-  comment?: string,
-) {
-  return {
-    kind: "element",
-    container,
-    key,
-    ...(value ? { value } : {}),
-    ...(comment ? { comment } : {}),
-  } as const;
+/** An element as a delete names it: by its key alone. */
+function elementKey(container: string, key: readonly string[]) {
+  return { kind: "element", container, key } as const;
 }
 
 export class ElementStore {
@@ -202,8 +192,8 @@ export class ElementStore {
 
   /**
    * One port needs the element of `run` whose first part is `first` (`keyFirst` as written,
-   * `first` as stored): added (by `add`), or replaced when the map holds another value for its
-   * key.
+   * `first` as stored): added (by `add`), or deleted and added again when the map holds another
+   * value for its key.
    */
   private ensureIn(
     tx: NftTransaction,
@@ -225,9 +215,8 @@ export class ElementStore {
     if (typeof entry === "string") entries.set(first, shared);
     shared.refs++;
     if (shared.value !== value) {
-      const key = keyOf(keyFirst, run.rest);
-      tx.delete(elementOf(run.container, key, undefined));
-      tx.add(elementOf(run.container, key, run.value, run.comment));
+      tx.delete(elementKey(run.container, keyOf(keyFirst, run.rest)));
+      add(keyFirst);
       shared.value = value;
     }
   }
@@ -247,6 +236,6 @@ export class ElementStore {
     // A rest no element has any more (a port number gone) is forgotten, so churn does not pile up maps.
     if (entries.size === 0) byRest.delete(rest);
     // Written back as one part: the text nft reads is the same.
-    tx.delete(elementOf(container, [first + rest], undefined));
+    tx.delete(elementKey(container, [first + rest]));
   }
 }
