@@ -32,6 +32,8 @@ export interface ServiceSpec {
   readonly namespace?: string;
   readonly type?: "ClusterIP" | "NodePort" | "LoadBalancer";
   readonly clusterIP: string;
+  /** Makes the Service dual-stack (PreferDualStack, IPv4 first) with this IPv6 ClusterIP. */
+  readonly clusterIPv6?: string;
   readonly ports: readonly PortSpec[];
   /** Endpoints of one EndpointSlice; omit for a Service with no slice at all. */
   readonly endpoints?: readonly EndpointSpec[];
@@ -79,9 +81,9 @@ export function serviceObject(s: ServiceSpec): object {
   const spec: Record<string, unknown> = {
     type,
     clusterIP: s.clusterIP,
-    clusterIPs: [s.clusterIP],
-    ipFamilies: ["IPv4"],
-    ipFamilyPolicy: "SingleStack",
+    clusterIPs: s.clusterIPv6 ? [s.clusterIP, s.clusterIPv6] : [s.clusterIP],
+    ipFamilies: s.clusterIPv6 ? ["IPv4", "IPv6"] : ["IPv4"],
+    ipFamilyPolicy: s.clusterIPv6 ? "PreferDualStack" : "SingleStack",
     sessionAffinity: s.sessionAffinity ?? "None",
     internalTrafficPolicy: s.internalTrafficPolicy ?? "Cluster",
     ports: s.ports.map((p) => ({

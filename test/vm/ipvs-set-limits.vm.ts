@@ -177,3 +177,101 @@ describe("ipvs mode: a Service past a set's maxelem", () => {
     scaled(180_000),
   );
 });
+
+// Dual-stack (the guest's kernel serves both families): a LoadBalancer whose IPv6 source ranges
+// overfill KUBE-6-LOAD-BALANCER-SOURCE-CID is held out of the IPv6 family only. Its IPv4 side is
+// programmed, yet the one health check server (fed by both families) answers 503: a load
+// balancer cannot be told which family to send, and IPv6 traffic would find nothing here.
+const DUAL_HC_PORT = 32101;
+const dual = (v6Ranges: number): ServiceSpec => ({
+  name: "dual",
+  type: "LoadBalancer",
+  clusterIP: "198.51.100.40",
+  clusterIPv6: "2001:db8:2::40",
+  loadBalancerIPs: ["192.0.2.140", "2001:db8:3::40"],
+  loadBalancerSourceRanges: [
+    ADDR.clientNet,
+    ...Array.from(
+      { length: v6Ranges },
+      (_, i) => `2001:db8:9::${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}/128`,
+    ),
+  ],
+  externalTrafficPolicy: "Local",
+  healthCheckNodePort: DUAL_HC_PORT,
+  ports: [{ name: "http", port: 80, targetPort: 8080, nodePort: 30140 }],
+  endpoints: [{ ip: "203.0.113.11" }],
+});
+
+describe("ipvs mode, dual-stack: a Service held out in its second family only", () => {
+  const h: Harness = { extraDiagnostics: ipvsDiagnostics };
+
+  beforeAll(async () => {
+    const topo = await createTopology({ pods: PODS });
+    h.topo = topo;
+    h.dir = tempDir("kpts-ipvs-dual-");
+    h.stateFile = join(h.dir, "state.yaml");
+    writeStateFile(h.stateFile, renderState(NODE, [WEB, dual(65_537)]));
+    h.kubeProxy = startKubeProxy(topo, { stateFile: h.stateFile, mode: "ipvs" });
+  }, E2E_TEST_TIMEOUT_MS);
+
+  afterAll(() => tearDownHarness(h), E2E_TEST_TIMEOUT_MS);
+
+  e2eTest(
+    h,
+    "its IPv4 side is programmed, its health check answers 503 until the IPv6 side fits, then 200",
+    async () => {
+      const topo = h.topo!;
+      const kubeProxy = h.kubeProxy!;
+      await kubeProxy.waitForOutput(/Proxying IP families[^\n]*IPv4,IPv6/, 60_000);
+      await kubeProxy.waitForOutput(/do not fit[^\n]*/, 60_000);
+      const told = kubeProxy.stderr().match(/^E\d{4} .*do not fit.*$/m)?.[0] ?? "";
+      expect(told).toContain('service="default/dual" ipset="KUBE-6-LOAD-BALANCER-SOURCE-CID"');
+      await waitForIpvs(
+        topo,
+        kubeProxy,
+        (v) => virtualServer(v, "TCP", "192.0.2.140:80")?.reals.length === 1,
+        "the IPv4 load balancer's virtual server",
+        30_000,
+      );
+      const v = await waitForIpvs(topo, kubeProxy, () => true, "a read");
+      expect(virtualServer(v, "TCP", "[2001:db8:3::40]:80")).toBeUndefined();
+      const hcUrl = `http://${ADDR.node}:${DUAL_HC_PORT}/`;
+      const heldOut = await pollHttp(
+        topo,
+        "client",
+        hcUrl,
+        (r) => r.status !== undefined,
+        "the health check",
+        {
+          daemon: kubeProxy,
+          timeoutMs: scaled(20_000),
+        },
+      );
+      expect(heldOut.status, describeHttp(heldOut)).toBe(503);
+      expect(localEndpoints(heldOut.body)).toBe(0);
+
+      writeStateFile(h.stateFile!, renderState(NODE, [WEB, dual(1)]));
+      await waitForIpvs(
+        topo,
+        kubeProxy,
+        (x) => virtualServer(x, "TCP", "[2001:db8:3::40]:80") !== undefined,
+        "the IPv6 load balancer's virtual server",
+        scaled(30_000),
+      );
+      const served = await pollHttp(
+        topo,
+        "client",
+        hcUrl,
+        (r) => r.status === 200,
+        "the health check to answer 200",
+        {
+          daemon: kubeProxy,
+          timeoutMs: scaled(20_000),
+        },
+      );
+      expect(localEndpoints(served.body)).toBe(1);
+      expect(unexpectedErrorLines(kubeProxy)).toEqual([told]);
+    },
+    scaled(180_000),
+  );
+});

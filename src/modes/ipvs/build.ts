@@ -19,6 +19,7 @@ import type { Proxier } from "../../proxy/proxier.ts";
 import { concatListings, type Listing } from "../../util/listing.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import type { ModeBuildOptions } from "../types.ts";
+import { HeldOutByFamily } from "./held-out-families.ts";
 import { IpvsProxier, type VirtualServerView } from "./proxier.ts";
 import { SharedKernelReads } from "./shared-reads.ts";
 
@@ -104,6 +105,9 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
   const conntrack = createConntrackClient({ exec: o.exec, logger: o.log });
   // Two families read each table once per sync round between them.
   const shared = families.length > 1 ? new SharedKernelReads({ ipvs, ipset, netlink }, families) : undefined;
+  // Dual-stack: every family reports to the one health check server, each with what any family
+  // holds out, so the last report of a round has both families' word on it.
+  const heldOutByFamily = families.length > 1 ? new HeldOutByFamily() : undefined;
   const proxiers = families.map(
     (family) =>
       new IpvsProxier({
@@ -118,7 +122,8 @@ export async function buildIpvsMode(o: IpvsModeOptions): Promise<IpvsMode> {
         family,
         nodeName: o.nodeName,
         nodeIPs: o.nodeIPs,
-        ...(o.healthCheck && family === families[0] ? { healthCheck: o.healthCheck } : {}),
+        ...(o.healthCheck ? { healthCheck: o.healthCheck } : {}),
+        ...(heldOutByFamily ? { heldOutByFamily } : {}),
         ...(o.recorder ? { recorder: o.recorder } : {}),
       }),
   );

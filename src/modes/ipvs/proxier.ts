@@ -40,6 +40,7 @@ import { familyOf, type IPFamily } from "../../util/net/family.ts";
 import { type BindPlan, boundAddresses, DUMMY_DEVICE, nodeAddresses, planBindings } from "./bindings.ts";
 import { ipsetDrift, ipvsDrift } from "./drift.ts";
 import { GracefulTermination, indexTable } from "./graceful-termination.ts";
+import type { HeldOutByFamily } from "./held-out-families.ts";
 import { type IpsetSyncPlan, planIpsets } from "./ipset-sync.ts";
 import { SET_IDS, type SetCatalog, type SetId, setCatalog } from "./ipsets.ts";
 import {
@@ -92,6 +93,11 @@ export interface IpvsProxierDeps {
   readonly featureGates?: EffectiveFeatureGates;
   /** Where a Service held out of the sets is told (set-room.ts); nowhere when absent. */
   readonly recorder?: EventRecorder;
+  /**
+   * Dual-stack: what every family's proxier held out, shared between them, so the health
+   * check each reports to turns a Service away when either family holds it out.
+   */
+  readonly heldOutByFamily?: HeldOutByFamily;
 }
 
 /**
@@ -829,7 +835,13 @@ export class IpvsProxier implements Proxier {
     };
     // A held-out Service has no virtual server here: its health check must not draw traffic.
     const held = this.plans.heldOutServices();
-    await this.book.afterSuccess(input, noLocal, held.size > 0 ? new Set(held.keys()) : undefined);
+    const shared = this.deps.heldOutByFamily;
+    const unserved = shared
+      ? shared.record(this.family, held.keys())
+      : held.size > 0
+        ? new Set(held.keys())
+        : undefined;
+    await this.book.afterSuccess(input, noLocal, unserved);
   }
 
   private finishStats(

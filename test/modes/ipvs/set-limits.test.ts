@@ -7,7 +7,18 @@ import { describe, expect, test } from "bun:test";
 import { memoryRecorder } from "../../../src/k8s/events.ts";
 import type { ServiceObject } from "../../../src/k8s/objects.ts";
 import { memoryLogger } from "../../../src/log/logger.ts";
-import { boundAddresses, endpointSlice, ep, NODE, service, setup, virtualServerKeys } from "./harness.ts";
+import { HeldOutByFamily } from "../../../src/modes/ipvs/held-out-families.ts";
+import { MultiFamilyProxier } from "../../../src/proxy/multi-family.ts";
+import {
+  boundAddresses,
+  endpointSlice,
+  ep,
+  fakeHost,
+  NODE,
+  service,
+  setup,
+  virtualServerKeys,
+} from "./harness.ts";
 
 const MAXELEM = 65_536;
 
@@ -223,6 +234,72 @@ describe("sets at maxelem", () => {
     await s.sync();
     expect(s.proxier.heldOutServices().size).toBe(0);
     expect(virtualServerKeys(s.host)).toContain("TCP 203.0.113.70:80");
+    expect(counts.at(-1)?.get("ns1/wide")).toBe(1);
+  });
+
+  test("dual-stack: a LoadBalancer held out in its second family only turns its health check away", async () => {
+    const counts: ReadonlyMap<string, number>[] = [];
+    const healthCheck = {
+      syncServices: () => {},
+      syncEndpoints: (local: ReadonlyMap<string, number>) => {
+        counts.push(local);
+      },
+    };
+    const host = fakeHost();
+    const heldOutByFamily = new HeldOutByFamily();
+    const v4 = setup({ host, deps: { healthCheck, heldOutByFamily } });
+    const v6 = setup({ host, family: "IPv6", cluster: v4.cluster, deps: { healthCheck, heldOutByFamily } });
+    const multi = new MultiFamilyProxier([v4.proxier, v6.proxier]);
+    const round = () => multi.sync(v4.cluster.input());
+    // Two IPv4 ranges, and IPv6 ranges past what one set holds (members only: nothing is sent).
+    const wide = (v6Ranges: number) => {
+      const svc = lb("wide", "203.0.113.70", "2024-01-01T00:00:00Z", [
+        "10.0.0.0/24",
+        "10.0.1.0/24",
+        ...Array.from(
+          { length: v6Ranges },
+          (_, i) => `2001:db8:9::${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}/128`,
+        ),
+      ]);
+      return {
+        ...svc,
+        spec: {
+          ...svc.spec,
+          clusterIPs: ["198.51.100.70", "2001:db8:2::70"],
+          ipFamilies: ["IPv4", "IPv6"],
+          ipFamilyPolicy: "PreferDualStack",
+          externalTrafficPolicy: "Local",
+          healthCheckNodePort: 32000,
+        },
+        status: { loadBalancer: { ingress: [{ ip: "203.0.113.70" }, { ip: "2001:db8:3::70" }] } },
+      } as ServiceObject;
+    };
+    v4.cluster.apply(
+      wide(MAXELEM + 1),
+      endpointSlice("ns1", "wide", [ep("192.0.2.21", { node: NODE })]),
+      endpointSlice("ns1", "wide", [ep("2001:db8:1::21", { node: NODE })], {
+        addressType: "IPv6",
+        suffix: "v6",
+      }),
+    );
+    await round();
+    expect(v4.proxier.heldOutServices().size).toBe(0);
+    expect(v6.proxier.heldOutServices().get("ns1/wide")?.set).toBe("loadBalancerSourceCIDR");
+    expect(virtualServerKeys(host)).toContain("TCP 203.0.113.70:80");
+    expect(virtualServerKeys(host)).not.toContain("TCP [2001:db8:3::70]:80");
+    // Each family reported; the last report of the round has both families' word.
+    expect(counts).toHaveLength(2);
+    expect(counts.at(-1)?.get("ns1/wide")).toBeUndefined();
+
+    // The next round's first report already knows the other family's holdout.
+    v4.cluster.apply(service("ns1", "other", { clusterIP: "198.51.100.42" }));
+    await round();
+    expect(counts.slice(2).map((c) => c.get("ns1/wide"))).toEqual([undefined, undefined]);
+
+    v4.cluster.apply(wide(2));
+    await round();
+    expect(v6.proxier.heldOutServices().size).toBe(0);
+    expect(virtualServerKeys(host)).toContain("TCP [2001:db8:3::70]:80");
     expect(counts.at(-1)?.get("ns1/wide")).toBe(1);
   });
 });
