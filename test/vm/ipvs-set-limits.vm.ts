@@ -20,7 +20,7 @@ import {
   tearDownHarness,
   withDiagnostics,
 } from "../support/e2e-harness.ts";
-import { describeHttp, pollHttp } from "../support/e2e-http.ts";
+import { describeHttp, type HttpGetResult, pollHttp } from "../support/e2e-http.ts";
 import {
   type IpvsView,
   ipvsDiagnostics,
@@ -75,6 +75,12 @@ function isWide(address: string): boolean {
 /** The health check's count of local endpoints, from its JSON answer. */
 const localEndpoints = (body: string | undefined) =>
   (JSON.parse(body ?? "{}") as { localEndpoints?: number }).localEndpoints;
+/** The health check NodePort `port` on the node, polled from the client until `done` holds. */
+const pollHealth = (h: Harness, port: number, done: (r: HttpGetResult) => boolean, what: string) =>
+  pollHttp(h.topo!, "client", `http://${ADDR.node}:${port}/`, done, what, {
+    daemon: h.kubeProxy!,
+    timeoutMs: scaled(20_000),
+  });
 const wideServers = (v: IpvsView) => v.virtualServers.filter((s) => isWide(s.address)).length;
 
 describe("ipvs mode: a Service past a set's maxelem", () => {
@@ -129,14 +135,11 @@ describe("ipvs mode: a Service past a set's maxelem", () => {
         timeoutMs: CONNECT_MS,
       });
       expect(web.ok, describeSummary(web)).toBe(true);
-      const hcUrl = `http://${ADDR.node}:${HC_PORT}/`;
-      const heldOutHealth = await pollHttp(
-        topo,
-        "client",
-        hcUrl,
+      const heldOutHealth = await pollHealth(
+        h,
+        HC_PORT,
         (r) => r.status !== undefined,
         "the wide Service's health check",
-        { daemon: h.kubeProxy!, timeoutMs: scaled(20_000) },
       );
       expect(heldOutHealth.status, describeHttp(heldOutHealth)).toBe(503);
       expect(localEndpoints(heldOutHealth.body)).toBe(0);
@@ -162,13 +165,11 @@ describe("ipvs mode: a Service past a set's maxelem", () => {
       // A partial sync writes IPVS first and the sets after it.
       await until(`${WIDE_SET}'s 4 members`, async () => (await entries(h, WIDE_SET)) === 4, scaled(30_000));
       await h.kubeProxy!.waitForOutput(/fit again/, 30_000);
-      const servedHealth = await pollHttp(
-        topo,
-        "client",
-        hcUrl,
+      const servedHealth = await pollHealth(
+        h,
+        HC_PORT,
         (r) => r.status === 200,
         "the wide Service's health check to answer 200",
-        { daemon: h.kubeProxy!, timeoutMs: scaled(20_000) },
       );
       expect(localEndpoints(servedHealth.body)).toBe(1);
       // One report of the Service held out, and no failed sync.
@@ -235,18 +236,7 @@ describe("ipvs mode, dual-stack: a Service held out in its second family only", 
       );
       const v = await waitForIpvs(topo, kubeProxy, () => true, "a read");
       expect(virtualServer(v, "TCP", "[2001:db8:3::40]:80")).toBeUndefined();
-      const hcUrl = `http://${ADDR.node}:${DUAL_HC_PORT}/`;
-      const heldOut = await pollHttp(
-        topo,
-        "client",
-        hcUrl,
-        (r) => r.status !== undefined,
-        "the health check",
-        {
-          daemon: kubeProxy,
-          timeoutMs: scaled(20_000),
-        },
-      );
+      const heldOut = await pollHealth(h, DUAL_HC_PORT, (r) => r.status !== undefined, "the health check");
       expect(heldOut.status, describeHttp(heldOut)).toBe(503);
       expect(localEndpoints(heldOut.body)).toBe(0);
 
@@ -256,18 +246,13 @@ describe("ipvs mode, dual-stack: a Service held out in its second family only", 
         kubeProxy,
         (x) => virtualServer(x, "TCP", "[2001:db8:3::40]:80") !== undefined,
         "the IPv6 load balancer's virtual server",
-        scaled(30_000),
+        30_000,
       );
-      const served = await pollHttp(
-        topo,
-        "client",
-        hcUrl,
+      const served = await pollHealth(
+        h,
+        DUAL_HC_PORT,
         (r) => r.status === 200,
         "the health check to answer 200",
-        {
-          daemon: kubeProxy,
-          timeoutMs: scaled(20_000),
-        },
       );
       expect(localEndpoints(served.body)).toBe(1);
       expect(unexpectedErrorLines(kubeProxy)).toEqual([told]);

@@ -49,6 +49,18 @@ const web = (() => {
   return { ...s, metadata: { ...s.metadata, creationTimestamp: "2020-01-01T00:00:00Z" } };
 })();
 
+/** A health check sink that keeps every local endpoint count it is told, in order. */
+function recordingHealthCheck() {
+  const counts: ReadonlyMap<string, number>[] = [];
+  const healthCheck = {
+    syncServices: () => {},
+    syncEndpoints: (local: ReadonlyMap<string, number>) => {
+      counts.push(local);
+    },
+  };
+  return { counts, healthCheck };
+}
+
 function setUp() {
   const logger = memoryLogger();
   const recorder = memoryRecorder();
@@ -207,13 +219,7 @@ describe("sets at maxelem", () => {
   });
 
   test("a held-out LoadBalancer's health check reports no local endpoint until it is programmed", async () => {
-    const counts: ReadonlyMap<string, number>[] = [];
-    const healthCheck = {
-      syncServices: () => {},
-      syncEndpoints: (local: ReadonlyMap<string, number>) => {
-        counts.push(local);
-      },
-    };
+    const { counts, healthCheck } = recordingHealthCheck();
     const logger = memoryLogger();
     const s = setup({ logger, deps: { healthCheck } });
     const local = (n: number) => {
@@ -238,13 +244,7 @@ describe("sets at maxelem", () => {
   });
 
   test("dual-stack: a LoadBalancer held out in its second family only turns its health check away", async () => {
-    const counts: ReadonlyMap<string, number>[] = [];
-    const healthCheck = {
-      syncServices: () => {},
-      syncEndpoints: (local: ReadonlyMap<string, number>) => {
-        counts.push(local);
-      },
-    };
+    const { counts, healthCheck } = recordingHealthCheck();
     const host = fakeHost();
     const heldOutByFamily = new HeldOutByFamily();
     const v4 = setup({ host, deps: { healthCheck, heldOutByFamily } });
