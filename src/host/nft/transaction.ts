@@ -9,7 +9,7 @@
 import { flatString } from "../../util/flat-string.ts";
 import { HostInputError } from "../errors.ts";
 import { nftComment, nftElementPart, nftIdentifier, nftStatement } from "./script-text.ts";
-import type { NftElement, NftFamily, NftObject, NftOperation, NftTransactionLike, NftVerb } from "./types.ts";
+import type { NftFamily, NftObject, NftOperation, NftTransactionLike, NftVerb } from "./types.ts";
 
 function block(parts: readonly (string | undefined)[]): string {
   const present = parts.filter((p): p is string => p !== undefined);
@@ -41,6 +41,23 @@ export interface NftElementRun {
   /** The rest of the key, the comment and the value, then " }" and the newline. */
   readonly tail: string;
   /** Whether the observer is told of each element. */
+  readonly observed: boolean;
+}
+
+/**
+ * What deletes of one container's elements whose keys end alike share, checked and rendered
+ * once by deleteRun: each delete's line is then the head, the element's first key part and the
+ * tail (deleting a Service's 100,000 externalIPs makes no object or text per element).
+ */
+export interface NftElementDeleteRun {
+  readonly container: string;
+  /** " . " and the key's later parts, as the elements were written ("" for keys of one part). */
+  readonly restText: string;
+  /** "delete element FAMILY TABLE CONTAINER { " */
+  readonly head: string;
+  /** The rest of the key, then " }" and the newline. */
+  readonly tail: string;
+  /** Whether the observer is told of each delete. */
   readonly observed: boolean;
 }
 
@@ -148,18 +165,53 @@ export class NftTransaction implements NftTransactionLike {
 
   /** Adds the element of `run` whose key starts with `first`: the line push would write. */
   addRunElement(run: NftElementRun, first: string): this {
-    this.checkOpen();
-    this.lines.push(run.head, nftElementPart(first, "element key"), run.tail);
-    const keep = this.kept !== undefined && !this.producing;
-    if (keep || run.observed) {
-      const object: NftElement = {
+    return this.runLine(run, first, () => ({
+      verb: "add",
+      object: {
         kind: "element",
         container: run.container,
         key: [first, ...run.rest],
         ...(run.value ? { value: run.value } : {}),
         ...(run.comment !== undefined ? { comment: run.comment } : {}),
-      };
-      const op = { verb: "add" as const, object };
+      },
+    }));
+  }
+
+  /**
+   * The shared part of deleting `container`'s elements whose keys end in `restText` (see
+   * NftElementDeleteRun), checked as push checks a delete of the key `first + restText`.
+   */
+  deleteRun(container: string, restText: string): NftElementDeleteRun {
+    const name = nftIdentifier(container, "set or map name");
+    if (restText !== "") nftElementPart(restText, "element key");
+    return {
+      container,
+      restText,
+      head: flatString(`delete element ${this.where} ${name} { `),
+      tail: flatString(`${restText} }\n`),
+      observed: this.observe !== undefined && (this.observesElementsOf?.(container) ?? true),
+    };
+  }
+
+  /** Deletes the element of `run` whose key starts with `first`: the line push would write. */
+  deleteRunElement(run: NftElementDeleteRun, first: string): this {
+    return this.runLine(run, first, () => ({
+      verb: "delete",
+      object: { kind: "element", container: run.container, key: [first + run.restText] },
+    }));
+  }
+
+  /** One element's line of a run; its typed operation is made only when kept or observed. */
+  private runLine(
+    run: { readonly head: string; readonly tail: string; readonly observed: boolean },
+    first: string,
+    operation: () => NftOperation,
+  ): this {
+    this.checkOpen();
+    this.lines.push(run.head, nftElementPart(first, "element key"), run.tail);
+    const keep = this.kept !== undefined && !this.producing;
+    if (keep || run.observed) {
+      const op = operation();
       if (keep) this.kept!.push(op);
       if (run.observed) this.observe!(op);
     }

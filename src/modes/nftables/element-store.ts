@@ -11,7 +11,7 @@
 // (elements of one container and rest), each holding its first parts only: for a port's
 // addresses, the Service's own list.
 
-import type { NftElementRun, NftTransaction } from "../../host/nft/transaction.ts";
+import type { NftElementDeleteRun, NftElementRun, NftTransaction } from "../../host/nft/transaction.ts";
 import { collectYoungGarbage } from "../../runtime.ts";
 import type { PortElements } from "./port-rules.ts";
 import { StringTable } from "./string-table.ts";
@@ -181,10 +181,16 @@ export class ElementStore {
       const container = runs[i] as string;
       const rest = runs[i + 1] as string;
       const firsts = runs[i + 2]!;
-      if (typeof firsts === "string") this.releaseIn(tx, container, rest, firsts);
+      // Made when the first element goes: elements another port still needs stay.
+      let deletes: NftElementDeleteRun | undefined;
+      const remove = (first: string) => {
+        deletes ??= tx.deleteRun(container, rest);
+        tx.deleteRunElement(deletes, first);
+      };
+      if (typeof firsts === "string") this.releaseIn(container, rest, firsts, remove);
       else
         for (const first of firsts) {
-          this.releaseIn(tx, container, rest, first);
+          this.releaseIn(container, rest, first, remove);
           if (++released % ELEMENTS_PER_STEP === 0) yield;
         }
     }
@@ -225,7 +231,7 @@ export class ElementStore {
    * One port no longer needs the element: deleted when no other port does. Its entries are
    * found again: they stay in the store while any port holds an element of them.
    */
-  private releaseIn(tx: NftTransaction, container: string, rest: string, first: string): void {
+  private releaseIn(container: string, rest: string, first: string, remove: (first: string) => void): void {
     const byRest = this.containers.get(container);
     const entries = byRest?.get(rest);
     const entry = entries?.get(first);
@@ -235,7 +241,6 @@ export class ElementStore {
     this.count--;
     // A rest no element has any more (a port number gone) is forgotten, so churn does not pile up maps.
     if (entries.size === 0) byRest.delete(rest);
-    // Written back as one part: the text nft reads is the same.
-    tx.delete(elementKey(container, [first + rest]));
+    remove(first);
   }
 }

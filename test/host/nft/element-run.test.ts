@@ -1,7 +1,9 @@
 // A run's elements (NftTransaction.elementRun + addRunElement) are the elements push() writes:
 // the same lines, the same kept and observed operations, and a refusal of the same runs (the
 // message may name another bad part: a run's shared parts are checked first), for generated
-// runs (odd but valid parts, comments to be cleaned, keys of one part, sets and maps).
+// runs (odd but valid parts, comments to be cleaned, keys of one part, sets and maps). The same
+// holds for a run of deletes (deleteRun + deleteRunElement) against push()'s deletes of the key
+// as the element store names it: the first part and the rest's text as one part.
 
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
@@ -63,7 +65,61 @@ function written(
   return { text: tx.render(), kept: tx.operations(), seen };
 }
 
+/** A run of deletes: keys `first + restText` of one container. */
+interface DeleteRun {
+  container: string;
+  firsts: string[];
+  restText: string;
+}
+
+const deleteRun: fc.Arbitrary<DeleteRun> = fc.record({
+  container: fc.constantFrom("service-ips", "cluster-ips", "no-endpoint-services", "bad name"),
+  firsts: fc.array(part, { minLength: 1, maxLength: 5 }),
+  restText: fc.oneof(
+    fc.constant(""),
+    fc.array(part, { minLength: 1, maxLength: 3 }).map((parts) => ["", ...parts].join(" . ")),
+  ),
+});
+
+/** deleted() of generated runs, as runs or as push()'s deletes; the error's message when refused. */
+function deleted(
+  runs: DeleteRun[],
+  asRuns: boolean,
+): { text: string; kept: unknown; seen: NftOperation[] } | string {
+  const seen: NftOperation[] = [];
+  const tx = new NftTransaction("ip", "kube-proxy", { keepOperations: true, observe: (op) => seen.push(op) });
+  try {
+    for (const r of runs) {
+      if (asRuns) {
+        const shared = tx.deleteRun(r.container, r.restText);
+        for (const first of r.firsts) tx.deleteRunElement(shared, first);
+        continue;
+      }
+      for (const first of r.firsts)
+        tx.delete({ kind: "element", container: r.container, key: [first + r.restText] });
+    }
+  } catch (err) {
+    if (err instanceof HostInputError) return err.message;
+    throw err;
+  }
+  return { text: tx.render(), kept: tx.operations(), seen };
+}
+
 describe("NftTransaction element runs", () => {
+  test("delete what push() deletes for each element (generated runs)", () => {
+    fc.assert(
+      fc.property(fc.array(deleteRun, { maxLength: 4 }), (runs) => {
+        const asRuns = deleted(runs, true);
+        const each = deleted(runs, false);
+        if (typeof asRuns === "string" || typeof each === "string") {
+          expect([typeof asRuns, typeof each]).toEqual(["string", "string"]);
+          expect(asRuns).toContain("nft");
+        } else expect(asRuns).toEqual(each);
+      }),
+      { numRuns: 400, seed: 4003 },
+    );
+  });
+
   test("write what push() writes for each element (generated runs)", () => {
     fc.assert(
       fc.property(fc.array(run, { maxLength: 4 }), (runs) => {
