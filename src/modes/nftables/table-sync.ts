@@ -58,6 +58,8 @@ const PORTS_WRITTEN_AT_ONCE = 1000;
 /** Chains deleted no earlier than this after they were flushed. */
 export const STALE_CHAIN_DELAY_MS = 1000;
 
+const NO_IDS: readonly string[] = [];
+
 /** What is kept of a written port until it changes (one per service port: kept small). */
 interface PortRecord extends HeldElements {
   readonly serviceKey: ServiceKey;
@@ -197,7 +199,12 @@ export class TableSync {
   ): Generator<void> {
     // Chains the table did not hold are created by this transaction: nothing to flush.
     this.listedChains = req.existing ? new Set(req.existing.chains) : undefined;
-    const ids = [...req.input.services.keys()].sort();
+    // Ports of Services with no ClusterIP of this family write nothing here: not even visited
+    // (a dual-stack node's IPv6 table skips an IPv4 Service of 100,000 ports at once).
+    const ids: string[] = [];
+    const services = req.input.services;
+    for (const id of services.keys()) if (services.get(id)?.clusterIPs[this.family]) ids.push(id);
+    ids.sort();
     let youngAt = tx.size;
     let fullAt = tx.size;
     let fullAtPort = 0;
@@ -263,7 +270,7 @@ export class TableSync {
     let most = 0;
     for (const key of req.changedServices) {
       const written = this.idsByService.get(key)?.size ?? 0;
-      const wanted = req.input.services.portIdsOf(key).length;
+      const wanted = this.wantedIds(req, key).length;
       least += Math.max(written, wanted);
       most += written + wanted;
     }
@@ -288,13 +295,23 @@ export class TableSync {
         ids.add(id);
         if (ids.size % ITEMS_PER_STEP === 0) yield;
       }
-      for (const id of req.input.services.portIdsOf(key)) {
+      for (const id of this.wantedIds(req, key)) {
         ids.add(id);
         if (ids.size % ITEMS_PER_STEP === 0) yield;
       }
     }
     yield;
     return [...ids].sort();
+  }
+
+  /**
+   * The ids of `key`'s ports that this family writes: none when the Service has no ClusterIP
+   * of it (a Service's ClusterIPs are its ports' own), as held by the map (read, never kept).
+   */
+  private wantedIds(req: TableSyncRequest, key: ServiceKey): readonly string[] {
+    const ids = req.input.services.portIdsOf(key);
+    const first = ids.length > 0 ? req.input.services.get(ids[0]!) : undefined;
+    return first?.clusterIPs[this.family] ? ids : NO_IDS;
   }
 
   private *changedPorts(

@@ -104,6 +104,26 @@ describe("nftables: partial syncs", () => {
     expect(s.nft.transactions.length).toBe(before);
   });
 
+  test("the IPv6 table does not visit an IPv4 Service's ports: 2,000 of them run no transaction", async () => {
+    const s = setupNft({ family: "IPv6" });
+    s.cluster.apply(service("ns1", "web", { clusterIP: "2001:db8:2::41", ipFamilies: ["IPv6"] }));
+    await s.sync();
+    const before = s.nft.transactions.length;
+    const ports = Array.from({ length: 2000 }, (_, i) => ({
+      name: `p${i}`,
+      port: 1000 + i,
+      protocol: "TCP",
+    }));
+    s.cluster.apply(service("ns1", "many", { clusterIP: "198.51.100.3", ports }));
+    await s.sync();
+    expect(s.nft.transactions.length).toBe(before);
+    // Nor does a full sync write anything of it.
+    s.proxier.requestFullSync();
+    await s.sync();
+    expect(s.nft.transactions.at(-1)).not.toContain("many");
+    expect(s.nft.dump("ip6")).toContain("2001:db8:2::41");
+  });
+
   test("a removed endpoint's chain is flushed at once and deleted a second later, on its own", async () => {
     const s = await twoServices({ sessionAffinity: "ClientIP" });
     const gone = epChain("ns1", "a", "192.0.2.11");
