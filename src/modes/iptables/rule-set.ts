@@ -230,7 +230,10 @@ function countNoLocal(s: PortState, out: Output): void {
 
 export class RuleSetBuilder {
   private readonly order = new PortOrder();
+  /** The ids of the ports this family serves, sorted; made when Services change. */
   private sortedIds: string[] = [];
+  /** The number of ports sortedIds was made from (-1: never made). */
+  private sortedOfSize = -1;
   private committedOnce = false;
   /** The filter table the kernel holds since the last successful restore (its text's digest). */
   private committedFilterDigest: string | undefined;
@@ -272,6 +275,8 @@ export class RuleSetBuilder {
     }
     let total = 0;
     for (const [id, svc] of req.sources.services) {
+      // Another family's port counts nothing (usableEndpointCount): no lookups for it.
+      if (!svc.clusterIPs[family]) continue;
       total += usableEndpointCount(svc, req.sources.endpoints.get(id), protocolOf(req, id), family);
     }
     return { fastPath: false, dirty: [], totalEndpoints: total };
@@ -328,8 +333,15 @@ export class RuleSetBuilder {
   private async fullWalk(req: RuleSetRequest, out: Output): Promise<{ order: PortState[] }> {
     const chainSettings = this.chainSettings(req);
     const order: PortState[] = [];
-    if (req.servicesChanged || this.sortedIds.length !== req.sources.services.size) {
-      this.sortedIds = [...req.sources.services.keys()].sort();
+    const services = req.sources.services;
+    if (req.servicesChanged || this.sortedOfSize !== services.size) {
+      // Ports of Services with no ClusterIP of this family render nothing: not even visited (a
+      // dual-stack node's IPv6 rules skip an IPv4 Service of 100,000 ports at once).
+      const family = this.settings.family;
+      const ids: string[] = [];
+      for (const id of services.keys()) if (services.get(id)?.clusterIPs[family]) ids.push(id);
+      this.sortedIds = ids.sort();
+      this.sortedOfSize = services.size;
     }
     // The sources stay as they are until this sync ends (maps are updated only between syncs).
     const slice = new TimeSlice();
