@@ -159,8 +159,13 @@ export class NftTransaction implements NftTransactionLike {
       comment,
       head: flatString(`add element ${this.where} ${name} { `),
       tail: flatString(`${tail} }\n`),
-      observed: this.observe !== undefined && (this.observesElementsOf?.(container) ?? true),
+      observed: this.observesElements(container),
     };
+  }
+
+  /** Whether the observer is told of `container`'s elements written by runs. */
+  private observesElements(container: string): boolean {
+    return this.observe !== undefined && (this.observesElementsOf?.(container) ?? true);
   }
 
   /** Adds the element of `run` whose key starts with `first`: the line push would write. */
@@ -189,7 +194,7 @@ export class NftTransaction implements NftTransactionLike {
       restText,
       head: flatString(`delete element ${this.where} ${name} { `),
       tail: flatString(`${restText} }\n`),
-      observed: this.observe !== undefined && (this.observesElementsOf?.(container) ?? true),
+      observed: this.observesElements(container),
     };
   }
 

@@ -35,14 +35,24 @@ const run: fc.Arbitrary<Run> = fc.record(
   { requiredKeys: ["container", "firsts", "rest"] },
 );
 
-/** The text, kept and observed operations of writing `runs`, or the error's message. */
-function written(
-  runs: Run[],
-  asRuns: boolean,
-): { text: string; kept: unknown; seen: NftOperation[] } | string {
+type Outcome = { text: string; kept: unknown; seen: NftOperation[] } | string;
+
+/** The text, kept and observed operations of what `write` adds to a transaction, or the refusal's message. */
+function outcome(write: (tx: NftTransaction) => void): Outcome {
   const seen: NftOperation[] = [];
   const tx = new NftTransaction("ip", "kube-proxy", { keepOperations: true, observe: (op) => seen.push(op) });
   try {
+    write(tx);
+  } catch (err) {
+    if (err instanceof HostInputError) return err.message;
+    throw err;
+  }
+  return { text: tx.render(), kept: tx.operations(), seen };
+}
+
+/** Writing `runs`, as runs or as push() of each element. */
+function written(runs: Run[], asRuns: boolean): Outcome {
+  return outcome((tx) => {
     for (const r of runs) {
       if (asRuns) {
         const shared = tx.elementRun(r.container, r.rest, r.value, r.comment);
@@ -58,11 +68,7 @@ function written(
           ...(r.comment !== undefined ? { comment: r.comment } : {}),
         });
     }
-  } catch (err) {
-    if (err instanceof HostInputError) return err.message;
-    throw err;
-  }
-  return { text: tx.render(), kept: tx.operations(), seen };
+  });
 }
 
 /** A run of deletes: keys `first + restText` of one container. */
@@ -81,14 +87,9 @@ const deleteRun: fc.Arbitrary<DeleteRun> = fc.record({
   ),
 });
 
-/** deleted() of generated runs, as runs or as push()'s deletes; the error's message when refused. */
-function deleted(
-  runs: DeleteRun[],
-  asRuns: boolean,
-): { text: string; kept: unknown; seen: NftOperation[] } | string {
-  const seen: NftOperation[] = [];
-  const tx = new NftTransaction("ip", "kube-proxy", { keepOperations: true, observe: (op) => seen.push(op) });
-  try {
+/** Deleting `runs`, as runs or as push()'s deletes of each key. */
+function deleted(runs: DeleteRun[], asRuns: boolean): Outcome {
+  return outcome((tx) => {
     for (const r of runs) {
       if (asRuns) {
         const shared = tx.deleteRun(r.container, r.restText);
@@ -98,40 +99,38 @@ function deleted(
       for (const first of r.firsts)
         tx.delete({ kind: "element", container: r.container, key: [first + r.restText] });
     }
-  } catch (err) {
-    if (err instanceof HostInputError) return err.message;
-    throw err;
-  }
-  return { text: tx.render(), kept: tx.operations(), seen };
+  });
+}
+
+/**
+ * Generated runs made as runs give what push() of each element gives, or both are refused
+ * (each side's own message: a run's shared parts are checked first).
+ */
+function sameAsPush<R>(
+  arb: fc.Arbitrary<R>,
+  make: (runs: R[], asRuns: boolean) => Outcome,
+  seed: number,
+): void {
+  fc.assert(
+    fc.property(fc.array(arb, { maxLength: 4 }), (runs) => {
+      const asRuns = make(runs, true);
+      const each = make(runs, false);
+      if (typeof asRuns === "string" || typeof each === "string") {
+        expect([typeof asRuns, typeof each]).toEqual(["string", "string"]);
+        expect(asRuns).toContain("nft");
+      } else expect(asRuns).toEqual(each);
+    }),
+    { numRuns: 400, seed },
+  );
 }
 
 describe("NftTransaction element runs", () => {
   test("delete what push() deletes for each element (generated runs)", () => {
-    fc.assert(
-      fc.property(fc.array(deleteRun, { maxLength: 4 }), (runs) => {
-        const asRuns = deleted(runs, true);
-        const each = deleted(runs, false);
-        if (typeof asRuns === "string" || typeof each === "string") {
-          expect([typeof asRuns, typeof each]).toEqual(["string", "string"]);
-          expect(asRuns).toContain("nft");
-        } else expect(asRuns).toEqual(each);
-      }),
-      { numRuns: 400, seed: 4003 },
-    );
+    sameAsPush(deleteRun, deleted, 4003);
   });
 
   test("write what push() writes for each element (generated runs)", () => {
-    fc.assert(
-      fc.property(fc.array(run, { maxLength: 4 }), (runs) => {
-        const asRuns = written(runs, true);
-        const each = written(runs, false);
-        if (typeof asRuns === "string" || typeof each === "string") {
-          expect([typeof asRuns, typeof each]).toEqual(["string", "string"]);
-          expect(asRuns).toContain("nft");
-        } else expect(asRuns).toEqual(each);
-      }),
-      { numRuns: 400, seed: 4001 },
-    );
+    sameAsPush(run, written, 4001);
   });
 
   test("an observer that does not want a container's elements is not told of them", () => {
