@@ -96,6 +96,19 @@ export function familyView(svc: ServicePortInfo, family: IPFamily): FamilyServic
   );
 }
 
+/**
+ * The ids of the ports a family serves (their Service has a ClusterIP of it), sorted: a
+ * dual-stack node's IPv6 proxier then never visits an IPv4 Service of 100,000 ports.
+ */
+export function familyPortIds(
+  ports: { keys(): Iterable<string>; get(id: string): ServicePortInfo | undefined },
+  family: IPFamily,
+): string[] {
+  const ids: string[] = [];
+  for (const id of ports.keys()) if (ports.get(id)?.clusterIPs[family]) ids.push(id);
+  return ids.sort();
+}
+
 /** The endpoints of this family; the input array itself when it has no other (the usual case). */
 export function familyEndpoints(
   endpoints: readonly EndpointInfo[],

@@ -9,7 +9,7 @@
 // ports chunk by chunk.
 
 import { createHash } from "node:crypto";
-import { usableEndpointCount } from "../../proxy/family-view.ts";
+import { familyPortIds, usableEndpointCount } from "../../proxy/family-view.ts";
 import type { LocalTrafficDetector } from "../../proxy/local-detect.ts";
 import { chainLine, KUBE_FIREWALL } from "../../proxy/netfilter/chains.ts";
 import { masqueradeRules } from "../../proxy/netfilter/masquerade.ts";
@@ -335,12 +335,8 @@ export class RuleSetBuilder {
     const order: PortState[] = [];
     const services = req.sources.services;
     if (req.servicesChanged || this.sortedOfSize !== services.size) {
-      // Ports of Services with no ClusterIP of this family render nothing: not even visited (a
-      // dual-stack node's IPv6 rules skip an IPv4 Service of 100,000 ports at once).
-      const family = this.settings.family;
-      const ids: string[] = [];
-      for (const id of services.keys()) if (services.get(id)?.clusterIPs[family]) ids.push(id);
-      this.sortedIds = ids.sort();
+      // Ports of Services with no ClusterIP of this family render nothing: not visited.
+      this.sortedIds = familyPortIds(services, this.settings.family);
       this.sortedOfSize = services.size;
     }
     // The sources stay as they are until this sync ends (maps are updated only between syncs).

@@ -7,7 +7,7 @@
 import { HostInputError } from "../../host/errors.ts";
 import type { NftTransaction } from "../../host/nft/transaction.ts";
 import { type Logger, nullLogger } from "../../log/logger.ts";
-import { familyView, usableEndpoints } from "../../proxy/family-view.ts";
+import { familyPortIds, familyView, usableEndpoints } from "../../proxy/family-view.ts";
 import type { SyncInput } from "../../proxy/proxier.ts";
 import { type ServiceKey, type ServicePortInfo, serviceKey } from "../../proxy/types.ts";
 import { collectGarbage, collectYoungGarbage } from "../../runtime.ts";
@@ -199,12 +199,8 @@ export class TableSync {
   ): Generator<void> {
     // Chains the table did not hold are created by this transaction: nothing to flush.
     this.listedChains = req.existing ? new Set(req.existing.chains) : undefined;
-    // Ports of Services with no ClusterIP of this family write nothing here: not even visited
-    // (a dual-stack node's IPv6 table skips an IPv4 Service of 100,000 ports at once).
-    const ids: string[] = [];
-    const services = req.input.services;
-    for (const id of services.keys()) if (services.get(id)?.clusterIPs[this.family]) ids.push(id);
-    ids.sort();
+    // Ports of Services with no ClusterIP of this family write nothing here: not visited.
+    const ids = familyPortIds(req.input.services, this.family);
     let youngAt = tx.size;
     let fullAt = tx.size;
     let fullAtPort = 0;
