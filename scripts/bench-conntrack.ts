@@ -155,20 +155,32 @@ async function main(): Promise<void> {
 
       const deps = { metrics: createMetrics(), log: nullLogger, clock: realClock };
       t = performance.now();
-      const pass = await reconcileConntrack(client, { family: "IPv4", services, endpoints }, deps);
+      const pass = await reconcileConntrack(
+        client,
+        { family: "IPv4", desired: desiredUDPState(services, endpoints, "IPv4") },
+        deps,
+      );
       deleted = pass.deleted;
       phases.reconcile!.push(performance.now() - t);
       // What the tool's walk missed while deleting goes in the next pass (the reconciler runs it at once).
       let missed = 0;
       for (let i = 0; i < 3; i++) {
-        const next = await reconcileConntrack(client, { family: "IPv4", services, endpoints }, deps);
+        const next = await reconcileConntrack(
+          client,
+          { family: "IPv4", desired: desiredUDPState(services, endpoints, "IPv4") },
+          deps,
+        );
         missed += next.deleted;
         if (next.stale === 0) break;
       }
       if (missed > 0)
         console.log(`  (the first pass's walk missed ${missed} flows; the next pass deleted them)`);
       t = performance.now();
-      const again = await reconcileConntrack(client, { family: "IPv4", services, endpoints }, deps);
+      const again = await reconcileConntrack(
+        client,
+        { family: "IPv4", desired: desiredUDPState(services, endpoints, "IPv4") },
+        deps,
+      );
       phases.steady!.push(performance.now() - t);
       if (again.stale !== 0) throw new Error(`stale flows remain: ${again.stale}`);
       if (filters.length !== GONE_ENDPOINTS)

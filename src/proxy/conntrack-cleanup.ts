@@ -14,6 +14,7 @@ import type { Logger } from "../log/logger.ts";
 import type { Clock } from "../util/clock.ts";
 import { errText } from "../util/err-text.ts";
 import { familyOf, type IPFamily } from "../util/net/family.ts";
+import { ITEMS_PER_STEP, runSteps, type Steps } from "../util/time-slice.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 import type { EndpointInfo, EndpointsMap as EndpointsMapView, ServicePortMap } from "./types.ts";
 
@@ -68,9 +69,24 @@ export function desiredUDPState(
   family: IPFamily,
   deletedClusterIPs: Iterable<string> = [],
 ): UDPDesiredState {
+  return runSteps(desiringUDPState(services, endpoints, family, deletedClusterIPs));
+}
+
+/**
+ * desiredUDPState in steps (a Service may have 100,000 ports). The maps must not change until it
+ * ends: the sync that owns them runs it before it returns.
+ */
+export function* desiringUDPState(
+  services: ServicePortMap,
+  endpoints: EndpointsMapView,
+  family: IPFamily,
+  deletedClusterIPs: Iterable<string> = [],
+): Steps<UDPDesiredState> {
   const frontends = new Map<string, ServingEndpoints>();
   const nodePorts = new Map<number, ServingEndpoints>();
+  let items = 0;
   for (const [id, svc] of services) {
+    if (++items % ITEMS_PER_STEP === 0) yield;
     if (svc.protocol !== "UDP") continue;
     const clusterIP = svc.clusterIPs[family];
     if (!clusterIP) continue;
@@ -122,9 +138,8 @@ export function staleFlowFilters(
 
 export interface ReconcileInput {
   readonly family: IPFamily;
-  readonly services: ServicePortMap;
-  readonly endpoints: EndpointsMapView;
-  readonly deletedClusterIPs?: Iterable<string>;
+  /** What a sync made of its maps (desiringUDPState): a pass lists the flows later. */
+  readonly desired: UDPDesiredState;
 }
 
 export interface ReconcileDeps {
@@ -147,8 +162,7 @@ export async function reconcileConntrack(
 ): Promise<ReconcileResult> {
   const { log, metrics, clock } = deps;
   const start = clock.now();
-  // Synchronous: a consistent view of the maps, whatever a later sync changes meanwhile.
-  const desired = desiredUDPState(input.services, input.endpoints, input.family, input.deletedClusterIPs);
+  const desired = input.desired;
   // Nothing to protect and nothing to clean: no listing at all.
   if (desired.frontends.size === 0 && desired.nodePorts.size === 0 && desired.deletedIPs.size === 0)
     return { deleted: 0, stale: 0 };

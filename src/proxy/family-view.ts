@@ -6,6 +6,7 @@
 
 import type { IPFamily } from "../util/net/family.ts";
 import { familyOf } from "../util/net/family.ts";
+import { ITEMS_PER_STEP, type Steps } from "../util/time-slice.ts";
 import type { EndpointInfo, ServicePortInfo } from "./types.ts";
 
 export interface FamilyServicePort extends ServicePortInfo {
@@ -100,12 +101,17 @@ export function familyView(svc: ServicePortInfo, family: IPFamily): FamilyServic
  * The ids of the ports a family serves (their Service has a ClusterIP of it), sorted: a
  * dual-stack node's IPv6 proxier then never visits an IPv4 Service of 100,000 ports.
  */
-export function familyPortIds(
-  ports: { keys(): Iterable<string>; get(id: string): ServicePortInfo | undefined },
+export function* familyPortIds(
+  ports: { entries(): Iterable<[string, ServicePortInfo]> },
   family: IPFamily,
-): string[] {
+): Steps<string[]> {
   const ids: string[] = [];
-  for (const id of ports.keys()) if (ports.get(id)?.clusterIPs[family]) ids.push(id);
+  let seen = 0;
+  for (const [id, port] of ports.entries()) {
+    if (++seen % ITEMS_PER_STEP === 0) yield;
+    if (port.clusterIPs[family]) ids.push(id);
+  }
+  // One block, but a short one: ~20 ms for 100,000 ids.
   return ids.sort();
 }
 

@@ -1,11 +1,13 @@
 // Readers for the Service fields that feed a service port. Each takes the raw (unvalidated)
 // wire value, keeps what parses, and files a problem for what does not: a bad entry costs
-// that entry, never the rest of the Service.
+// that entry, never the rest of the Service. The readers of lists a user sizes (up to 100,000
+// entries) are Steps, so a sync reading a huge Service can let the servers answer meanwhile.
 
 import type { ServiceObject } from "../k8s/objects.ts";
 import { DistinctStrings } from "../util/distinct-strings.ts";
 import { canonicalCIDRLenient, canonicalIPLenient, parseIPLenient } from "../util/net/address.ts";
 import { familyOf, type IPFamily } from "../util/net/family.ts";
+import { ITEMS_PER_STEP, type Steps } from "../util/time-slice.ts";
 import type { ProblemList } from "./problems.ts";
 
 type Spec = NonNullable<ServiceObject["spec"]>;
@@ -62,12 +64,13 @@ export function readClusterIPs(spec: Spec, problems: ProblemList): ClusterIPs | 
 }
 
 /** A list of IPs (spec.externalIPs): bad entries dropped, duplicates folded. */
-export function readIPList(value: unknown, field: string, problems: ProblemList): string[] {
+export function* readIPList(value: unknown, field: string, problems: ProblemList): Steps<string[]> {
   const list = listOf(value, field, problems);
   if (list.length === 0) return [];
   // Linear, and small: a Service may carry 100,000 entries.
   const out = new DistinctStrings(list.length);
   for (let i = 0; i < list.length; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
     const ip = canonicalIPLenient(list[i]);
     if (ip === undefined) problems.invalid(`${field}[${i}]`, list[i], "not an IP address; ignored");
     else out.add(ip);
@@ -84,12 +87,14 @@ export function isVIPMode(ipMode: unknown): boolean {
 }
 
 /** LoadBalancer ingress IPs that kube-proxy must program (see isVIPMode). */
-export function readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList): string[] {
+export function* readLoadBalancerVIPs(svc: ServiceObject, problems: ProblemList): Steps<string[]> {
   const field = "status.loadBalancer.ingress";
   const ingress = listOf(svc.status?.loadBalancer?.ingress, field, problems);
   if (ingress.length === 0) return [];
   const out = new DistinctStrings(ingress.length);
-  for (const [i, ing] of ingress.entries()) {
+  for (let i = 0; i < ingress.length; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    const ing = ingress[i];
     if (typeof ing !== "object" || ing === null) continue;
     const { ip, ipMode } = ing as { ip?: unknown; ipMode?: unknown };
     // hostname-only ingress and proxy-mode load balancers need no VIP rules on the node.
@@ -107,7 +112,7 @@ export interface SourceRanges {
   readonly given: boolean;
 }
 
-export function readSourceRanges(spec: Spec, problems: ProblemList): SourceRanges {
+export function* readSourceRanges(spec: Spec, problems: ProblemList): Steps<SourceRanges> {
   const field = "spec.loadBalancerSourceRanges";
   const value = spec.loadBalancerSourceRanges;
   const raw = listOf(value, field, problems, "LoadBalancer IPs closed");
@@ -115,6 +120,7 @@ export function readSourceRanges(spec: Spec, problems: ProblemList): SourceRange
   if (raw.length === 0) return { ranges: [], given };
   const ranges = new DistinctStrings(raw.length);
   for (let i = 0; i < raw.length; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
     const cidr = canonicalCIDRLenient(raw[i]);
     if (cidr === undefined) problems.invalid(`${field}[${i}]`, raw[i], "not a CIDR; ignored");
     else ranges.add(cidr);
@@ -126,16 +132,22 @@ export function readSourceRanges(spec: Spec, problems: ProblemList): SourceRange
  * The LoadBalancer IPs that may be programmed under `sources`: with ranges given, an IP whose
  * family has none of them is dropped (closed), never opened to everyone.
  */
-export function vipsAllowedBySources(
+export function* vipsAllowedBySources(
   vips: readonly string[],
   sources: SourceRanges,
   problems: ProblemList,
-): string[] {
+): Steps<string[]> {
   if (!sources.given || vips.length === 0) return [...vips];
-  const families = new Set<IPFamily>(sources.ranges.map((r) => familyOf(r)));
+  const families = new Set<IPFamily>();
+  for (let i = 0; i < sources.ranges.length && families.size < 2; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    families.add(familyOf(sources.ranges[i]!));
+  }
   const kept: string[] = [];
   const closed = new Set<IPFamily>();
-  for (const ip of vips) {
+  for (let i = 0; i < vips.length; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    const ip = vips[i]!;
     const family = familyOf(ip);
     if (families.has(family)) kept.push(ip);
     else closed.add(family);

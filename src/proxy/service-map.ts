@@ -57,7 +57,7 @@ export class ServiceMap implements ServicePortMap {
   *updating(tracker: ServiceChangeTracker): Steps<ServiceUpdateResult> {
     const result: ServiceUpdateResult = { updatedServices: new Set(), deletedUDPClusterIPs: new Set() };
     const touched = new Set<string>();
-    for (const [key, change] of tracker.checkout()) {
+    for (const [key, change] of yield* tracker.checkingOut()) {
       result.updatedServices.add(key);
       yield* this.claims.index(key, this.wanted.get(key) ?? [], touched, true);
       const ports = change.current.ports;
@@ -85,8 +85,12 @@ export class ServiceMap implements ServicePortMap {
     const wanted = this.wanted.get(key) ?? [];
     const { ports, conflicts } = yield* this.claims.resolve(key, wanted);
     this.reportConflicts(key, wanted[0], conflicts);
-    const before = this.portsOf(key);
-    const changed = before.length !== ports.length || before.some((p, i) => !sameAddresses(p, ports[i]!));
+    const before = this.portIdsOf(key);
+    let changed = before.length !== ports.length;
+    for (let i = 0; !changed && i < ports.length; i++) {
+      if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+      changed = !sameAddresses(this.ports.get(before[i]!)!, ports[i]!);
+    }
     if (updated || changed) yield* this.replace(key, ports, deletedUDP);
     return changed;
   }

@@ -9,6 +9,7 @@ import { flatString } from "../util/flat-string.ts";
 import { isPortNumber } from "../util/net/host-port.ts";
 import { parseProtocol } from "../util/net/protocol.ts";
 import { Sha256Pieces } from "../util/sha256-base32.ts";
+import { ITEMS_PER_STEP, runSteps, type Steps } from "../util/time-slice.ts";
 import type { ProblemList } from "./problems.ts";
 import {
   readClusterIPs,
@@ -63,24 +64,24 @@ function readHealthCheckNodePort(svc: ServiceObject, needed: boolean, problems: 
   return 0;
 }
 
-function readServiceWide(
+function* readServiceWide(
   svc: ServiceObject,
   namespace: string,
   service: string,
   spec: Spec,
   problems: ProblemList,
   gates: EffectiveFeatureGates,
-): ServiceWide | undefined {
+): Steps<ServiceWide | undefined> {
   const clusterIPs = readClusterIPs(spec, problems);
   if (!clusterIPs) return undefined;
   const serviceType = readServiceType(spec, problems);
   // AllowServiceExternalIPs (1.36, GA, on): off, kube-proxy programs no externalIP at all.
   const externalIPs = gates.enabled("AllowServiceExternalIPs")
-    ? readIPList(spec.externalIPs, "spec.externalIPs", problems)
+    ? yield* readIPList(spec.externalIPs, "spec.externalIPs", problems)
     : [];
-  const sources = readSourceRanges(spec, problems);
+  const sources = yield* readSourceRanges(spec, problems);
   // Ranges given but none of a VIP's family must not turn into "open to everyone": drop the VIP.
-  const lbVIPs = vipsAllowedBySources(readLoadBalancerVIPs(svc, problems), sources, problems);
+  const lbVIPs = yield* vipsAllowedBySources(yield* readLoadBalancerVIPs(svc, problems), sources, problems);
   const externallyReachable = serviceType !== "ClusterIP" || externalIPs.length > 0;
   const externalPolicyLocal = externallyReachable && spec.externalTrafficPolicy === "Local";
   const needsHealthCheck = serviceType === "LoadBalancer" && externalPolicyLocal;
@@ -165,9 +166,20 @@ export function servicePorts(
   problems: ProblemList,
   gates: EffectiveFeatureGates = DEFAULT_FEATURE_GATES,
 ): ServicePortInfo[] {
+  return runSteps(readServicePorts(svc, ns, name, problems, gates));
+}
+
+/** servicePorts in steps: a pause may come between any two ports or list entries. */
+export function* readServicePorts(
+  svc: ServiceObject,
+  ns: string,
+  name: string,
+  problems: ProblemList,
+  gates: EffectiveFeatureGates = DEFAULT_FEATURE_GATES,
+): Steps<ServicePortInfo[]> {
   const spec = svc.spec;
   if (!spec || !isProxiable(svc)) return [];
-  const wide = readServiceWide(svc, ns, name, spec, problems, gates);
+  const wide = yield* readServiceWide(svc, ns, name, spec, problems, gates);
   if (!wide) return [];
   const out: ServicePortInfo[] = [];
   const rawPorts = Array.isArray(spec.ports) ? spec.ports : [];
@@ -175,6 +187,7 @@ export function servicePorts(
   if (spec.ports != null && !Array.isArray(spec.ports))
     problems.invalid("spec.ports", spec.ports, "not a list; no ports");
   for (let i = 0; i < rawPorts.length; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
     const fields = readPort(rawPorts[i]!, i, problems);
     if (!fields) continue;
     const info = portInfo(fields, wide);
@@ -187,8 +200,8 @@ export function servicePorts(
   return out;
 }
 
-/** Ports whose own fields are hashed as one piece of text (a few hundred KB at most). */
-const PORTS_PER_HASHED_PIECE = 4096;
+/** Ports whose own fields are hashed as one piece of text (tens of KB; a step each). */
+const PORTS_PER_HASHED_PIECE = 512;
 
 /**
  * A short digest that differs when any field of any port differs. The Service-wide fields are
@@ -197,6 +210,11 @@ const PORTS_PER_HASHED_PIECE = 4096;
  * piece by piece: the text of 100,000 ports is never made whole.
  */
 export function servicePortsFingerprint(ports: readonly ServicePortInfo[]): string {
+  return runSteps(fingerprintPorts(ports));
+}
+
+/** servicePortsFingerprint in steps: one hashed piece each. */
+export function* fingerprintPorts(ports: readonly ServicePortInfo[]): Steps<string> {
   const first = ports[0];
   if (!first) return "";
   const { name: _n, id: _i, port: _p, protocol: _r, nodePort: _np, ...wide } = plainServicePort(first);
@@ -210,6 +228,7 @@ export function servicePortsFingerprint(ports: readonly ServicePortInfo[]): stri
       own.push(p.id, p.port, p.protocol, p.nodePort);
     }
     hash.update(JSON.stringify(own));
+    yield;
   }
   return hash.base32Prefix(48);
 }

@@ -9,7 +9,8 @@ import type { NodeInfo } from "../k8s/node-info.ts";
 import type { Logger } from "../log/logger.ts";
 import { type Clock, realClock } from "../util/clock.ts";
 import type { IPFamily } from "../util/net/family.ts";
-import { type ConntrackCleaner, ConntrackReconciler } from "./conntrack-cleanup.ts";
+import { runStepsPaced, TimeSlice } from "../util/time-slice.ts";
+import { type ConntrackCleaner, ConntrackReconciler, desiringUDPState } from "./conntrack-cleanup.ts";
 import { type LocalTrafficDetector, localDetectorFromConfig } from "./local-detect.ts";
 import { familyMetrics, type Metrics } from "./metrics/metrics.ts";
 import { FULL_SYNC_PERIOD_MS, type SyncInput } from "./proxier.ts";
@@ -143,13 +144,18 @@ export class SyncBookkeeping {
         log,
         clock: this.deps.clock ?? realClock,
       });
-      // Started, not awaited: the flows of a big table are listed after the sync returns.
-      this.reconciler.request({
-        family: this.deps.family,
-        services: input.services,
-        endpoints: input.endpoints,
-        deletedClusterIPs: [...input.serviceUpdate.deletedUDPClusterIPs],
-      });
+      // The desired state is made here, paced, while the sync holds the maps still; the pass
+      // is started, not awaited: the flows of a big table are listed after the sync returns.
+      const desired = await runStepsPaced(
+        desiringUDPState(
+          input.services,
+          input.endpoints,
+          this.deps.family,
+          input.serviceUpdate.deletedUDPClusterIPs,
+        ),
+        new TimeSlice(),
+      );
+      this.reconciler.request({ family: this.deps.family, desired });
     }
   }
 

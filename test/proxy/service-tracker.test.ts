@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { ServiceObject } from "../../src/k8s/objects.ts";
 import { ServiceMap } from "../../src/proxy/service-map.ts";
-import { ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
+import { ENTRIES_READ_AT_CHECKOUT, ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
+import { runSteps } from "../../src/util/time-slice.ts";
 import { service } from "./builders.ts";
 
 const web = service("web", { clusterIP: "198.51.100.10" });
@@ -258,6 +259,92 @@ describe("ServiceChangeTracker against a model", () => {
         }
       }),
       { seed: 2323, numRuns: 300 },
+    );
+  });
+});
+
+describe("Services with long lists, read at checkout", () => {
+  /** Distinct externalIPs, enough to put a Service over ENTRIES_READ_AT_CHECKOUT (each name its own). */
+  const LONG = ENTRIES_READ_AT_CHECKOUT + 1;
+  const many = (name: string) =>
+    Array.from({ length: LONG }, (_, i) => `10.${name.charCodeAt(0) & 255}.${i >> 8}.${i & 255}`);
+  const big = (name: string, port: number) =>
+    service(name, { clusterIP: "198.51.100.10", externalIPs: many(name), ports: [{ name: "http", port }] });
+
+  test("the event only records it; checkout reads it, and an update that changed no port is no change", () => {
+    const tracker = new ServiceChangeTracker();
+    const map = new ServiceMap();
+    expect(tracker.serviceChanged(undefined, big("web", 80))).toBe(true);
+    expect(map.update(tracker).updatedServices).toEqual(new Set(["ns/web"]));
+    expect(map.get("ns/web:http")?.externalIPs.length).toBe(LONG);
+    // A new object with the same ports (say, an annotation changed): a sync, which finds nothing.
+    expect(tracker.serviceChanged(big("web", 80), big("web", 80))).toBe(true);
+    expect(map.update(tracker).updatedServices.size).toBe(0);
+  });
+
+  // Each Service is absent, small (port 80 or 8080) or long (port 80 or 8080). A sync may pause
+  // while it reads, and events come meanwhile, as the informers deliver them during a paced sync.
+  const NAMES = ["a", "b"] as const;
+  const variants = (name: string): (ServiceObject | undefined)[] => [
+    undefined,
+    service(name, { clusterIP: "198.51.100.10" }),
+    service(name, { clusterIP: "198.51.100.10", ports: [{ name: "http", port: 8080 }] }),
+    big(name, 80),
+    big(name, 8080),
+  ];
+  const expected = (v: number) => [[], ["80:0"], ["8080:0"], [`80:${LONG}`], [`8080:${LONG}`]][v]!;
+  type Op =
+    | { kind: "set"; name: number; variant: number }
+    | { kind: "step"; steps: number }
+    | { kind: "resync" };
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.record({ kind: fc.constant("set" as const), name: fc.nat(1), variant: fc.nat(4) }),
+    },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant("step" as const), steps: fc.nat(80) }) },
+    { weight: 1, arbitrary: fc.constant({ kind: "resync" as const }) },
+  );
+
+  test("no event is lost, whenever it comes during a sync's pauses", () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+        const tracker = new ServiceChangeTracker();
+        const map = new ServiceMap();
+        const informer = new Map<string, ServiceObject>();
+        const latest = [0, 0];
+        let sync: ReturnType<ServiceMap["updating"]> | undefined;
+        for (const o of ops) {
+          if (o.kind === "step") {
+            // A sync starts (or goes on) and runs `steps` steps, then pauses or ends.
+            sync ??= map.updating(tracker);
+            for (let i = 0; i <= o.steps; i++) {
+              if (sync.next().done) {
+                sync = undefined;
+                break;
+              }
+            }
+          } else if (o.kind === "resync") {
+            for (const obj of informer.values()) expect(tracker.serviceChanged(obj, obj)).toBe(false);
+          } else {
+            const name = NAMES[o.name]!;
+            const next = variants(name)[o.variant];
+            const prev = informer.get(name);
+            if (next) informer.set(name, next);
+            else informer.delete(name);
+            latest[o.name] = o.variant;
+            tracker.serviceChanged(prev, next);
+          }
+        }
+        if (sync) runSteps(sync);
+        map.update(tracker);
+        for (let i = 0; i < 2; i++) {
+          const ports = map.portsOf(`ns/${NAMES[i]}`).map((p) => `${p.port}:${p.externalIPs.length}`);
+          expect(ports).toEqual(expected(latest[i]!));
+        }
+        expect(tracker.pendingChanges().size).toBe(0);
+      }),
+      { seed: 2341, numRuns: 300 },
     );
   });
 });

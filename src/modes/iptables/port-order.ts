@@ -125,8 +125,8 @@ export class PortOrder {
   positionsOf(serviceKeys: Iterable<string>): number[] {
     const out: number[] = [];
     for (const key of serviceKeys) {
-      const positions = this.positionsByService.get(key);
-      if (positions) out.push(...positions);
+      // One at a time: a Service may have 100,000 positions (too many for a spread).
+      for (const pos of this.positionsByService.get(key) ?? []) out.push(pos);
     }
     return out.sort((a, b) => a - b);
   }

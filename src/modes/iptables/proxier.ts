@@ -35,6 +35,7 @@ import { errText } from "../../util/err-text.ts";
 import { memoryFigures } from "../../util/memory.ts";
 import { isLoopbackLenient } from "../../util/net/address.ts";
 import type { IPFamily } from "../../util/net/family.ts";
+import { TimeSlice } from "../../util/time-slice.ts";
 import { CanaryMonitor, checkCanaryChains } from "./canary.ts";
 import { ProbabilityCache } from "./probability.ts";
 import {
@@ -230,7 +231,7 @@ export class IptablesProxier implements Proxier {
     const start = this.clock.now();
     // Node labels drive topology and podCIDRs may define "local": a change rewrites everything.
     if (this.book.observeNode(input.node)) this.book.requestFullSync();
-    const { request, scope } = this.chooseScope(input, start);
+    const { request, scope } = await this.chooseScope(input, start);
     const fullSync = request.fullSync;
     this.log.v(2).info("Syncing iptables rules", { ipFamily: this.deps.family, fullSync });
     let rulesWritten: number | undefined;
@@ -277,13 +278,18 @@ export class IptablesProxier implements Proxier {
    * Full or partial, and how big the cluster is. The periodic full sync is skipped in large
    * clusters, where rewriting every chain is what partial syncs exist to avoid.
    */
-  private chooseScope(input: SyncInput, now: number): { request: ScopeRequest; scope: SyncScope } {
+  private async chooseScope(
+    input: SyncInput,
+    now: number,
+  ): Promise<{ request: ScopeRequest; scope: SyncScope }> {
+    // Counting a cluster's endpoints walks every port: paced, the servers answer meanwhile.
+    const slice = new TimeSlice();
     let request = this.scopeRequest(input, this.book.fullSyncNeeded);
-    let scope = this.builder.scope(request, this.deps.family);
+    let scope = await this.builder.scope(request, this.deps.family, slice);
     this.largeClusterMode = scope.totalEndpoints > LARGE_CLUSTER_ENDPOINTS_THRESHOLD;
     if (!request.fullSync && !this.largeClusterMode && this.book.periodicFullSyncDue(now)) {
       request = { ...request, fullSync: true };
-      scope = this.builder.scope(request, this.deps.family);
+      scope = await this.builder.scope(request, this.deps.family, slice);
     }
     return { request, scope };
   }

@@ -17,7 +17,7 @@ import type { TopologyContext } from "../../proxy/topology.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
 import { collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
-import { TimeSlice } from "../../util/time-slice.ts";
+import { runStepsPaced, TimeSlice } from "../../util/time-slice.ts";
 import { ChainDeclarations } from "./chain-declarations.ts";
 import { isServiceChainName } from "./chains.ts";
 import {
@@ -253,13 +253,14 @@ export class RuleSetBuilder {
     this.filterEdits = new FilterEdits();
   }
 
-  /** Picks the walk and counts endpoints; cheap on the fast path. */
-  scope(req: ScopeRequest, family: IPFamily): SyncScope {
+  /** Picks the walk and counts endpoints; cheap on the fast path. Paced by `slice`. */
+  async scope(req: ScopeRequest, family: IPFamily, slice: TimeSlice): Promise<SyncScope> {
     if (!req.fullSync && !req.servicesChanged && this.committedOnce) {
       const dirty = this.order.positionsOf(req.changedServices);
       let total = this.order.endpointTotal;
       let consistent = true;
       for (const pos of dirty) {
+        if (slice.due) await slice.pause();
         const prev = this.order.states[pos]!;
         const id = prev.source.id;
         if (req.sources.services.get(id) !== prev.source) consistent = false;
@@ -275,6 +276,7 @@ export class RuleSetBuilder {
     }
     let total = 0;
     for (const [id, svc] of req.sources.services) {
+      if (slice.due) await slice.pause();
       // Another family's port counts nothing (usableEndpointCount): no lookups for it.
       if (!svc.clusterIPs[family]) continue;
       total += usableEndpointCount(svc, req.sources.endpoints.get(id), protocolOf(req, id), family);
@@ -305,9 +307,13 @@ export class RuleSetBuilder {
     this.fullSync = req.fullSync;
     const out = newOutput(settings);
     if (this.writesLocalnetGuard()) out.filterRules.push(BLOCK_LOCALNET_RULE);
-    const commit = scope.fastPath ? this.fastWalk(req, scope, out) : await this.fullWalk(req, out);
+    // Every loop over the ports below pauses with this slice: the servers answer between.
+    const slice = new TimeSlice();
+    const commit = scope.fastPath
+      ? await this.fastWalk(req, scope, out, slice)
+      : await this.fullWalk(req, out, slice);
     const next = "order" in commit ? commit.order : this.withReplacements(commit.replacements);
-    const deletedChains = this.staleChains(req, out, next);
+    const deletedChains = await this.staleChains(req, out, next, slice);
     for (const chain of deletedChains) {
       out.natChains.push(chain);
       out.natRules.push(`-X ${chain}`);
@@ -318,7 +324,7 @@ export class RuleSetBuilder {
     // lines made as the restore reads them. (The walk's garbage is collected by the proxier,
     // once, before the restore: a full collection costs 130-210 ms at 10k x 10.)
     out.natChains.order();
-    return this.finish(req, out, deletedChains, commit);
+    return this.finish(req, out, deletedChains, commit, slice);
   }
 
   private writesLocalnetGuard(): boolean {
@@ -330,17 +336,20 @@ export class RuleSetBuilder {
   }
 
   /** Every port, in id order: reuse what is unchanged (partial), render the rest. */
-  private async fullWalk(req: RuleSetRequest, out: Output): Promise<{ order: PortState[] }> {
+  private async fullWalk(
+    req: RuleSetRequest,
+    out: Output,
+    slice: TimeSlice,
+  ): Promise<{ order: PortState[] }> {
     const chainSettings = this.chainSettings(req);
     const order: PortState[] = [];
     const services = req.sources.services;
     if (req.servicesChanged || this.sortedOfSize !== services.size) {
       // Ports of Services with no ClusterIP of this family render nothing: not visited.
-      this.sortedIds = familyPortIds(services, this.settings.family);
+      this.sortedIds = await runStepsPaced(familyPortIds(services, this.settings.family), slice);
       this.sortedOfSize = services.size;
     }
     // The sources stay as they are until this sync ends (maps are updated only between syncs).
-    const slice = new TimeSlice();
     // The committed states are in id order too: walked alongside (no map by id is kept).
     const committed = this.order.states;
     let c = 0;
@@ -368,21 +377,24 @@ export class RuleSetBuilder {
       countNoLocal(state, out);
     }
     if (order.length !== this.order.states.length || out.rendered.some((r) => !r.prev))
-      this.findRemoved(order, out);
+      await this.findRemoved(order, out, slice);
     return { order };
   }
 
   /** Endpoint-only changes: untouched chunks are written whole, dirty positions re-rendered. */
-  private fastWalk(
+  private async fastWalk(
     req: RuleSetRequest,
     scope: SyncScope,
     out: Output,
-  ): { replacements: Map<number, PortState> } {
+    slice: TimeSlice,
+  ): Promise<{ replacements: Map<number, PortState> }> {
     const chainSettings = this.chainSettings(req);
     const { states } = this.order;
     const replacements = new Map<number, PortState>();
     let d = 0;
     for (let c = 0; c < this.order.chunkCount; c++) {
+      // Between chunks only: a chunk is a few dozen ports.
+      if (slice.due) await slice.pause();
       const from = c * CHUNK_SIZE;
       const to = Math.min(states.length, from + CHUNK_SIZE);
       if (d >= scope.dirty.length || scope.dirty[d]! >= to) {
@@ -434,10 +446,17 @@ export class RuleSetBuilder {
   }
 
   /** Committed ports missing from the new order (their Service or its port is gone). */
-  private findRemoved(order: readonly PortState[], out: Output): void {
-    const present = new Set(order.map((s) => s.source.id));
+  private async findRemoved(order: readonly PortState[], out: Output, slice: TimeSlice): Promise<void> {
+    const present = new Set<string>();
+    for (const s of order) {
+      if (slice.due) await slice.pause();
+      present.add(s.source.id);
+    }
     const already = new Set(out.removed);
-    for (const s of this.order.states) if (!present.has(s.source.id) && !already.has(s)) out.removed.push(s);
+    for (const s of this.order.states) {
+      if (slice.due) await slice.pause();
+      if (!present.has(s.source.id) && !already.has(s)) out.removed.push(s);
+    }
   }
 
   private withReplacements(replacements: ReadonlyMap<number, PortState>): PortState[] {
@@ -449,17 +468,26 @@ export class RuleSetBuilder {
    * Chains to flush and delete, sorted so output is stable: with a sweep, what iptables-save
    * listed that no port owns; between sweeps, what committed ports owned and no longer do.
    */
-  private staleChains(req: RuleSetRequest, out: Output, next: readonly PortState[]): string[] {
+  private async staleChains(
+    req: RuleSetRequest,
+    out: Output,
+    next: readonly PortState[],
+    slice: TimeSlice,
+  ): Promise<string[]> {
     const stale = new Set<string>();
     if (req.existingNatChains) {
       // Read one name at a time: only the stale ones are kept. A first sync into empty tables
       // has no service chains at all: every port's chains are gathered only once one shows up.
       let active: Set<string> | undefined;
       for (const c of req.existingNatChains) {
+        if (slice.due) await slice.pause();
         if (!isServiceChainName(c)) continue;
         if (!active) {
           active = new Set<string>();
-          for (const s of next) for (const owned of s.activeChains) active.add(owned);
+          for (const s of next) {
+            if (slice.due) await slice.pause();
+            for (const owned of s.activeChains) active.add(owned);
+          }
         }
         if (!active.has(c)) stale.add(c);
       }
@@ -467,11 +495,15 @@ export class RuleSetBuilder {
     }
     // Chain names hash the port's name and protocol, so no other port can own them.
     for (const { prev, now } of out.rendered) {
+      if (slice.due) await slice.pause();
       if (!prev || sameChains(prev.activeChains, now.activeChains)) continue;
       const keep = new Set(now.activeChains);
       for (const c of prev.activeChains) if (!keep.has(c)) stale.add(c);
     }
-    for (const s of out.removed) for (const c of s.activeChains) stale.add(c);
+    for (const s of out.removed) {
+      if (slice.due) await slice.pause();
+      for (const c of s.activeChains) stale.add(c);
+    }
     return [...stale].sort();
   }
 
@@ -480,19 +512,20 @@ export class RuleSetBuilder {
     return nodePortIPs.map(nodePortsTailForIP);
   }
 
-  private finish(
+  private async finish(
     req: RuleSetRequest,
     out: Output,
     deletedChains: string[],
     commit: RuleSet["commit"],
-  ): RuleSet {
+    slice: TimeSlice,
+  ): Promise<RuleSet> {
     const filterChains = topLevelChainLines(FILTER_TOP_LEVEL_CHAINS);
     if (this.writesLocalnetGuard()) filterChains.push(chainLine(KUBE_FIREWALL));
     const filterBlocks = [...filterChains, ...out.filterRules.joinedBlocks()];
-    const filterDigest = digestOf(filterBlocks);
-    const fixedFilterDigest = digestOf([...filterChains, ...this.fixedFilterRules()]);
+    const filterDigest = await digestOf(filterBlocks, slice);
+    const fixedFilterDigest = await digestOf([...filterChains, ...this.fixedFilterRules()], slice);
     const filterRuleLines = out.filterRules.length + out.filterExtraLines;
-    const edit = this.filterEdit(req, out, filterDigest, fixedFilterDigest);
+    const edit = await this.filterEdit(req, out, filterDigest, fixedFilterDigest, slice);
     const filterSection = edit.kind === "whole" ? filterBlocks : edit.kind === "appends" ? edit.appends : [];
     const filter = ["*filter", ...filterSection, "COMMIT"];
     const declarations = { pieces: () => out.natChains.linePieces() };
@@ -535,7 +568,13 @@ export class RuleSetBuilder {
    * A partial sync leaves it out when it is what the kernel holds; over a big table, it edits
    * it from the ports' changes (filter-edits.ts); otherwise it writes it whole.
    */
-  private filterEdit(req: RuleSetRequest, out: Output, digest: string, fixedDigest: string): FilterEdit {
+  private async filterEdit(
+    req: RuleSetRequest,
+    out: Output,
+    digest: string,
+    fixedDigest: string,
+    slice: TimeSlice,
+  ): Promise<FilterEdit> {
     const edits = this.filterEdits;
     if (this.fullSync || this.committedFilterDigest === undefined) return edits.whole();
     const big = this.committedFilterLines >= this.filterLinesForEdits;
@@ -545,6 +584,7 @@ export class RuleSetBuilder {
     }
     const changes: PortFilterChange[] = [];
     for (const { prev, now } of out.rendered) {
+      if (slice.due) await slice.pause();
       const after = now.extras.filterText;
       changes.push({ portId: now.source.id, before: prev?.extras.filterText ?? "", after });
     }
@@ -581,10 +621,13 @@ class NewlineEnded implements Iterable<string> {
   }
 }
 
-/** sha256 over the lines' text, block by block (no second copy of a 13 MB table). */
-function digestOf(blocks: readonly string[]): string {
+/** sha256 over the lines' text, block by block (no second copy of a 13 MB table), paced. */
+async function digestOf(blocks: readonly string[], slice: TimeSlice): Promise<string> {
   const h = createHash("sha256");
-  for (const b of blocks) h.update(b).update("\n");
+  for (const b of blocks) {
+    if (slice.due) await slice.pause();
+    h.update(b).update("\n");
+  }
   return h.digest("base64");
 }
 

@@ -200,7 +200,7 @@ export class TableSync {
     // Chains the table did not hold are created by this transaction: nothing to flush.
     this.listedChains = req.existing ? new Set(req.existing.chains) : undefined;
     // Ports of Services with no ClusterIP of this family write nothing here: not visited.
-    const ids = familyPortIds(req.input.services, this.family);
+    const ids = yield* familyPortIds(req.input.services, this.family);
     let youngAt = tx.size;
     let fullAt = tx.size;
     let fullAtPort = 0;

@@ -37,6 +37,10 @@ function inputWith(base: SyncInput, extra: ReadonlyMap<string, ExtraPort>): Sync
   const ids = () => [...base.services.keys(), ...extra.keys()];
   const services = {
     keys: () => ids()[Symbol.iterator](),
+    entries: () =>
+      ids()
+        .map((id) => [id, services.get(id)!] as const)
+        [Symbol.iterator](),
     get: (id: string) => extra.get(id)?.svc ?? base.services.get(id),
     has: (id: string) => extra.has(id) || base.services.has(id),
     get size() {
