@@ -9,7 +9,7 @@ import type { EndpointSliceObject, ServiceObject } from "../../src/k8s/objects.t
 import { EndpointsMap } from "../../src/proxy/endpoints-map.ts";
 import { EndpointsChangeTracker } from "../../src/proxy/endpoints-tracker.ts";
 import { ServiceMap } from "../../src/proxy/service-map.ts";
-import { ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
+import { ENTRIES_READ_AT_CHECKOUT, ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
 import { ITEMS_PER_STEP, type Steps } from "../../src/util/time-slice.ts";
 import { ep, service, slice } from "./builders.ts";
 
@@ -131,5 +131,39 @@ describe("stepped map updates", () => {
     expect(w.serviceMap.size).toBe(ports);
     expect(services.count).toBeGreaterThanOrEqual(40);
     expect(endpoints.count).toBeGreaterThanOrEqual(40);
+  });
+
+  test("a Service of long lists is only recorded when its event comes, and read in steps at checkout", () => {
+    // Its lists count their element reads: none when the event comes, a bounded few per step after.
+    let reads = 0;
+    const counted = <T>(items: T[]): T[] =>
+      new Proxy(items, {
+        get(target, key, receiver) {
+          if (typeof key === "string" && /^[0-9]+$/.test(key)) reads++;
+          return Reflect.get(target, key, receiver);
+        },
+      });
+    const n = ENTRIES_READ_AT_CHECKOUT * 4;
+    const ports = Array.from({ length: n }, (_, i) => ({ name: `p${i}`, port: 1 + i, protocol: "TCP" }));
+    const ranges = Array.from({ length: n }, (_, i) => `10.2.${i >> 8}.${i & 255}/32`);
+    const svc = service("big", {
+      type: "LoadBalancer",
+      clusterIP: "198.51.100.80",
+      loadBalancerSourceRanges: counted(ranges),
+      ports: counted(ports),
+    });
+    const w = world();
+    expect(w.services.serviceChanged(undefined, svc)).toBe(true);
+    expect(reads).toBe(0);
+    let most = 0;
+    let before = 0;
+    const { count } = stepThrough(w.serviceMap.updating(w.services), () => {
+      most = Math.max(most, reads - before);
+      before = reads;
+    });
+    expect(w.serviceMap.size).toBe(n);
+    expect(reads).toBeGreaterThanOrEqual(2 * n);
+    expect(count).toBeGreaterThanOrEqual((2 * n) / ITEMS_PER_STEP);
+    expect(most).toBeLessThanOrEqual(2 * ITEMS_PER_STEP);
   });
 });

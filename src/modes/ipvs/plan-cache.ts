@@ -9,10 +9,10 @@ import type { SyncInput } from "../../proxy/proxier.ts";
 import type { EndpointInfo, ServicePortInfo } from "../../proxy/types.ts";
 import { collectYoungGarbage } from "../../runtime.ts";
 import type { IPFamily } from "../../util/net/family.ts";
-import { runStepsPaced, TimeSlice } from "../../util/time-slice.ts";
+import { ITEMS_PER_STEP, runStepsPaced, type Steps, TimeSlice } from "../../util/time-slice.ts";
 import { DesiredState } from "./desired-state.ts";
 import { SET_IDS, type SetCatalog, type SetId } from "./ipsets.ts";
-import { type PlanContext, type PortPlan, planServicePort } from "./port-plan.ts";
+import { type PlanContext, type PortPlan, planningServicePort } from "./port-plan.ts";
 import type { SyncScope } from "./scope.ts";
 import { fitServices, type ServicePlans, type Shortfall, SoloTally, setOfMember } from "./set-room.ts";
 
@@ -121,42 +121,66 @@ export class PortPlans {
 
   /** Checks every port; returns how many were replanned. */
   async replanAll(input: SyncInput, ctx: PlanContext, scope?: SyncScope): Promise<number> {
+    // The inputs stay as they are until this sync ends (maps are updated only between syncs).
+    return runStepsPaced(this.replanningAll(input, ctx, scope), new TimeSlice());
+  }
+
+  private *replanningAll(input: SyncInput, ctx: PlanContext, scope: SyncScope | undefined): Steps<number> {
     const stamp = ++this.stamp;
     let replanned = 0;
     this.lastWork = 0;
-    // The inputs stay as they are until this sync ends (maps are updated only between syncs).
-    const slice = new TimeSlice();
-    for (const key of [...this.oversized.keys()]) if (this.changed(key, input)) this.reopen(key, scope);
+    for (const key of [...this.oversized.keys()])
+      if (yield* this.changed(key, input)) yield* this.reopen(key, scope);
     const tally = new SoloTally(this.hashLimits);
     for (const [id, source] of input.services) {
-      if (slice.due) await slice.pause();
-      if (this.replanPort(id, source, input, ctx, stamp, scope, tally)) replanned++;
+      yield;
+      if (yield* this.replanPort(id, source, input, ctx, stamp, scope, tally)) replanned++;
     }
     // Every current port now carries this stamp; anything else belongs to a port that is gone.
     if (this.ports.size > input.services.size) {
-      for (const [id, cached] of this.ports) if (cached.stamp !== stamp) this.dropPort(id, scope);
+      for (const [id, cached] of this.ports) {
+        yield;
+        if (cached.stamp !== stamp) this.dropPort(id, scope);
+      }
     }
     return replanned;
   }
 
   /** Checks the ports of the Services the trackers reported; returns how many were replanned. */
-  replanServices(keys: Iterable<string>, input: SyncInput, ctx: PlanContext, scope: SyncScope): number {
+  async replanServices(
+    keys: Iterable<string>,
+    input: SyncInput,
+    ctx: PlanContext,
+    scope: SyncScope,
+  ): Promise<number> {
+    return runStepsPaced(this.replanningServices(keys, input, ctx, scope), new TimeSlice());
+  }
+
+  private *replanningServices(
+    keys: Iterable<string>,
+    input: SyncInput,
+    ctx: PlanContext,
+    scope: SyncScope,
+  ): Steps<number> {
     const stamp = ++this.stamp;
     let replanned = 0;
     this.lastWork = 0;
     const tally = new SoloTally(this.hashLimits);
     for (const key of keys) {
-      if (this.oversized.has(key) && this.changed(key, input)) this.reopen(key, scope);
+      if (this.oversized.has(key) && (yield* this.changed(key, input))) yield* this.reopen(key, scope);
       for (const source of input.services.portsOf(key)) {
-        if (this.replanPort(source.id, source, input, ctx, stamp, scope, tally)) replanned++;
+        yield;
+        if (yield* this.replanPort(source.id, source, input, ctx, stamp, scope, tally)) replanned++;
       }
-      for (const id of this.byService.get(key)?.ids ?? [])
+      for (const id of this.byService.get(key)?.ids ?? []) {
+        yield;
         if (this.ports.get(id)?.stamp !== stamp) this.dropPort(id, scope);
+      }
     }
     return replanned;
   }
 
-  private replanPort(
+  private *replanPort(
     id: string,
     source: ServicePortInfo,
     input: SyncInput,
@@ -164,15 +188,15 @@ export class PortPlans {
     stamp: number,
     scope: SyncScope | undefined,
     tally: SoloTally,
-  ): boolean {
+  ): Steps<boolean> {
     const endpointsSource = input.endpoints.get(id);
     const endpointProtocol = endpointsSource ? input.endpoints.portName(id)?.protocol : undefined;
     const cached = this.ports.get(id);
     if (cached && isCurrent(cached, source, endpointsSource, endpointProtocol)) {
       cached.stamp = stamp;
       if (cached.plan && !this.oversized.has(cached.serviceKey)) {
-        const short = tally.add(cached.serviceKey, cached.plan);
-        if (short) this.oversize(cached.serviceKey, short, scope);
+        const short = yield* tally.adding(cached.serviceKey, cached.plan);
+        if (short) yield* this.oversize(cached.serviceKey, short, scope);
       }
       return false;
     }
@@ -185,7 +209,7 @@ export class PortPlans {
       service.ids.add(id);
       return true;
     }
-    const plan = this.planPort(source, endpointsSource, endpointProtocol, ctx, serviceKey);
+    const plan = yield* this.planPort(source, endpointsSource, endpointProtocol, ctx, serviceKey);
     const work = 1 + (endpointsSource?.length ?? 0) + (plan ? plan.size : 0);
     this.lastWork += work;
     this.work += work;
@@ -195,24 +219,29 @@ export class PortPlans {
       this.work = 0;
       collectYoungGarbage();
     }
+    // Tallied first: a plan that makes its Service pass a limit on its own (100,000 source
+    // ranges) never goes into the state, rather than going in and straight out again.
+    const short = plan && (yield* tally.adding(serviceKey, plan));
     // Touched before the state takes it: the scope notes what the state held (SyncScope).
     if (this.heldOut.has(serviceKey)) this.heldOutTouched = true;
-    else if (plan) {
+    else if (plan && !short) {
       scope?.touch(plan);
       this.state.add(plan);
     }
-    this.ports.set(id, { serviceKey, source, endpointsSource, endpointProtocol, plan, stamp });
+    const kept = short ? undefined : plan;
+    this.ports.set(id, { serviceKey, source, endpointsSource, endpointProtocol, plan: kept, stamp });
     service.ids.add(id);
-    const short = plan && tally.add(serviceKey, plan);
-    if (short) this.oversize(serviceKey, short, scope);
+    if (short) yield* this.oversize(serviceKey, short, scope);
     return true;
   }
 
   /** Whether any port of Service `key` differs from what is cached (or came or went). */
-  private changed(key: string, input: SyncInput): boolean {
+  private *changed(key: string, input: SyncInput): Steps<boolean> {
     const ports = input.services.portsOf(key);
     if (ports.length !== (this.byService.get(key)?.ids.size ?? 0)) return true;
+    let items = 0;
     for (const source of ports) {
+      if (++items % ITEMS_PER_STEP === 0) yield;
       const endpointsSource = input.endpoints.get(source.id);
       const endpointProtocol = endpointsSource ? input.endpoints.portName(source.id)?.protocol : undefined;
       if (!isCurrent(this.ports.get(source.id), source, endpointsSource, endpointProtocol)) return true;
@@ -221,20 +250,26 @@ export class PortPlans {
   }
 
   /** An oversized Service changed: forget its unplanned ports, so that all are planned again. */
-  private reopen(key: string, scope: SyncScope | undefined): void {
+  private *reopen(key: string, scope: SyncScope | undefined): Steps<void> {
     this.oversized.delete(key);
-    for (const id of [...(this.byService.get(key)?.ids ?? [])]) this.dropPort(id, scope);
+    let items = 0;
+    for (const id of [...(this.byService.get(key)?.ids ?? [])]) {
+      if (++items % ITEMS_PER_STEP === 0) yield;
+      this.dropPort(id, scope);
+    }
   }
 
   /**
    * Service `key` passes a limit on its own: its plans leave the state (and the greedy fit) and
    * are let go; its remaining ports in this replan are cached without planning.
    */
-  private oversize(key: string, short: Shortfall, scope: SyncScope | undefined): void {
+  private *oversize(key: string, short: Shortfall, scope: SyncScope | undefined): Steps<void> {
     const inState = !this.heldOut.has(key);
     this.heldOut.delete(key);
     this.oversized.set(key, short);
+    let items = 0;
     for (const id of this.byService.get(key)?.ids ?? []) {
+      if (++items % ITEMS_PER_STEP === 0) yield;
       const cached = this.ports.get(id);
       if (!cached?.plan) continue;
       if (inState) {
@@ -388,17 +423,17 @@ export class PortPlans {
     return out;
   }
 
-  private planPort(
+  private *planPort(
     source: ServicePortInfo,
     endpointsSource: readonly EndpointInfo[] | undefined,
     endpointProtocol: string | undefined,
     ctx: PlanContext,
     serviceKey: string,
-  ): PortPlan | undefined {
+  ): Steps<PortPlan | undefined> {
     const view = familyView(source, this.family);
     if (!view) return undefined;
     const endpoints = usableEndpoints(source, endpointsSource, endpointProtocol, this.family);
-    const plan = planServicePort(view, endpoints, ctx, serviceKey);
+    const plan = yield* planningServicePort(view, endpoints, ctx, serviceKey);
     for (const r of plan.rejected) {
       this.log.error("Error adding entry to ipset", {
         servicePortName: source.id,

@@ -14,6 +14,7 @@ import type { EndpointInfo } from "../../proxy/types.ts";
 import { cidrContains } from "../../util/net/address.ts";
 import type { IPFamily } from "../../util/net/family.ts";
 import { type LowerProtocol, lowerProtocol } from "../../util/net/protocol.ts";
+import { ITEMS_PER_STEP, runSteps, type Steps } from "../../util/time-slice.ts";
 import { ipPortEntry, ipPortIPEntry, ipPortNetEntry, portEntry } from "./entries.ts";
 import type { SetCatalog, SetId } from "./ipsets.ts";
 import {
@@ -148,6 +149,19 @@ export function planServicePort(
   ctx: PlanContext,
   serviceKey = `${svc.name.namespace}/${svc.name.name}`,
 ): PortPlan {
+  return runSteps(planningServicePort(svc, endpoints, ctx, serviceKey));
+}
+
+/**
+ * planServicePort in steps: one port may list 100,000 externalIPs, LoadBalancer IPs or source
+ * ranges, and its plan as many set members.
+ */
+export function* planningServicePort(
+  svc: FamilyServicePort,
+  endpoints: readonly EndpointInfo[],
+  ctx: PlanContext,
+  serviceKey = `${svc.name.namespace}/${svc.name.name}`,
+): Steps<PortPlan> {
   const draft: Draft = {
     svc,
     ctx,
@@ -162,10 +176,10 @@ export function planServicePort(
     noLocalExternal: false,
     templates: [],
   };
-  addLoopbackEntries(draft, endpoints);
+  yield* addLoopbackEntries(draft, endpoints);
   addClusterIP(draft);
-  addExternalIPs(draft);
-  addLoadBalancers(draft);
+  yield* addExternalIPs(draft);
+  yield* addLoadBalancers(draft);
   // Upstream skips the rest of the port (health check port included) when no node IP exists.
   if (addNodePorts(draft)) addHealthCheckPort(draft);
   return new PortPlan(
@@ -233,8 +247,10 @@ function addVirtualServer(
 }
 
 /** Hairpin: a local endpoint reaching itself through the Service is masqueraded. */
-function addLoopbackEntries(d: Draft, endpoints: readonly EndpointInfo[]): void {
-  for (const ep of endpoints) {
+function* addLoopbackEntries(d: Draft, endpoints: readonly EndpointInfo[]): Steps<void> {
+  for (let i = 0; i < endpoints.length; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    const ep = endpoints[i]!;
     if (!ep.isLocal || ep.port === 0) continue;
     addEntry(d, "loopBack", ipPortIPEntry(ep.ip, d.protocol, ep.port, ep.ip));
   }
@@ -248,9 +264,11 @@ function addClusterIP(d: Draft): void {
   addVirtualServer(d, svc.clusterIP, svc.port, svc.internalPolicyLocal, true, entry);
 }
 
-function addExternalIPs(d: Draft): void {
+function* addExternalIPs(d: Draft): Steps<void> {
   const { svc, ctx } = d;
-  for (const ip of svc.externalIPs) {
+  for (let i = 0; i < svc.externalIPs.length; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    const ip = svc.externalIPs[i]!;
     const set: SetId = svc.externalPolicyLocal ? "externalIPLocal" : "externalIP";
     const entry = ipPortEntry(ip, d.protocol, svc.port);
     addEntry(d, set, entry);
@@ -259,13 +277,15 @@ function addExternalIPs(d: Draft): void {
   }
 }
 
-function addLoadBalancers(d: Draft): void {
+function* addLoadBalancers(d: Draft): Steps<void> {
   const { svc, ctx } = d;
-  for (const ip of svc.loadBalancerVIPs) {
+  for (let i = 0; i < svc.loadBalancerVIPs.length; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    const ip = svc.loadBalancerVIPs[i]!;
     const entry = ipPortEntry(ip, d.protocol, svc.port);
     addEntry(d, "loadBalancer", entry);
     if (svc.externalPolicyLocal) addEntry(d, "loadBalancerLocal", entry);
-    if (svc.loadBalancerSourceRanges.length > 0) addSourceRanges(d, ip, entry);
+    if (svc.loadBalancerSourceRanges.length > 0) yield* addSourceRanges(d, ip, entry);
     addVirtualServer(d, ip, svc.port, svc.externalPolicyLocal, !ctx.nodeAddresses.has(ip), entry);
   }
 }
@@ -276,11 +296,14 @@ function addLoadBalancers(d: Draft): void {
  * too (a VIP bound on the node loops the node's own requests back with the VIP as source);
  * otherwise the node is kept out explicitly (kubernetes#119656).
  */
-function addSourceRanges(d: Draft, ip: string, entry: string): void {
+function* addSourceRanges(d: Draft, ip: string, entry: string): Steps<void> {
   const { svc, ctx } = d;
   addEntry(d, "loadBalancerFW", entry);
   let allowFromNode = false;
-  for (const cidr of svc.loadBalancerSourceRanges) {
+  const ranges = svc.loadBalancerSourceRanges;
+  for (let i = 0; i < ranges.length; i++) {
+    if (i % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+    const cidr = ranges[i]!;
     addEntry(d, "loadBalancerSourceCIDR", ipPortNetEntry(ip, d.protocol, svc.port, cidr));
     if (ctx.nodeIP !== undefined && cidrContains(cidr, ctx.nodeIP)) allowFromNode = true;
   }

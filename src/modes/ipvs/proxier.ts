@@ -581,7 +581,7 @@ export class IpvsProxier implements Proxier {
     const changed = new Set(input.serviceUpdate.updatedServices);
     for (const key of input.endpointsUpdate.updatedServices) changed.add(key);
     const scope = new SyncScope(this.plans.state);
-    const replanned = this.plans.replanServices(changed, input, ctx, scope);
+    const replanned = await this.plans.replanServices(changed, input, ctx, scope);
     await this.plans.fitSets(scope);
     return { replanned, scope };
   }

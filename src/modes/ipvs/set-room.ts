@@ -8,7 +8,7 @@
 // keep syncing. By age, so a newcomer never pushes out a Service already served, and every node
 // and every restart decides alike.
 
-import type { Steps } from "../../util/time-slice.ts";
+import { ITEMS_PER_STEP, runSteps, type Steps } from "../../util/time-slice.ts";
 import type { SetId } from "./ipsets.ts";
 import { BIND, type PortPlan } from "./port-plan.ts";
 
@@ -119,6 +119,11 @@ export class SoloTally {
 
   /** Counts `plan` for Service `key`; the set it passes on its own, if any. */
   add(key: string, plan: PortPlan): Shortfall | undefined {
+    return runSteps(this.adding(key, plan));
+  }
+
+  /** add() in steps: one plan may hold 100,000 members. */
+  *adding(key: string, plan: PortPlan): Steps<Shortfall | undefined> {
     let t = this.services.get(key);
     if (!t) {
       t = { listed: new Map(), plans: [], distinct: new Map() };
@@ -127,6 +132,7 @@ export class SoloTally {
     t.plans.push(plan);
     const { members } = plan;
     for (let i = 0; i < members.length; i += 2) {
+      if (i % (2 * ITEMS_PER_STEP) === 2 * ITEMS_PER_STEP - 2) yield;
       const set = setOfMember(members[i]!);
       const limit = this.limits.get(set);
       if (limit === undefined) continue;
@@ -138,10 +144,10 @@ export class SoloTally {
         // First pass of the limit as listed: the plans met so far (this one whole), without repeats.
         distinct = new Set();
         t.distinct.set(set, distinct);
-        for (const p of t.plans) addMembers(distinct, p, set, 0);
+        for (const p of t.plans) yield* addMembers(distinct, p, set, 0);
       } else distinct.add(members[i + 1]!);
       if (distinct.size > limit) {
-        addMembers(distinct, plan, set, i + 2);
+        yield* addMembers(distinct, plan, set, i + 2);
         this.services.delete(key);
         return { set, wanted: distinct.size, limit };
       }
@@ -150,10 +156,12 @@ export class SoloTally {
   }
 }
 
-function addMembers(to: Set<string>, plan: PortPlan, set: SetId, from: number): void {
+function* addMembers(to: Set<string>, plan: PortPlan, set: SetId, from: number): Steps<void> {
   const { members } = plan;
-  for (let j = from; j < members.length; j += 2)
+  for (let j = from; j < members.length; j += 2) {
+    if ((j - from) % (2 * ITEMS_PER_STEP) === 2 * ITEMS_PER_STEP - 2) yield;
     if (setOfMember(members[j]!) === set) to.add(members[j + 1]!);
+  }
 }
 
 interface ServiceTally {

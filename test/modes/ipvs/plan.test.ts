@@ -4,7 +4,7 @@ import { compareKeys, renderRestore } from "../../../src/host/ipvs/format.ts";
 import { ipPortEntry } from "../../../src/modes/ipvs/entries.ts";
 import { setCatalog } from "../../../src/modes/ipvs/ipsets.ts";
 import { IpvsChangeList } from "../../../src/modes/ipvs/ipvs-diff.ts";
-import { type PlanContext, planServicePort } from "../../../src/modes/ipvs/port-plan.ts";
+import { type PlanContext, planningServicePort, planServicePort } from "../../../src/modes/ipvs/port-plan.ts";
 import {
   addressSortKey,
   DesiredVirtualServer,
@@ -19,6 +19,7 @@ import { familyView } from "../../../src/proxy/family-view.ts";
 import type { ServicePortInfo } from "../../../src/proxy/types.ts";
 import { compareIPs } from "../../../src/util/net/address.ts";
 import { lowerProtocol } from "../../../src/util/net/protocol.ts";
+import { ITEMS_PER_STEP } from "../../../src/util/time-slice.ts";
 
 describe("real server order", () => {
   test("the sort key orders addresses byte-wise, as ipvsadm lists real servers", () => {
@@ -117,6 +118,23 @@ describe("port plans", () => {
 
   test("a port the family does not serve has no view, so no plan", () => {
     expect(familyView(port({}), "IPv6")).toBeUndefined();
+  });
+
+  test("a port of long lists is planned in steps, the same plan as at once", () => {
+    const n = ITEMS_PER_STEP * 40;
+    const svc = port({
+      serviceType: "LoadBalancer",
+      externalIPs: Array.from({ length: n }, (_, i) => `10.3.${i >> 8}.${i & 255}`),
+      loadBalancerVIPs: ["203.0.113.70"],
+      loadBalancerSourceRanges: Array.from({ length: n }, (_, i) => `10.4.${i >> 8}.${i & 255}/32`),
+    });
+    const view = familyView(svc, "IPv4")!;
+    const steps = planningServicePort(view, [], context());
+    let yields = 0;
+    let next = steps.next();
+    for (; !next.done; next = steps.next()) yields++;
+    expect(yields).toBeGreaterThanOrEqual((2 * n) / ITEMS_PER_STEP - 2);
+    expect(next.value.members).toEqual(planServicePort(view, [], context()).members);
   });
 });
 
