@@ -154,7 +154,7 @@ export class ServiceChangeTracker {
     return out;
   }
 
-  /** Reads a Service left unread; undefined on a fault, logged as record's guard does. */
+  /** Reads a Service left unread; undefined on a fault, logged as record's guard logs one. */
   private *read(key: ServiceKey, u: UnreadService): Steps<ServiceState | undefined> {
     const problems = new ProblemList({
       kind: "Service",
@@ -166,7 +166,8 @@ export class ServiceChangeTracker {
     try {
       state = yield* readState(u.unread, u.namespace, u.name, problems, this.gates);
     } catch (err) {
-      this.logger.error("Unexpected error in serviceChanged; change ignored", {
+      this.logger.error("Unexpected error reading a Service at checkout; change ignored", {
+        service: key,
         err: err instanceof Error ? err : String(err),
       });
       return undefined;

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { ServiceObject } from "../../src/k8s/objects.ts";
+import { memoryLogger } from "../../src/log/logger.ts";
 import { ServiceMap } from "../../src/proxy/service-map.ts";
 import { ENTRIES_READ_AT_CHECKOUT, ServiceChangeTracker } from "../../src/proxy/service-tracker.ts";
 import { runSteps } from "../../src/util/time-slice.ts";
@@ -280,6 +281,34 @@ describe("Services with long lists, read at checkout", () => {
     // A new object with the same ports (say, an annotation changed): a sync, which finds nothing.
     expect(tracker.serviceChanged(big("web", 80), big("web", 80))).toBe(true);
     expect(map.update(tracker).updatedServices.size).toBe(0);
+  });
+
+  test("one that cannot be read at checkout is logged and the map keeps what it held", () => {
+    const log = memoryLogger();
+    const tracker = new ServiceChangeTracker({ logger: log });
+    const map = new ServiceMap();
+    tracker.serviceChanged(undefined, big("web", 80));
+    map.update(tracker);
+    // A list no parsed JSON can be: its entries throw when read (a fault, not bad input).
+    const faulty = new Proxy(many("web"), {
+      get(target, key, receiver) {
+        if (typeof key === "string" && /^[0-9]+$/.test(key)) throw new Error("unreadable entry");
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    const broken = service("web", {
+      clusterIP: "198.51.100.10",
+      externalIPs: faulty,
+      ports: [{ name: "http", port: 81 }],
+    });
+    expect(tracker.serviceChanged(big("web", 80), broken)).toBe(true);
+    expect(map.update(tracker).updatedServices.size).toBe(0);
+    expect(map.get("ns/web:http")?.port).toBe(80);
+    expect(log.lines.join("\n")).toContain("Unexpected error reading a Service at checkout");
+    // The next good object is applied as usual.
+    tracker.serviceChanged(broken, big("web", 8080));
+    map.update(tracker);
+    expect(map.get("ns/web:http")?.port).toBe(8080);
   });
 
   // Each Service is absent, small (port 80 or 8080) or long (port 80 or 8080). A sync may pause
